@@ -1,0 +1,126 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Sentinel errors, tested with errors.Is. ErrMalformed and ErrConflict wrap
+// the lease package's ErrInvalid and ErrConflict, so a caller that maps those
+// to HTTP statuses maps these too.
+var (
+	// ErrMalformed means the batch itself is wrong: from > to, to past the
+	// range's end, an item without a key. HTTP answers 400.
+	ErrMalformed = fmt.Errorf("malformed batch: %w", lease.ErrInvalid)
+	// ErrGap means from > next: an earlier batch is missing. HTTP answers 409.
+	ErrGap = fmt.Errorf("batch gap: %w", lease.ErrConflict)
+	// ErrOverlap means from < next <= to: part of the batch is stored. HTTP answers 409.
+	ErrOverlap = fmt.Errorf("batch overlap: %w", lease.ErrConflict)
+)
+
+// Item is one result a worker produced: a key (such as a binary's hash) and
+// any JSON value.
+type Item struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// Batch is a worker's results for the articles [From, To] of one range.
+// Headers counts the overview lines the worker read in that span.
+type Batch struct {
+	From    int64  `json:"from"`
+	To      int64  `json:"to"`
+	Headers int64  `json:"headers"`
+	Items   []Item `json:"items"`
+}
+
+// Result answers a stored or duplicate batch.
+type Result struct {
+	Next      int64 `json:"next"`
+	Duplicate bool  `json:"duplicate"`
+}
+
+// Outcome is what the rule decides for a batch.
+type Outcome int
+
+// The outcomes. Classify returns an error for the last three.
+const (
+	Accept    Outcome = iota // from == next: store it and advance next
+	Duplicate                // to < next: a retry of a stored batch; store nothing
+	Gap                      // from > next
+	Overlap                  // from < next <= to
+	Malformed                // from > to, to > end, negative headers, an item without a key
+)
+
+// Classify applies the exactly-once rule to a batch for a range whose resume
+// point is next and whose last article is end. It returns Accept or Duplicate
+// with a nil error, or the outcome with an error wrapping ErrMalformed,
+// ErrGap or ErrOverlap that says what was wrong.
+func Classify(next, end int64, b Batch) (Outcome, error) {
+	switch {
+	case b.From > b.To:
+		return Malformed, fmt.Errorf("%w: from %d is after to %d", ErrMalformed, b.From, b.To)
+	case b.To > end:
+		return Malformed, fmt.Errorf("%w: to %d is past the range's end %d", ErrMalformed, b.To, end)
+	case b.Headers < 0:
+		return Malformed, fmt.Errorf("%w: headers %d is negative", ErrMalformed, b.Headers)
+	}
+	for i, it := range b.Items {
+		if it.Key == "" {
+			return Malformed, fmt.Errorf("%w: item %d has no key", ErrMalformed, i)
+		}
+	}
+	switch {
+	case b.From == next:
+		return Accept, nil
+	case b.To < next:
+		return Duplicate, nil
+	case b.From > next:
+		return Gap, fmt.Errorf("%w: batch starts at %d but the range's next is %d", ErrGap, b.From, next)
+	default:
+		return Overlap, fmt.Errorf("%w: batch %d..%d overlaps stored articles below next %d", ErrOverlap, b.From, b.To, next)
+	}
+}
+
+// Stored is one item in the results feed.
+type Stored struct {
+	ID    int64           `json:"id"`
+	Range int64           `json:"range"`
+	From  int64           `json:"from"`
+	To    int64           `json:"to"`
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// Query selects a page of the results feed. The zero Query reads the first
+// page of every group.
+type Query struct {
+	Group string // empty: every group
+	After string // an opaque cursor from a previous Page; empty: the start
+	Limit int    // 0: 100; at most 10000
+}
+
+// Page is one page of the results feed. Next is the cursor to read what
+// comes after this page; when nothing new was stored it is the cursor asked
+// for. A reader keeps polling with the last Next it got.
+type Page struct {
+	Results []Stored `json:"results"`
+	Next    string   `json:"next"`
+}
+
+// Store stores batches under the range lease's fence and serves the feed.
+type Store interface {
+	// Put stores b for the range if f holds its lease: items, next = to+1 and
+	// headers += b.Headers in one transaction with the fence check. A retry
+	// of a stored batch gets Result{Duplicate: true} and stores nothing.
+	Put(ctx context.Context, rangeID int64, f lease.Fence, b Batch) (Result, error)
+	// Results pages through stored items in storage order; each stored item
+	// appears exactly once.
+	Results(ctx context.Context, q Query) (Page, error)
+}
+
+// ErrBadCursor means a feed cursor was not one this store handed out.
+var ErrBadCursor = fmt.Errorf("bad cursor: %w", lease.ErrInvalid)

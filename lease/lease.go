@@ -1,0 +1,149 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Stores wrap them with %w; callers test them with errors.Is.
+var (
+	// ErrLeaseLost means the caller's token is not the current one, the caller
+	// is not the holder, or the range is no longer leased. Nothing was written.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrNotFound means no such range (or group, or node) exists.
+	ErrNotFound = errors.New("not found")
+	// ErrNoWork means there is nothing to grant right now.
+	ErrNoWork = errors.New("no work")
+	// ErrInvalid means an argument was malformed: from > to, an unknown lane,
+	// a size of zero or below. Nothing was written.
+	ErrInvalid = errors.New("invalid argument")
+	// ErrConflict means the request is well formed but contradicts the stored
+	// state: a range that overlaps another, finishing before next > end.
+	ErrConflict = errors.New("conflict")
+)
+
+// Invalidf returns an error wrapping ErrInvalid with a sentence saying what was wrong.
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Lane is an ordering lane of a group: history backfill or tail for new posts.
+type Lane string
+
+// The two lanes.
+const (
+	LaneHistory Lane = "history"
+	LaneTail    Lane = "tail"
+)
+
+// ParseLane returns the lane named s; the empty string means history.
+func ParseLane(s string) (Lane, error) {
+	switch Lane(s) {
+	case "", LaneHistory:
+		return LaneHistory, nil
+	case LaneTail:
+		return LaneTail, nil
+	}
+	return "", Invalidf("lane: history or tail, not %q", s)
+}
+
+// Valid reports whether l is history or tail.
+func (l Lane) Valid() bool { return l == LaneHistory || l == LaneTail }
+
+// State is a range's state.
+type State string
+
+// Range states.
+const (
+	StatePending State = "pending"
+	StateLeased  State = "leased"
+	StateDone    State = "done"
+	StateFailed  State = "failed"
+)
+
+// Valid reports whether s is one of the four range states.
+func (s State) Valid() bool {
+	switch s {
+	case StatePending, StateLeased, StateDone, StateFailed:
+		return true
+	}
+	return false
+}
+
+// Range is an inclusive span [Start, End] of article numbers in one group's
+// lane. Next is the resume point: the first article not yet covered by a
+// stored batch.
+type Range struct {
+	ID       int64  `json:"id"`
+	Group    string `json:"group"`
+	GroupID  int64  `json:"groupId"`
+	Lane     Lane   `json:"lane"`
+	Start    int64  `json:"start"`
+	End      int64  `json:"end"`
+	Next     int64  `json:"next"`
+	Capture  bool   `json:"capture"`
+	State    State  `json:"state"`
+	Attempts int    `json:"attempts"`
+	Headers  int64  `json:"headers"`
+	// Reason is why the range last failed a chunk; empty when it never did.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Lease is a grant of one range to one node, fenced by Token.
+type Lease struct {
+	Range     Range     `json:"range"`
+	Token     int64     `json:"token"`
+	Node      string    `json:"-"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	TTL       Seconds   `json:"ttlSeconds"`
+	ChunkSize int64     `json:"chunkSize"`
+}
+
+// Seconds is a duration that encodes in JSON as whole seconds.
+type Seconds time.Duration
+
+// MarshalJSON writes the duration as a number of seconds.
+func (s Seconds) MarshalJSON() ([]byte, error) {
+	return fmt.Appendf(nil, "%d", int64(time.Duration(s)/time.Second)), nil
+}
+
+// UnmarshalJSON reads a number of seconds.
+func (s *Seconds) UnmarshalJSON(b []byte) error {
+	var n float64
+	if _, err := fmt.Sscan(string(b), &n); err != nil {
+		return fmt.Errorf("ttlSeconds: %w", err)
+	}
+	*s = Seconds(time.Duration(n * float64(time.Second)))
+	return nil
+}
+
+// Fence names the holder of a lease: who it is and which grant it holds.
+type Fence struct {
+	Node  string
+	Token int64
+}
+
+// Store is the design card's LeaseStore: range leases of unordered groups
+// (Grant) and the fenced calls that act on any held range lease. Every call
+// that takes a Fence checks the token and the holder in the same statement or
+// transaction as its write, and returns ErrLeaseLost when either is stale.
+type Store interface {
+	// Grant leases one pending or expired range of an unordered group to
+	// node: tail before history, then the lowest start. It returns
+	// ErrNoWork when there is none. A re-granted range keeps its Next.
+	Grant(ctx context.Context, node string, ttl time.Duration) (Lease, error)
+	// Heartbeat renews the lease for ttl and returns the new expiry.
+	Heartbeat(ctx context.Context, rangeID int64, f Fence, ttl time.Duration) (time.Time, error)
+	// Finish marks the range done; ErrConflict unless Next > End.
+	Finish(ctx context.Context, rangeID int64, f Fence) error
+	// Release gives the range back as pending, keeping Next, counting no attempt.
+	Release(ctx context.Context, rangeID int64, f Fence) error
+	// Corrupt reports that the chunk starting at from does not inflate or
+	// parse: the range goes back to pending with one more attempt, or to
+	// failed (keeping reason) at the store's maximum attempts.
+	Corrupt(ctx context.Context, rangeID int64, f Fence, from int64, reason string) (Range, error)
+	// Check returns the range if f holds its lease, and ErrLeaseLost if not.
+	Check(ctx context.Context, rangeID int64, f Fence) (Lease, error)
+}

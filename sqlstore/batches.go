@@ -1,0 +1,181 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Put implements batch.Store.
+func (s *Store) Put(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch) (batch.Result, error) {
+	var res batch.Result
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		var r rangeRow
+		err := tx.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ? {forupdate}"), rangeID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("batch: range %d: %w", rangeID, lease.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+		if !r.held(f) {
+			return leaseLost("batch", r, f)
+		}
+		outcome, err := batch.Classify(r.Next, r.End, b)
+		if err != nil {
+			return fmt.Errorf("batch: range %d: %w", rangeID, err)
+		}
+		if outcome == batch.Duplicate {
+			res = batch.Result{Next: r.Next, Duplicate: true}
+			return nil
+		}
+		var xid int64
+		if err := tx.GetContext(ctx, &xid, s.q(`INSERT INTO batches (range_id, node, from_n, to_n, headers, items, at_us)
+			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {xid}`),
+			rangeID, f.Node, b.From, b.To, b.Headers, len(b.Items), s.nowMicros()); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+		if err := s.insertItems(ctx, tx, xid, r, b); err != nil {
+			return fmt.Errorf("batch: items: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE ranges SET next_n = ?, headers = headers + ? WHERE id = ?"),
+			b.To+1, b.Headers, rangeID); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+		res = batch.Result{Next: b.To + 1}
+		return nil
+	})
+	return res, err
+}
+
+// insertItems writes a batch's items: COPY on PostgreSQL, multi-row
+// inserts on SQLite. Never one row per round trip.
+func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, xid int64, r rangeRow, b batch.Batch) error {
+	if len(b.Items) == 0 {
+		return nil
+	}
+	if s.d.name == "postgres" {
+		stmt, err := tx.PrepareContext(ctx, pq.CopyIn("items", "xid", "group_id", "range_id", "from_n", "to_n", "key", "value"))
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, it := range b.Items {
+			if _, err := stmt.ExecContext(ctx, xid, r.GroupID, r.ID, b.From, b.To, it.Key, jsonValue(it.Value)); err != nil {
+				return err
+			}
+		}
+		_, err = stmt.ExecContext(ctx)
+		return err
+	}
+	const perInsert = 1000 // 7 parameters each, well under SQLite's limit
+	items := b.Items
+	for len(items) > 0 {
+		part := items[:min(perInsert, len(items))]
+		items = items[len(part):]
+		var sb strings.Builder
+		sb.Grow(80 + len(part)*24)
+		sb.WriteString("INSERT INTO items (xid, group_id, range_id, from_n, to_n, key, value) VALUES ")
+		args := make([]any, 0, len(part)*7)
+		for i, it := range part {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?,?,?,?,?)")
+			args = append(args, xid, r.GroupID, r.ID, b.From, b.To, it.Key, jsonValue(it.Value))
+		}
+		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsonValue stores an absent value as JSON null.
+func jsonValue(v []byte) string {
+	if len(v) == 0 {
+		return "null"
+	}
+	return string(v)
+}
+
+// Results implements batch.Store. On PostgreSQL the feed orders items by
+// the transaction that stored them and shows only items below the oldest
+// running transaction, so a page never skips an item that commits later;
+// on SQLite, whose one writer commits in id order, by id.
+func (s *Store) Results(ctx context.Context, q batch.Query) (batch.Page, error) {
+	if q.Limit == 0 {
+		q.Limit = 100
+	}
+	if q.Limit < 0 || q.Limit > 10000 {
+		return batch.Page{}, lease.Invalidf("results: limit %d must be 1 to 10000", q.Limit)
+	}
+	afterXID, afterID, err := parseCursor(q.After)
+	if err != nil {
+		return batch.Page{}, err
+	}
+	query := "SELECT id, xid, range_id, from_n, to_n, key, value FROM items WHERE (xid, id) > (?, ?) {visible}"
+	args := []any{afterXID, afterID}
+	if q.Group != "" {
+		g, err := s.Group(ctx, q.Group)
+		if err != nil {
+			return batch.Page{}, fmt.Errorf("results: %w", err)
+		}
+		query += " AND group_id = ?"
+		args = append(args, g.ID)
+	}
+	query += " ORDER BY xid, id LIMIT ?"
+	args = append(args, q.Limit)
+	rows, err := s.rdb.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return batch.Page{}, fmt.Errorf("results: %w", err)
+	}
+	defer rows.Close()
+	page := batch.Page{Results: []batch.Stored{}}
+	var xid int64
+	for rows.Next() {
+		var it batch.Stored
+		var value string
+		if err := rows.Scan(&it.ID, &xid, &it.Range, &it.From, &it.To, &it.Key, &value); err != nil {
+			return batch.Page{}, fmt.Errorf("results: %w", err)
+		}
+		it.Value = []byte(value)
+		page.Results = append(page.Results, it)
+	}
+	if err := rows.Err(); err != nil {
+		return batch.Page{}, fmt.Errorf("results: %w", err)
+	}
+	if n := len(page.Results); n > 0 {
+		page.Next = strconv.FormatInt(xid, 10) + "." + strconv.FormatInt(page.Results[n-1].ID, 10)
+	} else {
+		page.Next = q.After
+	}
+	return page, nil
+}
+
+// parseCursor reads "XID.ID"; the empty cursor is the start of the feed.
+func parseCursor(c string) (xid, id int64, err error) {
+	if c == "" {
+		return -1, 0, nil
+	}
+	x, i, ok := strings.Cut(c, ".")
+	if ok {
+		xid, err = strconv.ParseInt(x, 10, 64)
+	}
+	if ok && err == nil {
+		id, err = strconv.ParseInt(i, 10, 64)
+	}
+	if !ok || err != nil || xid < 0 || id < 0 {
+		return 0, 0, fmt.Errorf("results: %w: %q", batch.ErrBadCursor, c)
+	}
+	return xid, id, nil
+}

@@ -1,0 +1,316 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+type laneRow struct {
+	GroupID    int64          `db:"group_id"`
+	Lane       string         `db:"lane"`
+	Token      int64          `db:"token"`
+	Node       sql.NullString `db:"node"`
+	Expires    sql.NullInt64  `db:"expires_us"`
+	Headers    int64          `db:"headers"`
+	RangesDone int64          `db:"ranges_done"`
+	SnapNext   sql.NullInt64  `db:"snap_next"`
+	SnapSize   sql.NullInt64  `db:"snap_size"`
+}
+
+const laneCols = "group_id, lane, token, node, expires_us, headers, ranges_done, snap_next, snap_size"
+
+func (l laneRow) snapshot() *grouplease.Snapshot {
+	if !l.SnapNext.Valid {
+		return nil
+	}
+	return &grouplease.Snapshot{Next: l.SnapNext.Int64, Size: l.SnapSize.Int64}
+}
+
+func (l laneRow) held(f lease.Fence) bool {
+	return l.Node.Valid && l.Node.String == f.Node && l.Token == f.Token
+}
+
+// headOf is the first range of a lane not done yet: the one the lane works on.
+const headOf = "SELECT " + rangeCols + ` FROM ranges WHERE group_id = ? AND lane = ? AND state <> 'done'
+	ORDER BY start_n LIMIT 1`
+
+// GrantLane implements grouplease.Store.
+func (s *Store) GrantLane(ctx context.Context, node string, lane lease.Lane, ttl time.Duration) (grouplease.GroupLease, error) {
+	if node == "" {
+		return grouplease.GroupLease{}, lease.Invalidf("grant lane: a node name is required")
+	}
+	if !lane.Valid() {
+		return grouplease.GroupLease{}, lease.Invalidf("lane: history or tail, not %q", lane)
+	}
+	ttlUS, err := ttlMicros(ttl)
+	if err != nil {
+		return grouplease.GroupLease{}, err
+	}
+	var gl grouplease.GroupLease
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		now := s.now()
+		// A lane has work when its head range is pending or leased: a
+		// failed head blocks the lane until it is retried.
+		var l laneRow
+		err := tx.GetContext(ctx, &l, s.q(`
+			UPDATE lanes SET token = token + 1, node = ?, expires_us = {now} + ?
+			WHERE group_id = (
+				SELECT l.group_id FROM lanes l JOIN groups g ON g.id = l.group_id
+				WHERE g.ordered AND l.lane = ? AND (l.node IS NULL OR l.expires_us < {now})
+				  AND (SELECT r.state FROM ranges r WHERE r.group_id = l.group_id AND r.lane = l.lane AND r.state <> 'done'
+				       ORDER BY r.start_n LIMIT 1) IN ('pending', 'leased')
+				ORDER BY l.group_id LIMIT 1 {skiplocked})
+			AND lane = ?
+			RETURNING `+laneCols), node, now, ttlUS, string(lane), now, string(lane))
+		if errors.Is(err, sql.ErrNoRows) {
+			return lease.ErrNoWork
+		}
+		if err != nil {
+			return fmt.Errorf("grant lane: %w", err)
+		}
+		var head rangeRow
+		if err := tx.GetContext(ctx, &head, s.q(headOf), l.GroupID, l.Lane); err != nil {
+			return fmt.Errorf("grant lane: %w", err)
+		}
+		g, err := s.groupByID(ctx, tx, l.GroupID)
+		if err != nil {
+			return err
+		}
+		gl = grouplease.GroupLease{
+			Group: grouplease.GroupRef{ID: g.ID, Name: g.Name}, Lane: lane, Token: l.Token, Node: node,
+			ExpiresAt: fromMicros(l.Expires), TTL: lease.Seconds(ttl), Next: head.Next, Snapshot: l.snapshot(),
+		}
+		return nil
+	})
+	return gl, err
+}
+
+// lockLane reads a lane row inside tx, locking it on PostgreSQL, and checks
+// the fence.
+func (s *Store) lockLane(ctx context.Context, tx *sqlx.Tx, op string, groupID int64, lane lease.Lane, f lease.Fence) (laneRow, error) {
+	var l laneRow
+	if !lane.Valid() {
+		return l, lease.Invalidf("lane: history or tail, not %q", lane)
+	}
+	err := tx.GetContext(ctx, &l, s.q("SELECT "+laneCols+" FROM lanes WHERE group_id = ? AND lane = ? {forupdate}"), groupID, string(lane))
+	if errors.Is(err, sql.ErrNoRows) {
+		return l, fmt.Errorf("%s: group %d has no %s lane: %w", op, groupID, lane, lease.ErrNotFound)
+	}
+	if err != nil {
+		return l, fmt.Errorf("%s: %w", op, err)
+	}
+	if !l.held(f) {
+		why := "it is free"
+		if l.Node.Valid && l.Node.String != f.Node {
+			why = "another node holds it"
+		} else if l.Node.Valid {
+			why = fmt.Sprintf("token %d is not the current %d", f.Token, l.Token)
+		}
+		return l, fmt.Errorf("%s: group %d %s lane: %w: %s", op, groupID, lane, lease.ErrLeaseLost, why)
+	}
+	return l, nil
+}
+
+// Next implements grouplease.Store.
+func (s *Store) Next(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, ttl time.Duration) (lease.Lease, error) {
+	ttlUS, err := ttlMicros(ttl)
+	if err != nil {
+		return lease.Lease{}, err
+	}
+	var out lease.Lease
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		l, err := s.lockLane(ctx, tx, "next", groupID, lane, f)
+		if err != nil {
+			return err
+		}
+		var head rangeRow
+		err = tx.GetContext(ctx, &head, s.q(headOf+" {forupdate}"), groupID, string(lane))
+		if errors.Is(err, sql.ErrNoRows) {
+			return lease.ErrNoWork
+		}
+		if err != nil {
+			return fmt.Errorf("next: %w", err)
+		}
+		if head.State == string(lease.StateFailed) {
+			return fmt.Errorf("%w: range %d failed (%s); retry it to go on", lease.ErrNoWork, head.ID, head.Reason)
+		}
+		if head.State == string(lease.StateLeased) && head.LaneToken == l.Token && head.Node.String == f.Node {
+			// Handed back to its holder with the same token, renewed.
+			err = tx.GetContext(ctx, &head, s.q("UPDATE ranges SET expires_us = {now} + ? WHERE id = ? RETURNING "+rangeCols),
+				s.now(), ttlUS, head.ID)
+		} else {
+			// Pending, or left by an earlier grant of the lane: grant it again from next.
+			err = tx.GetContext(ctx, &head, s.q(`UPDATE ranges SET state = 'leased', token = token + 1, node = ?, lane_token = ?,
+				expires_us = {now} + ? WHERE id = ? RETURNING `+rangeCols), f.Node, l.Token, s.now(), ttlUS, head.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("next: %w", err)
+		}
+		out, err = s.toLease(ctx, tx, head, ttl)
+		return err
+	})
+	return out, err
+}
+
+// HeartbeatLane implements grouplease.Store.
+func (s *Store) HeartbeatLane(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, ttl time.Duration) (time.Time, error) {
+	ttlUS, err := ttlMicros(ttl)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var exp time.Time
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := s.lockLane(ctx, tx, "heartbeat lane", groupID, lane, f); err != nil {
+			return err
+		}
+		var us sql.NullInt64
+		if err := tx.GetContext(ctx, &us, s.q(`UPDATE lanes SET expires_us = {now} + ? WHERE group_id = ? AND lane = ?
+			RETURNING expires_us`), s.now(), ttlUS, groupID, string(lane)); err != nil {
+			return fmt.Errorf("heartbeat lane: %w", err)
+		}
+		exp = fromMicros(us)
+		return nil
+	})
+	return exp, err
+}
+
+// ReleaseLane implements grouplease.Store.
+func (s *Store) ReleaseLane(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence) error {
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		l, err := s.lockLane(ctx, tx, "release lane", groupID, lane, f)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE lanes SET node = NULL, expires_us = NULL WHERE group_id = ? AND lane = ?"),
+			groupID, string(lane)); err != nil {
+			return fmt.Errorf("release lane: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE ranges SET state = 'pending', node = NULL, expires_us = NULL
+			WHERE group_id = ? AND lane = ? AND state = 'leased' AND lane_token = ?`), groupID, string(lane), l.Token); err != nil {
+			return fmt.Errorf("release lane: %w", err)
+		}
+		return nil
+	})
+}
+
+// PutSnapshot implements grouplease.SnapshotStore.
+func (s *Store) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, snap grouplease.Snapshot) error {
+	if snap.Next < 0 || snap.Size < 0 {
+		return lease.Invalidf("snapshot: next %d and size %d must not be negative", snap.Next, snap.Size)
+	}
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		l, err := s.lockLane(ctx, tx, "put snapshot", groupID, lane, f)
+		if err != nil {
+			return err
+		}
+		if l.SnapNext.Valid && snap.Next < l.SnapNext.Int64 {
+			return fmt.Errorf("put snapshot: %w: next %d is before the stored %d", grouplease.ErrSnapshotOlder, snap.Next, l.SnapNext.Int64)
+		}
+		_, err = tx.ExecContext(ctx, s.q("UPDATE lanes SET snap_next = ?, snap_size = ? WHERE group_id = ? AND lane = ?"),
+			snap.Next, snap.Size, groupID, string(lane))
+		if err != nil {
+			return fmt.Errorf("put snapshot: %w", err)
+		}
+		return nil
+	})
+}
+
+// Snapshot implements grouplease.SnapshotStore.
+func (s *Store) Snapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence) (grouplease.Snapshot, error) {
+	var snap *grouplease.Snapshot
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		l, err := s.lockLane(ctx, tx, "snapshot", groupID, lane, f)
+		snap = l.snapshot()
+		return err
+	})
+	if err != nil {
+		return grouplease.Snapshot{}, err
+	}
+	if snap == nil {
+		return grouplease.Snapshot{}, fmt.Errorf("snapshot: group %d %s lane: %w", groupID, lane, lease.ErrNotFound)
+	}
+	return *snap, nil
+}
+
+// Lanes implements grouplease.Store.
+func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatus, error) {
+	query := "SELECT " + laneCols + " FROM lanes"
+	var args []any
+	if group != "" {
+		g, err := s.Group(ctx, group)
+		if err != nil {
+			return nil, fmt.Errorf("lanes: %w", err)
+		}
+		query += " WHERE group_id = ?"
+		args = append(args, g.ID)
+	}
+	var rows []laneRow
+	if err := s.rdb.SelectContext(ctx, &rows, s.q(query+" ORDER BY group_id, lane"), args...); err != nil {
+		return nil, fmt.Errorf("lanes: %w", err)
+	}
+	type key struct {
+		group int64
+		lane  string
+	}
+	type agg struct {
+		State string `db:"state"`
+		N     int64  `db:"n"`
+		Group int64  `db:"group_id"`
+		Lane  string `db:"lane"`
+		Next  int64  `db:"next_n"`
+	}
+	// Counts by state, and the lane's next: the head range's next, or one
+	// past the last range when every range is done.
+	var counts []agg
+	if err := s.rdb.SelectContext(ctx, &counts, `SELECT group_id, lane, state, COUNT(*) AS n,
+		CASE WHEN state = 'done' THEN MAX(end_n) + 1 ELSE MIN(next_n) END AS next_n
+		FROM ranges GROUP BY group_id, lane, state`); err != nil {
+		return nil, fmt.Errorf("lanes: %w", err)
+	}
+	byLane := map[key]map[lease.State]int64{}
+	nextOf := map[key]int64{}
+	doneNext := map[key]int64{}
+	for _, c := range counts {
+		k := key{c.Group, c.Lane}
+		if byLane[k] == nil {
+			byLane[k] = map[lease.State]int64{}
+		}
+		byLane[k][lease.State(c.State)] = c.N
+		if c.State == string(lease.StateDone) {
+			doneNext[k] = c.Next
+		} else if n, ok := nextOf[k]; !ok || c.Next < n {
+			nextOf[k] = c.Next
+		}
+	}
+	out := make([]grouplease.LaneStatus, 0, len(rows))
+	for _, l := range rows {
+		g, err := s.groupByID(ctx, s.rdb, l.GroupID)
+		if err != nil {
+			return nil, err
+		}
+		k := key{l.GroupID, l.Lane}
+		next, ok := nextOf[k]
+		if !ok {
+			next = doneNext[k]
+		}
+		st := grouplease.LaneStatus{
+			GroupID: l.GroupID, Group: g.Name, Lane: lease.Lane(l.Lane), Token: l.Token,
+			Next: next, Headers: l.Headers, RangesDone: l.RangesDone, Snapshot: l.snapshot(), Ranges: byLane[k],
+		}
+		if l.Node.Valid {
+			st.Holder = l.Node.String
+			exp := fromMicros(l.Expires)
+			st.ExpiresAt = &exp
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}

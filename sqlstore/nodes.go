@@ -1,0 +1,110 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/node"
+)
+
+// seenEvery bounds how often Authenticate writes a node's last-seen time.
+const seenEvery = 5 * time.Second
+
+type nodeRow struct {
+	Name     string `db:"name"`
+	Created  int64  `db:"created_us"`
+	LastSeen int64  `db:"last_seen_us"`
+}
+
+func (r nodeRow) node() node.Node {
+	return node.Node{Name: r.Name, CreatedAt: time.UnixMicro(r.Created).UTC(), LastSeen: time.UnixMicro(r.LastSeen).UTC()}
+}
+
+// nowMicros is the clock in Go, for values stored rather than compared.
+func (s *Store) nowMicros() int64 {
+	if s.cfg.Now != nil {
+		return s.cfg.Now().UnixMicro()
+	}
+	return time.Now().UnixMicro()
+}
+
+// AddNode implements node.Store.
+func (s *Store) AddNode(ctx context.Context, name string, tokenHash []byte) (node.Node, error) {
+	if err := node.ValidName(name); err != nil {
+		return node.Node{}, err
+	}
+	if len(tokenHash) == 0 {
+		return node.Node{}, lease.Invalidf("add node: a token hash is required")
+	}
+	now := s.nowMicros()
+	var r nodeRow
+	err := s.db.GetContext(ctx, &r, s.q(`INSERT INTO nodes (name, token_hash, created_us, last_seen_us) VALUES (?, ?, ?, ?)
+		ON CONFLICT DO NOTHING RETURNING name, created_us, last_seen_us`), name, tokenHash, now, now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return node.Node{}, fmt.Errorf("add node: %w: node %q exists", lease.ErrConflict, name)
+	}
+	if err != nil {
+		return node.Node{}, fmt.Errorf("add node: %w", err)
+	}
+	return r.node(), nil
+}
+
+// RemoveNode implements node.Store.
+func (s *Store) RemoveNode(ctx context.Context, name string) error {
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q("DELETE FROM nodes WHERE name = ?"), name)
+		if err != nil {
+			return fmt.Errorf("remove node: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("remove node %q: %w", name, lease.ErrNotFound)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE ranges SET state = 'pending', node = NULL, expires_us = NULL
+			WHERE node = ? AND state = 'leased'`), name); err != nil {
+			return fmt.Errorf("remove node: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE lanes SET node = NULL, expires_us = NULL WHERE node = ?"), name); err != nil {
+			return fmt.Errorf("remove node: %w", err)
+		}
+		return nil
+	})
+}
+
+// Authenticate implements node.Store. It writes the last-seen time at most
+// every few seconds, so most requests only read.
+func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, error) {
+	var r nodeRow
+	err := s.rdb.GetContext(ctx, &r, s.q("SELECT name, created_us, last_seen_us FROM nodes WHERE token_hash = ?"), tokenHash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return node.Node{}, fmt.Errorf("authenticate: %w: unknown token", lease.ErrNotFound)
+	}
+	if err != nil {
+		return node.Node{}, fmt.Errorf("authenticate: %w", err)
+	}
+	if now := s.nowMicros(); now-r.LastSeen >= seenEvery.Microseconds() {
+		if _, err := s.db.ExecContext(ctx, s.q("UPDATE nodes SET last_seen_us = ? WHERE name = ?"), now, r.Name); err != nil {
+			return node.Node{}, fmt.Errorf("authenticate: %w", err)
+		}
+		r.LastSeen = now
+	}
+	return r.node(), nil
+}
+
+// Nodes implements node.Store.
+func (s *Store) Nodes(ctx context.Context) ([]node.Node, error) {
+	var rows []nodeRow
+	if err := s.rdb.SelectContext(ctx, &rows, "SELECT name, created_us, last_seen_us FROM nodes ORDER BY name"); err != nil {
+		return nil, fmt.Errorf("nodes: %w", err)
+	}
+	out := make([]node.Node, len(rows))
+	for i, r := range rows {
+		out[i] = r.node()
+	}
+	return out, nil
+}

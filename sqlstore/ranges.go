@@ -1,0 +1,256 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// rangeCols are the columns rangeRow scans, in a SELECT or a RETURNING.
+const rangeCols = "id, group_id, lane, start_n, end_n, next_n, capture, state, attempts, headers, reason, token, node, lane_token, expires_us"
+
+type rangeRow struct {
+	ID        int64          `db:"id"`
+	GroupID   int64          `db:"group_id"`
+	Lane      string         `db:"lane"`
+	Start     int64          `db:"start_n"`
+	End       int64          `db:"end_n"`
+	Next      int64          `db:"next_n"`
+	Capture   bool           `db:"capture"`
+	State     string         `db:"state"`
+	Attempts  int            `db:"attempts"`
+	Headers   int64          `db:"headers"`
+	Reason    string         `db:"reason"`
+	Token     int64          `db:"token"`
+	Node      sql.NullString `db:"node"`
+	LaneToken int64          `db:"lane_token"`
+	Expires   sql.NullInt64  `db:"expires_us"`
+}
+
+func (r rangeRow) held(f lease.Fence) bool {
+	return r.State == string(lease.StateLeased) && r.Node.Valid && r.Node.String == f.Node && r.Token == f.Token
+}
+
+// toRange fills in the group's name from the cache.
+func (s *Store) toRange(ctx context.Context, q sqlx.QueryerContext, r rangeRow) (lease.Range, grouplease.Group, error) {
+	g, err := s.groupByID(ctx, q, r.GroupID)
+	if err != nil {
+		return lease.Range{}, g, err
+	}
+	return lease.Range{
+		ID: r.ID, Group: g.Name, GroupID: r.GroupID, Lane: lease.Lane(r.Lane),
+		Start: r.Start, End: r.End, Next: r.Next, Capture: r.Capture,
+		State: lease.State(r.State), Attempts: r.Attempts, Headers: r.Headers, Reason: r.Reason,
+	}, g, nil
+}
+
+func (s *Store) toLease(ctx context.Context, q sqlx.QueryerContext, r rangeRow, ttl time.Duration) (lease.Lease, error) {
+	rg, g, err := s.toRange(ctx, q, r)
+	if err != nil {
+		return lease.Lease{}, err
+	}
+	return lease.Lease{
+		Range: rg, Token: r.Token, Node: r.Node.String, ExpiresAt: fromMicros(r.Expires),
+		TTL: lease.Seconds(ttl), ChunkSize: g.ChunkSize,
+	}, nil
+}
+
+// Grant implements lease.Store.
+func (s *Store) Grant(ctx context.Context, node string, ttl time.Duration) (lease.Lease, error) {
+	if node == "" {
+		return lease.Lease{}, lease.Invalidf("grant: a node name is required")
+	}
+	ttlUS, err := ttlMicros(ttl)
+	if err != nil {
+		return lease.Lease{}, err
+	}
+	now := s.now()
+	var r rangeRow
+	err = s.db.GetContext(ctx, &r, s.q(`
+		UPDATE ranges SET state = 'leased', token = token + 1, node = ?, lane_token = 0, expires_us = {now} + ?
+		WHERE id = (
+			SELECT id FROM ranges
+			WHERE NOT ordered AND state IN ('pending', 'leased') AND (state = 'pending' OR expires_us < {now})
+			ORDER BY lane_rank, start_n LIMIT 1 {skiplocked})
+		RETURNING `+rangeCols), node, now, ttlUS, now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lease.Lease{}, lease.ErrNoWork
+	}
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("grant: %w", err)
+	}
+	return s.toLease(ctx, s.rdb, r, ttl)
+}
+
+// fenceError explains why a fenced write changed no row: no such range, or
+// the fence is stale.
+func (s *Store) fenceError(ctx context.Context, q sqlx.QueryerContext, op string, rangeID int64, f lease.Fence) error {
+	var r rangeRow
+	err := sqlx.GetContext(ctx, q, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ?"), rangeID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%s: range %d: %w", op, rangeID, lease.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("%s: %w", op, err)
+	case !r.held(f):
+		return leaseLost(op, r, f)
+	}
+	return nil
+}
+
+func leaseLost(op string, r rangeRow, f lease.Fence) error {
+	why := "it is " + r.State
+	switch {
+	case r.State != string(lease.StateLeased):
+	case r.Node.String != f.Node:
+		why = "another node holds it"
+	default:
+		why = fmt.Sprintf("token %d is not the current %d", f.Token, r.Token)
+	}
+	return fmt.Errorf("%s: range %d: %w: %s", op, r.ID, lease.ErrLeaseLost, why)
+}
+
+// Heartbeat implements lease.Store.
+func (s *Store) Heartbeat(ctx context.Context, rangeID int64, f lease.Fence, ttl time.Duration) (time.Time, error) {
+	ttlUS, err := ttlMicros(ttl)
+	if err != nil {
+		return time.Time{}, err
+	}
+	var exp sql.NullInt64
+	err = s.db.GetContext(ctx, &exp, s.q(`
+		UPDATE ranges SET expires_us = {now} + ?
+		WHERE id = ? AND state = 'leased' AND node = ? AND token = ?
+		RETURNING expires_us`), s.now(), ttlUS, rangeID, f.Node, f.Token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, s.fenceError(ctx, s.db, "heartbeat", rangeID, f)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("heartbeat: %w", err)
+	}
+	return fromMicros(exp), nil
+}
+
+// Finish implements lease.Store. The range's lane counts its headers.
+func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error {
+	return s.tx(ctx, func(tx *sqlx.Tx) error {
+		var r rangeRow
+		err := tx.GetContext(ctx, &r, s.q(`
+			UPDATE ranges SET state = 'done', node = NULL, expires_us = NULL
+			WHERE id = ? AND state = 'leased' AND node = ? AND token = ? AND next_n > end_n
+			RETURNING `+rangeCols), rangeID, f.Node, f.Token)
+		if errors.Is(err, sql.ErrNoRows) {
+			if err := s.fenceError(ctx, tx, "finish", rangeID, f); err != nil {
+				return err
+			}
+			var next, end int64
+			if err := tx.QueryRowxContext(ctx, s.q("SELECT next_n, end_n FROM ranges WHERE id = ?"), rangeID).Scan(&next, &end); err != nil {
+				return fmt.Errorf("finish: %w", err)
+			}
+			return fmt.Errorf("finish: range %d: %w: the batches reach %d but the range ends at %d", rangeID, lease.ErrConflict, next-1, end)
+		}
+		if err != nil {
+			return fmt.Errorf("finish: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE lanes SET headers = headers + ?, ranges_done = ranges_done + 1
+			WHERE group_id = ? AND lane = ?`), r.Headers, r.GroupID, r.Lane)
+		if err != nil {
+			return fmt.Errorf("finish: %w", err)
+		}
+		return nil
+	})
+}
+
+// Release implements lease.Store.
+func (s *Store) Release(ctx context.Context, rangeID int64, f lease.Fence) error {
+	res, err := s.db.ExecContext(ctx, s.q(`
+		UPDATE ranges SET state = 'pending', node = NULL, expires_us = NULL
+		WHERE id = ? AND state = 'leased' AND node = ? AND token = ?`), rangeID, f.Node, f.Token)
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return s.fenceError(ctx, s.db, "release", rangeID, f)
+	}
+	return nil
+}
+
+// Corrupt implements lease.Store.
+func (s *Store) Corrupt(ctx context.Context, rangeID int64, f lease.Fence, from int64, reason string) (lease.Range, error) {
+	var out lease.Range
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		var r rangeRow
+		err := tx.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ? {forupdate}"), rangeID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("corrupt: range %d: %w", rangeID, lease.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("corrupt: %w", err)
+		}
+		if !r.held(f) {
+			return leaseLost("corrupt", r, f)
+		}
+		g, err := s.groupByID(ctx, tx, r.GroupID)
+		if err != nil {
+			return err
+		}
+		if !lease.IsChunkStart(r.Start, r.End, g.ChunkSize, from) {
+			return lease.Invalidf("corrupt: %d is not the start of a chunk of range %d (%d..%d, chunks of %d)",
+				from, rangeID, r.Start, r.End, g.ChunkSize)
+		}
+		if reason == "" {
+			reason = "corrupt chunk"
+		}
+		reason = fmt.Sprintf("chunk %d: %s", from, reason)
+		state := lease.StatePending
+		if r.Attempts+1 >= s.cfg.MaxAttempts {
+			state = lease.StateFailed
+		}
+		err = tx.GetContext(ctx, &r, s.q(`
+			UPDATE ranges SET state = ?, attempts = attempts + 1, reason = ?, node = NULL, expires_us = NULL
+			WHERE id = ? RETURNING `+rangeCols), string(state), reason, rangeID)
+		if err != nil {
+			return fmt.Errorf("corrupt: %w", err)
+		}
+		out, _, err = s.toRange(ctx, tx, r)
+		return err
+	})
+	return out, err
+}
+
+// Check implements lease.Store.
+func (s *Store) Check(ctx context.Context, rangeID int64, f lease.Fence) (lease.Lease, error) {
+	var r rangeRow
+	err := s.db.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ?"), rangeID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lease.Lease{}, fmt.Errorf("check: range %d: %w", rangeID, lease.ErrNotFound)
+	}
+	if err != nil {
+		return lease.Lease{}, fmt.Errorf("check: %w", err)
+	}
+	if !r.held(f) {
+		return lease.Lease{}, leaseLost("check", r, f)
+	}
+	var ttl time.Duration
+	return s.toLease(ctx, s.db, r, ttl)
+}
+
+// Range returns one range by id, or lease.ErrNotFound.
+func (s *Store) Range(ctx context.Context, id int64) (lease.Range, error) {
+	var r rangeRow
+	err := s.rdb.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ?"), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lease.Range{}, fmt.Errorf("range %d: %w", id, lease.ErrNotFound)
+	}
+	if err != nil {
+		return lease.Range{}, fmt.Errorf("range: %w", err)
+	}
+	rg, _, err := s.toRange(ctx, s.rdb, r)
+	return rg, err
+}

@@ -1,0 +1,108 @@
+// Package storetest is the conformance suite of edgeindex's storage
+// interfaces. Every backend runs the same cases, River-style:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, now func() time.Time) storetest.Backend {
+//			return openMyBackend(t, now)
+//		})
+//	}
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/node"
+)
+
+// Backend is every storage interface a coordinator needs, in one value.
+type Backend interface {
+	lease.Store
+	batch.Store
+	grouplease.Catalog
+	grouplease.Store
+	grouplease.SnapshotStore
+	node.Store
+}
+
+// Open returns a new, empty backend whose one clock is now. The backend is
+// closed by a t.Cleanup it registers.
+type Open func(t *testing.T, now func() time.Time) Backend
+
+// Clock is a settable clock for tests: expiry is decided by it, not by sleeping.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock at a fixed instant.
+func NewClock() *Clock {
+	return &Clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// env is one case's backend and clock.
+type env struct {
+	Backend
+	clock *Clock
+	ctx   context.Context
+}
+
+func newEnv(t *testing.T, open Open) *env {
+	t.Helper()
+	c := NewClock()
+	return &env{Backend: open(t, c.Now), clock: c, ctx: t.Context()}
+}
+
+// Run runs every conformance case against backends made by open.
+func Run(t *testing.T, open Open) {
+	t.Helper()
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, e *env)
+	}{
+		{"GroupAdd", testGroupAdd},
+		{"RangeAdd", testRangeAdd},
+		{"RangeAddBadInput", testRangeAddBadInput},
+		{"GrantOrder", testGrantOrder},
+		{"GrantSkipsOrderedAndDone", testGrantSkipsOrdered},
+		{"ExpiryAndRegrant", testExpiryAndRegrant},
+		{"Fencing", testFencing},
+		{"Finish", testFinish},
+		{"Release", testRelease},
+		{"Corrupt", testCorrupt},
+		{"BatchRules", testBatchRules},
+		{"ResultsFeed", testResultsFeed},
+		{"LaneGrant", testLaneGrant},
+		{"LaneNextInOrder", testLaneNext},
+		{"LaneChangesHands", testLaneChangesHands},
+		{"LaneFailedHeadBlocks", testLaneFailedHead},
+		{"Snapshots", testSnapshots},
+		{"Nodes", testNodes},
+		{"RangesList", testRangesList},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t, newEnv(t, open))
+		})
+	}
+}
