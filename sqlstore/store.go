@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq"   // the "postgres" driver
+	_ "github.com/lib/pq"  // the "postgres" driver
 	_ "modernc.org/sqlite" // the "sqlite" driver, pure Go
 
 	"github.com/edgeindex/edgeindex/batch"

@@ -10,7 +10,6 @@
 package pgtest
 
 import (
-	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -180,14 +179,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// Ping checks that url answers, for tests that want a clear failure early.
-func Ping(ctx context.Context, url string) error {
-	db, err := sql.Open("postgres", url)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	return db.PingContext(ctx)
 }

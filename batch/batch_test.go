@@ -1,0 +1,56 @@
+package batch_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	const next, end = 100, 199
+	cases := []struct {
+		name     string
+		b        batch.Batch
+		want     batch.Outcome
+		err, is2 error
+	}{
+		{"stored", batch.Batch{From: 100, To: 149}, batch.Accept, nil, nil},
+		{"to the end", batch.Batch{From: 100, To: 199}, batch.Accept, nil, nil},
+		{"duplicate", batch.Batch{From: 50, To: 99}, batch.Duplicate, nil, nil},
+		{"gap", batch.Batch{From: 101, To: 120}, batch.Gap, batch.ErrGap, lease.ErrConflict},
+		{"overlap", batch.Batch{From: 90, To: 120}, batch.Overlap, batch.ErrOverlap, lease.ErrConflict},
+		{"overlap at next", batch.Batch{From: 99, To: 100}, batch.Overlap, batch.ErrOverlap, lease.ErrConflict},
+		{"from after to", batch.Batch{From: 120, To: 110}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
+		{"past end", batch.Batch{From: 100, To: 200}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
+		{"negative headers", batch.Batch{From: 100, To: 110, Headers: -1}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
+		{"empty key", batch.Batch{From: 100, To: 110, Items: []batch.Item{{Key: "a"}, {}}}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
+		{"malformed beats duplicate", batch.Batch{From: 10, To: 20, Items: []batch.Item{{}}}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
+	}
+	for _, c := range cases {
+		got, err := batch.Classify(next, end, c.b)
+		require.Equal(t, c.want, got, c.name)
+		if c.err == nil {
+			require.NoError(t, err, c.name)
+			continue
+		}
+		require.ErrorIs(t, err, c.err, c.name)
+		require.ErrorIs(t, err, c.is2, c.name)
+	}
+}
+
+func ExampleClassify() {
+	// A range 1000..1999 whose batches reach 1499: next is 1500.
+	for _, b := range []batch.Batch{{From: 1500, To: 1599}, {From: 1000, To: 1499}, {From: 1600, To: 1699}} {
+		outcome, err := batch.Classify(1500, 1999, b)
+		fmt.Println(outcome == batch.Accept, outcome == batch.Duplicate, err)
+	}
+	// Output:
+	// true false <nil>
+	// false true <nil>
+	// false false batch gap: conflict: batch starts at 1600 but the range's next is 1500
+}

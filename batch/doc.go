@@ -1,0 +1,17 @@
+// Package batch holds result batches and the exactly-once rule.
+//
+// A worker posts the results of the articles [From, To] of a range it holds.
+// Classify decides what a store does with it, given the range's resume point
+// next and its end:
+//
+//   - from == next: store it; next becomes to+1 in the same transaction;
+//   - to < next: a retry of a stored batch, answered as a duplicate;
+//   - from > next: a gap (ErrGap); from < next <= to: an overlap (ErrOverlap);
+//     both wrap lease.ErrConflict;
+//   - from > to, to past the end, negative headers, an item without a key:
+//     malformed (ErrMalformed, wrapping lease.ErrInvalid).
+//
+// Store stores batches under the range lease's fence and serves the results
+// feed, which pages by cursor and shows each stored item exactly once, in
+// storage order.
+package batch
