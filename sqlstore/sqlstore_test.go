@@ -1,6 +1,8 @@
 package sqlstore_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,6 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
 
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/sqlstore"
@@ -77,4 +84,83 @@ func TestFencingRace(t *testing.T) {
 			storetest.RunFencingRace(t, opener(b.url))
 		})
 	}
+}
+
+func TestMigrationsOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			url := b.url(t)
+			// Processes that start together: every Open migrates, none fails,
+			// and the schema is applied once.
+			var g errgroup.Group
+			for range 4 {
+				g.Go(func() error {
+					s, err := sqlstore.Open(t.Context(), url, sqlstore.Config{})
+					if err != nil {
+						return err
+					}
+					return s.Close()
+				})
+			}
+			require.NoError(t, g.Wait())
+			s := open(t, url, sqlstore.Config{})
+			var n int
+			require.NoError(t, s.DB().Get(&n, "SELECT COUNT(*) FROM schema_migrations"))
+			require.Equal(t, 1, n)
+			require.NoError(t, s.Ping(t.Context()))
+		})
+	}
+}
+
+func TestOpenBadInput(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{"", "mysql://x", "sqlite://", "/tmp/x.db"} {
+		_, err := sqlstore.Open(t.Context(), url, sqlstore.Config{})
+		require.ErrorIs(t, err, sqlstore.ErrUnsupportedURL, url)
+	}
+	_, err := sqlstore.Open(t.Context(), "sqlite://"+t.TempDir()+"/x.db", sqlstore.Config{MaxAttempts: -1})
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	_, err = sqlstore.Open(t.Context(), "postgres://u:secret@127.0.0.1:1/db?connect_timeout=1&sslmode=disable", sqlstore.Config{})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "secret", "errors never show a password")
+}
+
+func TestMaxAttempts(t *testing.T) {
+	t.Parallel()
+	s := open(t, "sqlite://"+filepath.Join(t.TempDir(), "x.db"), sqlstore.Config{MaxAttempts: 1})
+	ctx := t.Context()
+	_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 10, ChunkSize: 5})
+	require.NoError(t, err)
+	_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 10})
+	require.NoError(t, err)
+	l, err := s.Grant(ctx, "n", time.Minute)
+	require.NoError(t, err)
+	r, err := s.Corrupt(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token}, 6, "")
+	require.NoError(t, err)
+	require.Equal(t, lease.StateFailed, r.State)
+	require.Equal(t, "chunk 6: corrupt chunk", r.Reason)
+}
+
+func ExampleOpen() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	s, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), sqlstore.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	s.AddGroup(ctx, grouplease.Group{Name: "alt.binaries.test"})
+	s.AddRanges(ctx, grouplease.NewRanges{Group: "alt.binaries.test", From: 1, To: 50000})
+	l, _ := s.Grant(ctx, "edge-1", time.Minute)
+	fmt.Println(l.Range.Start, l.Range.End, l.ChunkSize, l.Token)
+	f := lease.Fence{Node: "edge-1", Token: l.Token}
+	res, _ := s.Put(ctx, l.Range.ID, f, batch.Batch{From: 1, To: 20000, Headers: 20000,
+		Items: []batch.Item{{Key: "abc", Value: []byte(`{"subject":"x"}`)}}})
+	fmt.Println(res.Next, s.Finish(ctx, l.Range.ID, f))
+	// Output:
+	// 1 20000 2000 1
+	// 20001 <nil>
 }
