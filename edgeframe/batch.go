@@ -1,0 +1,480 @@
+package edgeframe
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/edgeindex/edgeindex/batch"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// DefaultMaxBatch is the body limit DecodeBatch applies when it is given a
+// limit of zero or below: 64 MiB.
+const DefaultMaxBatch = 64 << 20
+
+// Sentinel errors of DecodeBatch; the HTTP layer maps ErrBadBatch to 400 and
+// ErrTooLarge to 413.
+var (
+	// ErrBadBatch means a batch body is malformed. The wrapping error's text
+	// is one sentence naming the field at fault.
+	ErrBadBatch = errors.New("bad batch")
+	// ErrTooLarge means a batch body is over the limit.
+	ErrTooLarge = errors.New("batch body too large")
+)
+
+// Batch is the body of POST /v1/ranges/{id}/batch: the items found in the
+// inclusive span [From, To] of a range, and how many overview lines (Headers)
+// the worker read for it. It is the batch package's type: the wire and the
+// store share it.
+type Batch = batch.Batch
+
+// Item is one result of a batch: a non-empty key and any JSON value.
+type Item = batch.Item
+
+// BatchResult is the answer to a stored or duplicate batch: the range's resume
+// point, and whether the batch had already been stored.
+type BatchResult = batch.Result
+
+// ValidateBatch checks what DecodeBatch checks of a decoded batch, so a
+// worker can check one before it posts it: From <= To, Headers >= 0, no
+// empty key, and each Value either nil (it encodes as null) or valid JSON.
+// Its error wraps ErrBadBatch. It cannot check To against the range's end;
+// the store does.
+func ValidateBatch(b Batch) error {
+	if err := validateHead(b); err != nil {
+		return err
+	}
+	for i, it := range b.Items {
+		if it.Key == "" {
+			return badf("items[%d] has an empty key", i)
+		}
+		if it.Value != nil && !json.Valid(it.Value) {
+			return badf("items[%d] (key %q) has a value that is not valid JSON", i, it.Key)
+		}
+	}
+	return nil
+}
+
+func validateHead(b Batch) error {
+	if b.From > b.To {
+		return badf("from (%d) is after to (%d)", b.From, b.To)
+	}
+	if b.Headers < 0 {
+		return badf("headers must not be negative, not %d", b.Headers)
+	}
+	return nil
+}
+
+func badf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadBatch, fmt.Sprintf(format, args...))
+}
+
+// DecodeBatch reads one batch body from r, reading at most limit bytes of it
+// (limit <= 0 means DefaultMaxBatch). It is strict:
+//
+//   - the body is one JSON object, UTF-8, with nothing but white space after it;
+//   - its fields are exactly "from", "to", "headers" and "items", each present
+//     once, spelled in that case: an unknown or repeated field is refused;
+//   - from, to and headers are integers that fit in an int64, with from <= to
+//     and headers >= 0; items is an array (it may be empty);
+//   - each item is an object with exactly "key", a non-empty string, and
+//     "value", any JSON value including null; a missing value is refused
+//     like any missing field.
+//
+// A malformed body gives an error wrapping ErrBadBatch with a sentence naming
+// the field. A body over limit bytes gives ErrTooLarge: when a body is
+// refused, DecodeBatch reads on to at most limit+1 bytes, so an oversized
+// body is reported as too large rather than as malformed. An error reading r
+// is returned wrapped, matching neither sentinel.
+func DecodeBatch(r io.Reader, limit int64) (Batch, error) {
+	if limit <= 0 {
+		limit = DefaultMaxBatch
+	}
+	lr := &io.LimitedReader{R: r, N: limit}
+	if limit < math.MaxInt64 {
+		lr.N = limit + 1
+	}
+	cr := &checkReader{r: lr}
+	dec := json.NewDecoder(cr)
+	b, err := decodeBatch(dec)
+	if err == nil {
+		err = expectEnd(dec)
+	}
+	if err != nil && cr.readErr == nil {
+		// Read on to find out whether the body is over the limit (and
+		// whether it is UTF-8), since those faults take precedence.
+		if _, derr := io.Copy(io.Discard, cr); derr == errBadUTF8 {
+			if _, derr := io.Copy(io.Discard, lr); derr != nil {
+				cr.readErr = derr
+			}
+		}
+	}
+	switch {
+	case lr.N == 0 && limit < math.MaxInt64:
+		return Batch{}, fmt.Errorf("%w: the body is over %d bytes", ErrTooLarge, limit)
+	case cr.readErr != nil:
+		return Batch{}, fmt.Errorf("edgeframe: read batch: %w", cr.readErr)
+	case cr.badUTF8:
+		return Batch{}, badf("the body is not valid UTF-8")
+	case err != nil:
+		return Batch{}, err
+	}
+	return b, nil
+}
+
+// place names a part of the body in error sentences. It is built without
+// allocating and formatted only when an error needs it.
+type place struct {
+	item int    // >= 0 for items[item]
+	name string // a field of the body, or of the item when item >= 0
+}
+
+var (
+	body      = place{item: -1, name: "the body"}
+	itemsList = place{item: -1, name: "items"}
+)
+
+func field(name string) place { return place{item: -1, name: name} }
+
+func item(i int) place { return place{item: i} }
+
+// in returns the place of field name inside item p.
+func (p place) in(name string) place { return place{item: p.item, name: name} }
+
+func (p place) String() string {
+	if p.item < 0 {
+		return p.name
+	}
+	s := "items[" + strconv.Itoa(p.item) + "]"
+	if p.name != "" {
+		s += "." + p.name
+	}
+	return s
+}
+
+func decodeBatch(dec *json.Decoder) (Batch, error) {
+	var b Batch
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return b, badf("the body is empty; it must be a JSON object")
+	}
+	if err := checkDelim(dec, tok, err, '{', body); err != nil {
+		return b, err
+	}
+	const (
+		seenFrom = 1 << iota
+		seenTo
+		seenHeaders
+		seenItems
+	)
+	var seen int
+	for dec.More() {
+		name, err := objectKey(dec, body)
+		if err != nil {
+			return b, err
+		}
+		var bit int
+		switch name {
+		case "from":
+			bit, err = seenFrom, decodeInt(dec, name, &b.From)
+		case "to":
+			bit, err = seenTo, decodeInt(dec, name, &b.To)
+		case "headers":
+			bit, err = seenHeaders, decodeInt(dec, name, &b.Headers)
+		case "items":
+			bit = seenItems
+			b.Items, err = decodeItems(dec)
+		default:
+			return b, badf("unknown field %q", name)
+		}
+		if seen&bit != 0 {
+			return b, badf("%s appears twice", name)
+		}
+		if err != nil {
+			return b, err
+		}
+		seen |= bit
+	}
+	if err := expectDelim(dec, '}', body); err != nil {
+		return b, err
+	}
+	for _, f := range []struct {
+		bit  int
+		name string
+	}{{seenFrom, "from"}, {seenTo, "to"}, {seenHeaders, "headers"}, {seenItems, "items"}} {
+		if seen&f.bit == 0 {
+			return b, badf("%s is missing", f.name)
+		}
+	}
+	return b, validateHead(b)
+}
+
+func decodeItems(dec *json.Decoder) ([]Item, error) {
+	if err := expectDelim(dec, '[', itemsList); err != nil {
+		return nil, err
+	}
+	items := []Item{}
+	for i := 0; dec.More(); i++ {
+		it, err := decodeItem(dec, i)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, expectDelim(dec, ']', itemsList)
+}
+
+func decodeItem(dec *json.Decoder, i int) (Item, error) {
+	var it Item
+	at := item(i)
+	if err := expectDelim(dec, '{', at); err != nil {
+		return it, err
+	}
+	var haveKey, haveValue bool
+	for dec.More() {
+		name, err := objectKey(dec, at)
+		if err != nil {
+			return it, err
+		}
+		switch name {
+		case "key":
+			if haveKey {
+				return it, badf("%s.key appears twice", at)
+			}
+			haveKey = true
+			var k *string
+			if err := dec.Decode(&k); err != nil {
+				return it, valueErr(dec, err, at.in("key"), "a string")
+			}
+			if k == nil {
+				return it, badf("%s.key must be a string, not null", at)
+			}
+			it.Key = *k
+		case "value":
+			if haveValue {
+				return it, badf("%s.value appears twice", at)
+			}
+			haveValue = true
+			if err := dec.Decode(&it.Value); err != nil {
+				return it, valueErr(dec, err, at.in("value"), "JSON")
+			}
+		default:
+			return it, badf("%s has an unknown field %q", at, name)
+		}
+	}
+	if err := expectDelim(dec, '}', at); err != nil {
+		return it, err
+	}
+	switch {
+	case !haveKey:
+		return it, badf("%s has no key", at)
+	case it.Key == "":
+		return it, badf("%s has an empty key", at)
+	case !haveValue:
+		return it, badf("%s (key %q) has no value", at, it.Key)
+	}
+	return it, nil
+}
+
+func decodeInt(dec *json.Decoder, name string, dst *int64) error {
+	var p *int64
+	if err := dec.Decode(&p); err != nil {
+		return valueErr(dec, err, field(name), "an integer")
+	}
+	if p == nil {
+		return badf("%s must be an integer, not null", name)
+	}
+	*dst = *p
+	return nil
+}
+
+// objectKey reads the next member name of the object being decoded.
+func objectKey(dec *json.Decoder, where place) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", syntaxErr(dec, err, where)
+	}
+	name, ok := tok.(string)
+	if !ok { // Token does not return anything else in key position
+		return "", badf("%s has a member name that is not a string", where)
+	}
+	return name, nil
+}
+
+// expectDelim reads one token and requires it to be d.
+func expectDelim(dec *json.Decoder, d json.Delim, where place) error {
+	tok, err := dec.Token()
+	return checkDelim(dec, tok, err, d, where)
+}
+
+// checkDelim requires the token just read, tok or its error err, to be d.
+func checkDelim(dec *json.Decoder, tok json.Token, err error, d json.Delim, where place) error {
+	if err != nil {
+		return syntaxErr(dec, err, where)
+	}
+	if tok == d {
+		return nil
+	}
+	switch d {
+	case '{':
+		return badf("%s must be a JSON object, not %s", where, describe(tok))
+	case '[':
+		return badf("%s must be a JSON array, not %s", where, describe(tok))
+	}
+	// Token checks the nesting, so a closing delimiter is never mismatched.
+	return badf("%s does not end where expected", where)
+}
+
+// expectEnd requires nothing but white space after the batch object.
+func expectEnd(dec *json.Decoder) error {
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return syntaxErr(dec, err, body)
+	}
+	return badf("the body has %s after its JSON object", describe(tok))
+}
+
+func describe(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		switch v {
+		case '{':
+			return "an object"
+		case '[':
+			return "an array"
+		}
+		return fmt.Sprintf("%q", rune(v))
+	case string:
+		return "a string"
+	case float64, json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", tok)
+}
+
+// valueErr turns an error from decoding the value of field into a bad batch.
+func valueErr(dec *json.Decoder, err error, where place, want string) error {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		return badf("%s must be %s, not %s", where, want, jsonKind(te.Value))
+	}
+	return syntaxErr(dec, err, where)
+}
+
+// jsonKind makes UnmarshalTypeError.Value read well: "number 1.5" stays,
+// "string" becomes "a string".
+func jsonKind(v string) string {
+	switch v {
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "bool":
+		return "a boolean"
+	case "array":
+		return "an array"
+	case "object":
+		return "an object"
+	}
+	return v
+}
+
+// syntaxErr turns a JSON syntax error, or the body ending early, into a bad
+// batch. Read errors pass through; DecodeBatch reports them from checkReader.
+func syntaxErr(dec *json.Decoder, err error, where place) error {
+	in := ""
+	if where != body {
+		in = " in " + where.String()
+	}
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		// se.Offset is relative to the value being decoded; InputOffset is the
+		// start of that value (or the bad token) in the body.
+		return badf("the body is not valid JSON near byte %d%s: %s", dec.InputOffset(), in, se.Error())
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		if where == body {
+			return badf("the body ends before its JSON object is complete")
+		}
+		return badf("the body ends inside %s, before its JSON is complete", where)
+	}
+	return err
+}
+
+// checkReader passes reads through, remembering the first read error and
+// failing the read as soon as the bytes stop being valid UTF-8.
+type checkReader struct {
+	r       io.Reader
+	readErr error // first error from r other than io.EOF
+	badUTF8 bool
+	utf8    utf8Check
+}
+
+var errBadUTF8 = errors.New("invalid UTF-8")
+
+func (c *checkReader) Read(p []byte) (int, error) {
+	if c.badUTF8 {
+		return 0, errBadUTF8
+	}
+	n, err := c.r.Read(p)
+	if !c.utf8.feed(p[:n]) || (err == io.EOF && !c.utf8.end()) {
+		c.badUTF8 = true
+		return 0, errBadUTF8
+	}
+	if err != nil && err != io.EOF && c.readErr == nil {
+		c.readErr = err
+	}
+	return n, err
+}
+
+// utf8Check validates UTF-8 fed to it in pieces that may split a rune.
+type utf8Check struct {
+	pend [utf8.UTFMax]byte // the start of a rune split across pieces
+	n    int
+}
+
+// feed checks the next piece and reports whether the bytes so far are valid
+// UTF-8 (apart from a rune that may still be completed).
+func (u *utf8Check) feed(p []byte) bool {
+	for u.n > 0 && len(p) > 0 {
+		u.pend[u.n] = p[0]
+		u.n++
+		p = p[1:]
+		if utf8.FullRune(u.pend[:u.n]) {
+			r, size := utf8.DecodeRune(u.pend[:u.n])
+			if r == utf8.RuneError && size <= 1 || size != u.n {
+				return false
+			}
+			u.n = 0
+		}
+	}
+	if len(p) == 0 {
+		return true
+	}
+	// Keep back a trailing rune that is not yet complete.
+	cut := len(p)
+	for i := len(p) - 1; i >= 0 && i > len(p)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(p[i]) {
+			if !utf8.FullRune(p[i:]) {
+				cut = i
+			}
+			break
+		}
+	}
+	if !utf8.Valid(p[:cut]) {
+		return false
+	}
+	u.n = copy(u.pend[:], p[cut:])
+	return true
+}
+
+// end reports whether the input ended on a rune boundary.
+func (u *utf8Check) end() bool { return u.n == 0 }

@@ -1,0 +1,120 @@
+package edgeframe_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/edgeindex/edgeindex/edgeframe"
+)
+
+const mib = 1 << 20
+
+func chunkData() []byte {
+	data := make([]byte, mib)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	return data
+}
+
+// BenchmarkBaselineCopy1MiB is what encoding and decoding a 1 MiB chunk are
+// bound by: one copy of its bytes.
+func BenchmarkBaselineCopy1MiB(b *testing.B) {
+	src := chunkData()
+	dst := make([]byte, len(src))
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		copy(dst, src)
+	}
+}
+
+// BenchmarkEncodeChunk1MiB writes one chunk frame into a reused buffer: the
+// header, then one copy of the data.
+func BenchmarkEncodeChunk1MiB(b *testing.B) {
+	data := chunkData()
+	var buf bytes.Buffer
+	buf.Grow(len(data) + 64)
+	w := edgeframe.NewWriter(&buf)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := w.Chunk(1000, 2999, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeChunk1MiB reads one chunk frame from memory with a reused
+// Reader: one copy of the data into its buffer.
+func BenchmarkDecodeChunk1MiB(b *testing.B) {
+	var buf bytes.Buffer
+	if err := edgeframe.NewWriter(&buf).Chunk(1000, 2999, chunkData()); err != nil {
+		b.Fatal(err)
+	}
+	stream := buf.Bytes()
+	src := bytes.NewReader(stream)
+	r, err := edgeframe.NewReader(src, edgeframe.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(mib)
+	b.ReportAllocs()
+	for b.Loop() {
+		src.Reset(stream)
+		r.Reset(src)
+		f, err := r.Next()
+		if err != nil || len(f.Data) != mib {
+			b.Fatal(len(f.Data), err)
+		}
+	}
+}
+
+func batchBody(b *testing.B, n int) []byte {
+	in := edgeframe.Batch{From: 1000, To: 2999, Headers: 2000}
+	for i := range n {
+		in.Items = append(in.Items, edgeframe.Item{
+			Key:   fmt.Sprintf("binary-%08x", i),
+			Value: json.RawMessage(fmt.Sprintf(`{"subject":"some.file.part%03d.rar yEnc (1/50)","parts":[%d,%d],"bytes":%d}`, i, i, i+1, i*1000)),
+		})
+	}
+	body, err := json.Marshal(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+// BenchmarkDecodeBatch1000 decodes a 1000-item batch with DecodeBatch.
+func BenchmarkDecodeBatch1000(b *testing.B) {
+	body := batchBody(b, 1000)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := edgeframe.DecodeBatch(bytes.NewReader(body), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBaselineUnmarshalBatch1000 decodes the same body with a plain
+// json.Unmarshal, which checks none of DecodeBatch's rules.
+func BenchmarkBaselineUnmarshalBatch1000(b *testing.B) {
+	body := batchBody(b, 1000)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		raw, err := io.ReadAll(bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var batch edgeframe.Batch
+		if err := json.Unmarshal(raw, &batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package edgeframe
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestReaderGrowsBufferAsBytesArrive(t *testing.T) {
+	t.Parallel()
+	// A header that claims 60 MiB, followed by 10 bytes: the Reader must not
+	// allocate the 60 MiB it was promised.
+	stream := binary.BigEndian.AppendUint32([]byte{byte(TypeChunk)}, 60<<20)
+	stream = append(stream, make([]byte, 10)...)
+	r, err := NewReader(bytes.NewReader(stream), Config{})
+	require.NoError(t, err)
+	_, err = r.Next()
+	require.ErrorIs(t, err, ErrTruncated)
+	require.LessOrEqual(t, cap(r.buf), firstGrow)
+
+	// With 3 MiB of it sent, the buffer is at most twice what arrived.
+	stream = append(stream, make([]byte, 3<<20)...)
+	r.Reset(bytes.NewReader(stream))
+	_, err = r.Next()
+	require.ErrorIs(t, err, ErrTruncated)
+	require.LessOrEqual(t, cap(r.buf), 2*(3<<20+10))
+}
+
+func TestReaderBufferNeverExceedsFrame(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	sizes := []int{10, 3 << 20, 100, 5<<20 + 7}
+	for i, n := range sizes {
+		require.NoError(t, w.Chunk(int64(i), int64(i), make([]byte, n)))
+	}
+	require.NoError(t, w.End())
+	r, err := NewReader(&buf, Config{MaxFrame: 5<<20 + 7 + ChunkPrefixLen})
+	require.NoError(t, err)
+	largest := 0
+	for _, n := range sizes {
+		f, err := r.Next()
+		require.NoError(t, err)
+		require.Len(t, f.Data, n)
+		largest = max(largest, n+ChunkPrefixLen)
+		require.LessOrEqual(t, cap(r.buf), largest, "the buffer is never larger than the largest frame so far")
+	}
+}
+
+func TestUTF8CheckAcrossSplits(t *testing.T) {
+	t.Parallel()
+	inputs := []string{
+		"", "plain ascii", "é", "日本語", "🙂 and 𝄞", "\uFFFD literal replacement char",
+		"\xff", "a\xc3", "\xc3(", "\xe2\x82", "\xed\xa0\x80 surrogate", "\xf4\x90\x80\x80 too big",
+		"\x80 lone continuation", "ok \xf0\x9f\x99", "\xc0\xaf overlong",
+	}
+	for _, s := range inputs {
+		want := utf8.ValidString(s)
+		for i := 0; i <= len(s); i++ {
+			for j := i; j <= len(s); j++ {
+				var u utf8Check
+				got := u.feed([]byte(s[:i])) && u.feed([]byte(s[i:j])) && u.feed([]byte(s[j:])) && u.end()
+				require.Equal(t, want, got, "%q split at %d and %d", s, i, j)
+			}
+		}
+	}
+	// Byte by byte.
+	s := strings.Repeat("aé日🙂", 10)
+	var u utf8Check
+	for i := range len(s) {
+		require.True(t, u.feed([]byte{s[i]}))
+	}
+	require.True(t, u.end())
+}
