@@ -163,6 +163,10 @@ func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error 
 		if err != nil {
 			return fmt.Errorf("finish: %w", err)
 		}
+		// A done range's chunks are dropped from the spool: nobody fetches them again.
+		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ?"), rangeID); err != nil {
+			return fmt.Errorf("finish: %w", err)
+		}
 		return nil
 	})
 }
@@ -216,6 +220,10 @@ func (s *Store) Corrupt(ctx context.Context, rangeID int64, f lease.Fence, from 
 			UPDATE ranges SET state = ?, attempts = attempts + 1, reason = ?, node = NULL, expires_us = NULL
 			WHERE id = ? RETURNING `+rangeCols), string(state), reason, rangeID)
 		if err != nil {
+			return fmt.Errorf("corrupt: %w", err)
+		}
+		// The chunk is fetched again.
+		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ? AND from_n = ?"), rangeID, from); err != nil {
 			return fmt.Errorf("corrupt: %w", err)
 		}
 		out, _, err = s.toRange(ctx, tx, r)

@@ -18,6 +18,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/spool"
 )
 
 // Backend is every storage interface a coordinator needs, in one value.
@@ -28,6 +29,7 @@ type Backend interface {
 	grouplease.Store
 	grouplease.SnapshotStore
 	node.Store
+	spool.Claims
 }
 
 // Open returns a new, empty backend whose one clock is now. The backend is
@@ -98,6 +100,7 @@ func Run(t *testing.T, open Open) {
 		{"Snapshots", testSnapshots},
 		{"Nodes", testNodes},
 		{"RangesList", testRangesList},
+		{"ChunkClaims", testChunkClaims},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,60 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+var _ spool.Claims = (*Store)(nil)
+
+// ClaimChunk implements spool.Claims.
+func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, owner string, ttl time.Duration) (bool, error) {
+	if owner == "" || span.From > span.To {
+		return false, lease.Invalidf("claim chunk: an owner and a span with from <= to are required")
+	}
+	ttlUS, err := ttlMicros(ttl)
+	if err != nil {
+		return false, err
+	}
+	now := s.now()
+	var got string
+	err = s.db.GetContext(ctx, &got, s.q(`
+		INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us) VALUES (?, ?, ?, ?, {now} + ?)
+		ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.owner, expires_us = excluded.expires_us
+		WHERE NOT chunk_claims.fetched AND (chunk_claims.expires_us < {now} OR chunk_claims.owner = excluded.owner)
+		RETURNING owner`), rangeID, span.From, span.To, owner, now, ttlUS, now)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim chunk: %w", err)
+	}
+	return true, nil
+}
+
+// ChunkFetched implements spool.Claims.
+func (s *Store) ChunkFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE chunk_claims SET fetched = TRUE WHERE range_id = ? AND from_n = ? AND owner = ?`),
+		rangeID, span.From, owner)
+	if err != nil {
+		return fmt.Errorf("chunk fetched: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("chunk fetched: range %d chunk %d: %w: %s holds no claim", rangeID, span.From, lease.ErrLeaseLost, owner)
+	}
+	return nil
+}
+
+// ForgetChunk implements spool.Claims.
+func (s *Store) ForgetChunk(ctx context.Context, rangeID int64, span lease.Span) error {
+	if _, err := s.db.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ? AND from_n = ?"), rangeID, span.From); err != nil {
+		return fmt.Errorf("forget chunk: %w", err)
+	}
+	return nil
+}
