@@ -1,0 +1,372 @@
+package corpus
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Sentinel errors of the corpus.
+var (
+	// ErrNotFound means the corpus holds no such chunk. It wraps
+	// lease.ErrNotFound, so errors.Is matches either.
+	ErrNotFound = fmt.Errorf("chunk %w", lease.ErrNotFound)
+	// ErrTooLarge means a chunk is over Config.MaxChunkBytes.
+	ErrTooLarge = errors.New("chunk too large")
+	// ErrClosed means the store was closed.
+	ErrClosed = errors.New("corpus closed")
+)
+
+// TempPrefix begins the name of every file a store is still writing. Such a
+// file is never read; Open removes the ones a crash left behind.
+const TempPrefix = ".tmp-"
+
+// DefaultMaxChunkBytes is the largest chunk when Config.MaxChunkBytes is 0:
+// the largest frame payload a stream decoder accepts by default.
+const DefaultMaxChunkBytes int64 = 64 << 20
+
+// Store is the durable archive of chunks per group and span. Disk
+// implements it; corpustest.Run checks any implementation.
+//
+// Arguments: a group must not be empty and a span must have
+// 0 <= From <= To, or the call returns an error wrapping lease.ErrInvalid
+// (Has returns false). After Close every call that can fail returns
+// ErrClosed, and Has returns false.
+type Store interface {
+	// Put stores data as the chunk of (group, span), replacing any previous
+	// one, atomically: a reader sees the old chunk or the new one, and a
+	// crash leaves one or the other.
+	Put(group string, span lease.Span, data []byte) error
+	// Has reports whether the chunk is stored.
+	Has(group string, span lease.Span) bool
+	// Read returns the chunk, or an error wrapping ErrNotFound.
+	Read(group string, span lease.Span) ([]byte, error)
+	// Open returns the chunk for streaming and its size, or an error
+	// wrapping ErrNotFound. The caller closes it.
+	Open(group string, span lease.Span) (io.ReadCloser, int64, error)
+	// Delete removes a chunk, e.g. one reported corrupt, so it is fetched
+	// again. Deleting a missing chunk is not an error.
+	Delete(group string, span lease.Span) error
+	// Spans lists the group's stored chunks in ascending order of From
+	// (then To); a group with none has an empty list.
+	Spans(group string) ([]lease.Span, error)
+	// Close closes the store; it is safe to call twice.
+	Close() error
+}
+
+// Config configures a Disk corpus. The zero value means the defaults.
+type Config struct {
+	// MaxChunkBytes is the largest chunk Put accepts; 0 means
+	// DefaultMaxChunkBytes.
+	MaxChunkBytes int64
+}
+
+func (c *Config) validate() error {
+	if c.MaxChunkBytes == 0 {
+		c.MaxChunkBytes = DefaultMaxChunkBytes
+	}
+	if c.MaxChunkBytes < 0 {
+		return lease.Invalidf("corpus max chunk bytes %d is negative", c.MaxChunkBytes)
+	}
+	return nil
+}
+
+// Disk is the corpus on disk. It keeps no index in memory: every call asks
+// the file system, so it is always what a restart would find. It is safe
+// for concurrent use.
+type Disk struct {
+	dir string
+	cfg Config
+
+	mu     sync.RWMutex // held for reading by calls, for writing by Close
+	closed bool
+}
+
+var _ Store = (*Disk)(nil)
+
+// Open opens the corpus in dir, creating dir if needed, and removes the
+// temporary files a crash left behind. Other files are left alone.
+func Open(dir string, cfg Config) (*Disk, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, lease.Invalidf("corpus directory is empty")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("corpus: %w", err)
+	}
+	if err := removeLeftovers(dir); err != nil {
+		return nil, err
+	}
+	return &Disk{dir: dir, cfg: cfg}, nil
+}
+
+func removeLeftovers(dir string) error {
+	top, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("corpus: %w", err)
+	}
+	for _, e := range top {
+		path := filepath.Join(dir, e.Name())
+		if strings.HasPrefix(e.Name(), TempPrefix) {
+			if err := os.RemoveAll(path); err != nil {
+				return fmt.Errorf("corpus: remove leftover: %w", err)
+			}
+			continue
+		}
+		if !e.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(path)
+		if err != nil {
+			return fmt.Errorf("corpus: %w", err)
+		}
+		for _, f := range files {
+			if strings.HasPrefix(f.Name(), TempPrefix) {
+				if err := os.RemoveAll(filepath.Join(path, f.Name())); err != nil {
+					return fmt.Errorf("corpus: remove leftover: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ChunkName is the file name of a span's chunk: "<from>-<to>.gz".
+func ChunkName(span lease.Span) string {
+	return strconv.FormatInt(span.From, 10) + "-" + strconv.FormatInt(span.To, 10) + ".gz"
+}
+
+func parseChunkName(name string) (lease.Span, bool) {
+	base, ok := strings.CutSuffix(name, ".gz")
+	if !ok {
+		return lease.Span{}, false
+	}
+	a, b, ok := strings.Cut(base, "-")
+	if !ok {
+		return lease.Span{}, false
+	}
+	from, err1 := strconv.ParseInt(a, 10, 64)
+	to, err2 := strconv.ParseInt(b, 10, 64)
+	span := lease.Span{From: from, To: to}
+	if err1 != nil || err2 != nil || checkSpan(span) != nil || ChunkName(span) != name {
+		return lease.Span{}, false
+	}
+	return span, true
+}
+
+func checkSpan(s lease.Span) error {
+	if s.From < 0 || s.From > s.To {
+		return lease.Invalidf("span %d-%d: want 0 <= from <= to", s.From, s.To)
+	}
+	return nil
+}
+
+// ChunkPath is where a Disk corpus in dir keeps the chunk of (group, span).
+func ChunkPath(dir, group string, span lease.Span) (string, error) {
+	g, err := EscapeGroup(group)
+	if err != nil {
+		return "", err
+	}
+	if err := checkSpan(span); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, g, ChunkName(span)), nil
+}
+
+// path checks the arguments and the store; the caller holds d.mu for reading.
+func (d *Disk) path(group string, span lease.Span) (string, error) {
+	if d.closed {
+		return "", ErrClosed
+	}
+	return ChunkPath(d.dir, group, span)
+}
+
+// Put implements Store. A chunk over MaxChunkBytes is an error wrapping
+// ErrTooLarge.
+func (d *Disk) Put(group string, span lease.Span, data []byte) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	final, err := d.path(group, span)
+	if err != nil {
+		return err
+	}
+	if int64(len(data)) > d.cfg.MaxChunkBytes {
+		return fmt.Errorf("corpus: put %q %s: %d bytes: %w (at most %d)", group, ChunkName(span), len(data), ErrTooLarge, d.cfg.MaxChunkBytes)
+	}
+	if err := writeAtomic(d.dir, final, data); err != nil {
+		return fmt.Errorf("corpus: put %q %s: %w", group, ChunkName(span), err)
+	}
+	return nil
+}
+
+// writeAtomic writes data to final through a synced temp file in the same
+// directory, renamed into place; it syncs the directory, and root too when
+// it had to create the directory.
+func writeAtomic(root, final string, data []byte) error {
+	gdir := filepath.Dir(final)
+	err := os.Mkdir(gdir, 0o755)
+	created := err == nil
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if created {
+		if err := syncDir(root); err != nil {
+			return err
+		}
+	}
+	tmp, err := os.CreateTemp(gdir, TempPrefix+filepath.Base(final)+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), final)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return syncDir(gdir)
+}
+
+// Has implements Store.
+func (d *Disk) Has(group string, span lease.Span) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	path, err := d.path(group, span)
+	if err != nil {
+		return false
+	}
+	info, err := os.Stat(path)
+	return err == nil && info.Mode().IsRegular()
+}
+
+// Read implements Store.
+func (d *Disk) Read(group string, span lease.Span) ([]byte, error) {
+	f, _, err := d.Open(group, span)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("corpus: read %q %s: %w", group, ChunkName(span), err)
+	}
+	return b, nil
+}
+
+// Open implements Store. The reader is an *os.File.
+func (d *Disk) Open(group string, span lease.Span) (io.ReadCloser, int64, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	path, err := d.path(group, span)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("corpus: group %q span %d-%d: %w", group, span.From, span.To, ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("corpus: open %q %s: %w", group, ChunkName(span), err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, fmt.Errorf("corpus: open %q %s: %w", group, ChunkName(span), err)
+	}
+	return f, info.Size(), nil
+}
+
+// Delete implements Store.
+func (d *Disk) Delete(group string, span lease.Span) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	path, err := d.path(group, span)
+	if err != nil {
+		return err
+	}
+	err = os.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		return fmt.Errorf("corpus: delete %q %s: %w", group, ChunkName(span), err)
+	}
+	return nil
+}
+
+// Spans implements Store.
+func (d *Disk) Spans(group string) ([]lease.Span, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	g, err := EscapeGroup(group)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(filepath.Join(d.dir, g))
+	if errors.Is(err, fs.ErrNotExist) {
+		return []lease.Span{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("corpus: spans %q: %w", group, err)
+	}
+	spans := make([]lease.Span, 0, len(entries))
+	for _, e := range entries {
+		if sp, ok := parseChunkName(e.Name()); ok && e.Type().IsRegular() {
+			spans = append(spans, sp)
+		}
+	}
+	slices.SortFunc(spans, func(a, b lease.Span) int {
+		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To))
+	})
+	return spans, nil
+}
+
+// Close implements Store. It waits for the calls in progress.
+func (d *Disk) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = true
+	return nil
+}
+
+// Dir is the corpus directory.
+func (d *Disk) Dir() string { return d.dir }
+
+// syncDir fsyncs a directory so the renames and removals in it are durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

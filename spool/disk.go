@@ -1,0 +1,548 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Sentinel errors of the disk spool.
+var (
+	// ErrNotFound means the spool holds no such chunk. It wraps
+	// lease.ErrNotFound, so errors.Is matches either.
+	ErrNotFound = fmt.Errorf("chunk %w", lease.ErrNotFound)
+	// ErrClosed means the store was closed.
+	ErrClosed = errors.New("spool closed")
+)
+
+// TempPrefix begins the name of every file a store is still writing. Such a
+// file is never read; Open removes the ones a crash left behind.
+const TempPrefix = ".tmp-"
+
+// DefaultMaxBytes is the spool's size bound when Config.MaxBytes is 0.
+const DefaultMaxBytes int64 = 2 << 30
+
+// Store is a spool of chunks keyed by range and span. Disk implements it;
+// spooltest.Run checks any implementation.
+//
+// Arguments: a span must have 0 <= From <= To, or the call returns an error
+// wrapping lease.ErrInvalid (Has returns false). After Close every call
+// that can fail returns ErrClosed, and Has returns false.
+type Store interface {
+	// Put stores data as the chunk of (rangeID, span), replacing any
+	// previous one, atomically: a reader sees the old chunk or the new one,
+	// and a crash leaves one or the other. Put never blocks on the size
+	// bound; callers call WaitRoom first. A Put that overlaps a Drop of
+	// its range is ordered before the Drop: it returns nil and the chunk
+	// is gone with the range.
+	Put(rangeID int64, span lease.Span, data []byte) error
+	// Has reports whether the chunk is stored.
+	Has(rangeID int64, span lease.Span) bool
+	// Read returns the chunk, or an error wrapping ErrNotFound.
+	Read(rangeID int64, span lease.Span) ([]byte, error)
+	// Open returns the chunk for streaming and its size, or an error
+	// wrapping ErrNotFound. The caller closes it.
+	Open(rangeID int64, span lease.Span) (io.ReadCloser, int64, error)
+	// Drop removes every chunk of the range. Dropping a range with no
+	// chunk is not an error.
+	Drop(rangeID int64) error
+	// DropChunk removes one chunk, e.g. one reported corrupt, so it is
+	// fetched again. Dropping a missing chunk is not an error.
+	DropChunk(rangeID int64, span lease.Span) error
+	// Size is the total size in bytes of the stored chunks.
+	Size() int64
+	// MaxBytes is the size bound.
+	MaxBytes() int64
+	// WaitRoom returns nil once Size()+n <= MaxBytes(); it waits for Drop
+	// or DropChunk to free room, or returns ctx's error. It reserves
+	// nothing: concurrent callers may overshoot the bound together. An n
+	// below 0 or above MaxBytes() is an error wrapping lease.ErrInvalid.
+	WaitRoom(ctx context.Context, n int64) error
+	// Notify returns a channel that is closed at the next Put (or Close).
+	// Take it before checking Has, then wait on it, to miss no chunk.
+	Notify() <-chan struct{}
+	// WaitChunk returns nil once the chunk is stored, or ctx's error.
+	WaitChunk(ctx context.Context, rangeID int64, span lease.Span) error
+	// Close wakes every waiter with ErrClosed. It is safe to call twice.
+	Close() error
+}
+
+// Config configures a Disk spool. The zero value means the defaults.
+type Config struct {
+	// MaxBytes bounds the spool's total size; 0 means DefaultMaxBytes.
+	MaxBytes int64
+}
+
+func (c *Config) validate() error {
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxBytes < 0 {
+		return lease.Invalidf("spool max bytes %d is negative", c.MaxBytes)
+	}
+	return nil
+}
+
+// Disk is the disk spool. Each chunk is one file, dir/<rangeID>/<from>-<to>.gz
+// (see ChunkPath). Writes go to a temporary file in the same directory,
+// which is synced, renamed into place, and the directory synced. It is safe
+// for concurrent use.
+type Disk struct {
+	dir string
+	max int64
+
+	mu      sync.Mutex
+	closed  bool
+	size    int64
+	chunks  map[int64]map[lease.Span]int64 // rangeID -> span -> file size
+	arrived chan struct{}                  // closed and replaced by every Put
+	room    chan struct{}                  // closed and replaced whenever size falls
+}
+
+var _ Store = (*Disk)(nil)
+
+// Open opens the spool in dir, creating dir if needed. It counts the chunks
+// already there and removes the temporary files that a crash left behind;
+// files it does not recognise are left alone and not counted.
+func Open(dir string, cfg Config) (*Disk, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		return nil, lease.Invalidf("spool directory is empty")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	d := &Disk{
+		dir:     dir,
+		max:     cfg.MaxBytes,
+		chunks:  make(map[int64]map[lease.Span]int64),
+		arrived: make(chan struct{}),
+		room:    make(chan struct{}),
+	}
+	if err := d.scan(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Disk) scan() error {
+	top, err := os.ReadDir(d.dir)
+	if err != nil {
+		return fmt.Errorf("spool: %w", err)
+	}
+	for _, e := range top {
+		if strings.HasPrefix(e.Name(), TempPrefix) {
+			if err := os.RemoveAll(filepath.Join(d.dir, e.Name())); err != nil {
+				return fmt.Errorf("spool: remove leftover: %w", err)
+			}
+			continue
+		}
+		id, err := strconv.ParseInt(e.Name(), 10, 64)
+		if err != nil || !e.IsDir() || strconv.FormatInt(id, 10) != e.Name() {
+			continue
+		}
+		rdir := filepath.Join(d.dir, e.Name())
+		files, err := os.ReadDir(rdir)
+		if err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+		for _, f := range files {
+			if strings.HasPrefix(f.Name(), TempPrefix) {
+				if err := os.RemoveAll(filepath.Join(rdir, f.Name())); err != nil {
+					return fmt.Errorf("spool: remove leftover: %w", err)
+				}
+				continue
+			}
+			span, ok := parseChunkName(f.Name())
+			if !ok || !f.Type().IsRegular() {
+				continue
+			}
+			info, err := f.Info()
+			if err != nil {
+				return fmt.Errorf("spool: %w", err)
+			}
+			d.add(id, span, info.Size())
+		}
+	}
+	return nil
+}
+
+// add records a chunk of size bytes, replacing any previous record; it
+// returns the change in total size. The caller holds d.mu or owns d.
+func (d *Disk) add(id int64, span lease.Span, size int64) int64 {
+	m := d.chunks[id]
+	if m == nil {
+		m = make(map[lease.Span]int64)
+		d.chunks[id] = m
+	}
+	old := m[span]
+	m[span] = size
+	d.size += size - old
+	return size - old
+}
+
+// ChunkName is the file name of a span's chunk: "<from>-<to>.gz".
+func ChunkName(span lease.Span) string {
+	return strconv.FormatInt(span.From, 10) + "-" + strconv.FormatInt(span.To, 10) + ".gz"
+}
+
+func parseChunkName(name string) (lease.Span, bool) {
+	base, ok := strings.CutSuffix(name, ".gz")
+	if !ok {
+		return lease.Span{}, false
+	}
+	a, b, ok := strings.Cut(base, "-")
+	if !ok {
+		return lease.Span{}, false
+	}
+	from, err1 := strconv.ParseInt(a, 10, 64)
+	to, err2 := strconv.ParseInt(b, 10, 64)
+	span := lease.Span{From: from, To: to}
+	if err1 != nil || err2 != nil || checkSpan(span) != nil || ChunkName(span) != name {
+		return lease.Span{}, false
+	}
+	return span, true
+}
+
+func checkSpan(s lease.Span) error {
+	if s.From < 0 || s.From > s.To {
+		return lease.Invalidf("span %d-%d: want 0 <= from <= to", s.From, s.To)
+	}
+	return nil
+}
+
+// ChunkPath is where a Disk spool in dir keeps the chunk of (rangeID, span).
+func ChunkPath(dir string, rangeID int64, span lease.Span) string {
+	return filepath.Join(dir, strconv.FormatInt(rangeID, 10), ChunkName(span))
+}
+
+func (d *Disk) rangeDir(id int64) string {
+	return filepath.Join(d.dir, strconv.FormatInt(id, 10))
+}
+
+// Put implements Store.
+func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
+	if err := checkSpan(span); err != nil {
+		return err
+	}
+	rdir := d.rangeDir(rangeID)
+	final := filepath.Join(rdir, ChunkName(span))
+
+	// Creating the temp file under the lock keeps Drop's RemoveAll from
+	// racing with it: a Drop that comes later removes the temp file too,
+	// and the rename below then fails instead of bringing the chunk back.
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	newDir, err := mkdir(rdir)
+	var tmp *os.File
+	if err == nil {
+		tmp, err = os.CreateTemp(rdir, TempPrefix+ChunkName(span)+"-*")
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
+	}
+	if newDir {
+		if err := syncDir(d.dir); err != nil {
+			_ = os.Remove(tmp.Name())
+			_ = tmp.Close()
+			return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
+		}
+	}
+	if err := writeSync(tmp, data); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
+	}
+
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		_ = os.Remove(tmp.Name())
+		return ErrClosed
+	}
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		_, lerr := os.Lstat(tmp.Name())
+		d.mu.Unlock()
+		if errors.Is(err, fs.ErrNotExist) && errors.Is(lerr, fs.ErrNotExist) {
+			// A Drop of the range removed the temp file while it was being
+			// written: this Put comes before that Drop, so it is dropped.
+			return nil
+		}
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
+	}
+	if d.add(rangeID, span, int64(len(data))) < 0 {
+		d.wakeRoom()
+	}
+	close(d.arrived)
+	d.arrived = make(chan struct{})
+	d.mu.Unlock()
+
+	// The rename is visible now; make it durable. A Drop may already have
+	// removed the directory, and then there is nothing left to sync.
+	if err := syncDir(rdir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
+	}
+	return nil
+}
+
+// Has implements Store.
+func (d *Disk) Has(rangeID int64, span lease.Span) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return false
+	}
+	_, ok := d.chunks[rangeID][span]
+	return ok
+}
+
+// Read implements Store.
+func (d *Disk) Read(rangeID int64, span lease.Span) ([]byte, error) {
+	f, _, err := d.Open(rangeID, span)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("spool: read %d %s: %w", rangeID, ChunkName(span), err)
+	}
+	return b, nil
+}
+
+// Open implements Store. The reader is an *os.File.
+func (d *Disk) Open(rangeID int64, span lease.Span) (io.ReadCloser, int64, error) {
+	if err := checkSpan(span); err != nil {
+		return nil, 0, err
+	}
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return nil, 0, ErrClosed
+	}
+	f, err := os.Open(ChunkPath(d.dir, rangeID, span))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("spool: range %d span %d-%d: %w", rangeID, span.From, span.To, ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("spool: open %d %s: %w", rangeID, ChunkName(span), err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, fmt.Errorf("spool: open %d %s: %w", rangeID, ChunkName(span), err)
+	}
+	return f, info.Size(), nil
+}
+
+// Drop implements Store.
+func (d *Disk) Drop(rangeID int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	err := os.RemoveAll(d.rangeDir(rangeID))
+	if err == nil {
+		err = syncDir(d.dir)
+	}
+	// Whatever RemoveAll managed, recount what is left of the range.
+	freed := d.forget(rangeID)
+	if freed > 0 {
+		d.wakeRoom()
+	}
+	if err != nil {
+		return fmt.Errorf("spool: drop %d: %w", rangeID, err)
+	}
+	return nil
+}
+
+// forget recounts range id from disk after a removal and returns the bytes
+// freed. The caller holds d.mu.
+func (d *Disk) forget(id int64) int64 {
+	var freed int64
+	for span, size := range d.chunks[id] {
+		if _, err := os.Lstat(ChunkPath(d.dir, id, span)); errors.Is(err, fs.ErrNotExist) {
+			delete(d.chunks[id], span)
+			d.size -= size
+			freed += size
+		}
+	}
+	if len(d.chunks[id]) == 0 {
+		delete(d.chunks, id)
+	}
+	return freed
+}
+
+// DropChunk implements Store.
+func (d *Disk) DropChunk(rangeID int64, span lease.Span) error {
+	if err := checkSpan(span); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	err := os.Remove(ChunkPath(d.dir, rangeID, span))
+	if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	} else if err == nil {
+		err = syncDir(d.rangeDir(rangeID))
+	}
+	if size, ok := d.chunks[rangeID][span]; ok {
+		if _, serr := os.Lstat(ChunkPath(d.dir, rangeID, span)); errors.Is(serr, fs.ErrNotExist) {
+			delete(d.chunks[rangeID], span)
+			if len(d.chunks[rangeID]) == 0 {
+				delete(d.chunks, rangeID)
+			}
+			d.size -= size
+			if size > 0 {
+				d.wakeRoom()
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("spool: drop %d %s: %w", rangeID, ChunkName(span), err)
+	}
+	return nil
+}
+
+// wakeRoom wakes WaitRoom callers. The caller holds d.mu.
+func (d *Disk) wakeRoom() {
+	close(d.room)
+	d.room = make(chan struct{})
+}
+
+// Size implements Store.
+func (d *Disk) Size() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.size
+}
+
+// MaxBytes implements Store.
+func (d *Disk) MaxBytes() int64 { return d.max }
+
+// Dir is the spool's directory.
+func (d *Disk) Dir() string { return d.dir }
+
+// WaitRoom implements Store.
+func (d *Disk) WaitRoom(ctx context.Context, n int64) error {
+	if n < 0 || n > d.max {
+		return lease.Invalidf("spool: wait for room for %d bytes: want 0 to %d", n, d.max)
+	}
+	for {
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			return ErrClosed
+		}
+		if d.size+n <= d.max {
+			d.mu.Unlock()
+			return nil
+		}
+		room := d.room
+		d.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Notify implements Store.
+func (d *Disk) Notify() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.arrived
+}
+
+// WaitChunk implements Store.
+func (d *Disk) WaitChunk(ctx context.Context, rangeID int64, span lease.Span) error {
+	if err := checkSpan(span); err != nil {
+		return err
+	}
+	for {
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			return ErrClosed
+		}
+		_, ok := d.chunks[rangeID][span]
+		arrived := d.arrived
+		d.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Close implements Store. The files stay on disk for the next Open.
+func (d *Disk) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	close(d.arrived)
+	close(d.room)
+	return nil
+}
+
+// mkdir creates dir if it is missing and reports whether it did.
+func mkdir(dir string) (bool, error) {
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// writeSync writes data to f, syncs and closes it.
+func writeSync(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir fsyncs a directory so the renames and removals in it are durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

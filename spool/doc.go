@@ -1,0 +1,26 @@
+// Package spool holds where header chunks come from and where they wait
+// before a worker streams them.
+//
+// A chunk is the gzip of the NNTP overview lines of one span of a range: one
+// line per article present, each ending in "\n", with the fields
+// tab-separated as OVER sends them (number, Subject, From, Date, Message-ID,
+// References, bytes, lines, any further fields). A range's chunks are its
+// spans of chunkSize aligned to the range start, see lease.Spans.
+//
+// The package has three parts:
+//
+//   - ChunkSource, the small interface for where chunks come from (an NNTP
+//     provider, the Synthetic generator, or any func pair through
+//     SourceFuncs), with ParseOverview and ReadChunk to read chunks back;
+//   - Synthetic, a deterministic generator of Usenet-like binary posts that
+//     needs no network;
+//   - Disk, the disk spool: one file per (range, span), written atomically
+//     (temporary file, fsync, rename, fsync of the directory), bounded in
+//     total size (WaitRoom), with a broadcast when a chunk arrives (Notify,
+//     WaitChunk). It survives a restart: Open recounts the files and removes
+//     writes that a crash left behind.
+//
+// Errors wrap the sentinels of this package and of package lease
+// (lease.ErrInvalid for malformed arguments); test them with errors.Is.
+// The conformance suite for any Store is spool/spooltest.
+package spool
