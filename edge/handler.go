@@ -1,0 +1,53 @@
+package edge
+
+import (
+	"context"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Chunk is one chunk of a held range, as the coordinator streamed it.
+type Chunk struct {
+	Range lease.Range
+	// From and To are the articles the batch for this chunk covers: From is
+	// the range's next when the chunk holds it, so lines below From were
+	// handled by an earlier holder and are to be skipped.
+	From, To int64
+	// Data is the gzip of the chunk's overview lines, as stored: it may
+	// start before From. spool.ReadChunk reads it.
+	Data []byte
+}
+
+// Output is what a handler found in one chunk: the items to post, and how
+// many overview lines it read.
+type Output struct {
+	Items   []batch.Item
+	Headers int64
+}
+
+// Handler is what a user implements: chunks in, items per batch out. The
+// client posts each Output as the batch [Chunk.From, Chunk.To]. An error
+// wrapping spool.ErrBadChunk reports the chunk corrupt, so it is fetched
+// again; any other error releases the range.
+type Handler interface {
+	HandleChunk(ctx context.Context, c Chunk) (Output, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, c Chunk) (Output, error)
+
+// HandleChunk calls f.
+func (f HandlerFunc) HandleChunk(ctx context.Context, c Chunk) (Output, error) { return f(ctx, c) }
+
+// Windowed is a Handler that carries state from range to range of an
+// ordered group's lane, such as binaries whose parts straddle two ranges.
+// The client saves the window as the lane's snapshot after each finished
+// range, and loads it when it is granted a lane.
+type Windowed interface {
+	Handler
+	// SaveWindow returns the window state; the client gzips it.
+	SaveWindow() ([]byte, error)
+	// LoadWindow replaces the window state; nil means start empty.
+	LoadWindow(state []byte) error
+}
