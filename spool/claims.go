@@ -13,7 +13,8 @@ import (
 // died mid-fetch does not hold a chunk forever.
 type Claims interface {
 	// ClaimChunk claims the chunk for owner; false when another owner holds
-	// an unexpired claim, or the chunk was fetched already.
+	// an unexpired claim, or fetched the chunk. An owner may claim again a
+	// chunk it fetched (its copy was lost).
 	ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, owner string, ttl time.Duration) (bool, error)
 	// ChunkFetched marks owner's claimed chunk as fetched.
 	ChunkFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) error

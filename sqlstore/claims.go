@@ -26,8 +26,8 @@ func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, 
 	var got string
 	err = s.db.GetContext(ctx, &got, s.q(`
 		INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us) VALUES (?, ?, ?, ?, {now} + ?)
-		ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.owner, expires_us = excluded.expires_us
-		WHERE NOT chunk_claims.fetched AND (chunk_claims.expires_us < {now} OR chunk_claims.owner = excluded.owner)
+		ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.owner, expires_us = excluded.expires_us, fetched = FALSE
+		WHERE chunk_claims.owner = excluded.owner OR (NOT chunk_claims.fetched AND chunk_claims.expires_us < {now})
 		RETURNING owner`), rangeID, span.From, span.To, owner, now, ttlUS, now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
@@ -57,4 +57,33 @@ func (s *Store) ForgetChunk(ctx context.Context, rangeID int64, span lease.Span)
 		return fmt.Errorf("forget chunk: %w", err)
 	}
 	return nil
+}
+
+var _ spool.Targets = (*Store)(nil)
+
+// PrefetchTargets implements spool.Targets: the leased ranges, then up to
+// lookahead pending ones, each in grant order.
+func (s *Store) PrefetchTargets(ctx context.Context, lookahead int) ([]spool.Target, error) {
+	var rows []rangeRow
+	if err := s.rdb.SelectContext(ctx, &rows, s.q("SELECT "+rangeCols+
+		" FROM ranges WHERE state = 'leased' ORDER BY lane_rank, start_n LIMIT 10000")); err != nil {
+		return nil, fmt.Errorf("prefetch targets: %w", err)
+	}
+	if lookahead > 0 {
+		var pending []rangeRow
+		if err := s.rdb.SelectContext(ctx, &pending, s.q("SELECT "+rangeCols+
+			" FROM ranges WHERE state = 'pending' ORDER BY lane_rank, start_n LIMIT ?"), lookahead); err != nil {
+			return nil, fmt.Errorf("prefetch targets: %w", err)
+		}
+		rows = append(rows, pending...)
+	}
+	out := make([]spool.Target, 0, len(rows))
+	for _, r := range rows {
+		rg, g, err := s.toRange(ctx, s.rdb, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, spool.Target{Range: rg, ChunkSize: g.ChunkSize})
+	}
+	return out, nil
 }

@@ -57,6 +57,8 @@ CREATE TABLE ranges (
 -- Grants of unordered ranges walk this index in order.
 CREATE INDEX ranges_grant ON ranges (lane_rank, start_n) WHERE state IN ('pending', 'leased') AND NOT ordered;
 -- Lanes find their head range, and range add checks overlaps, with this one.
+-- The prefetcher and the admin listing find ranges by state with this one.
+CREATE INDEX ranges_state ON ranges (state, lane_rank, start_n);
 CREATE INDEX ranges_group ON ranges (group_id, lane, start_n);
 CREATE INDEX ranges_node ON ranges (node) WHERE node IS NOT NULL;
 

@@ -1,0 +1,268 @@
+package spool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeindex/edgeindex/corpus"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Target is a range the prefetcher fetches chunks for.
+type Target struct {
+	Range     lease.Range
+	ChunkSize int64
+}
+
+// Targets lists what to prefetch: the leased ranges first, in the order a
+// grant takes them, then up to lookahead pending ranges in the same order.
+type Targets interface {
+	PrefetchTargets(ctx context.Context, lookahead int) ([]Target, error)
+}
+
+// PrefetchConfig configures a Prefetcher. Source, Spool, Claims and Targets
+// are required; the zero value of every other field means its default.
+type PrefetchConfig struct {
+	Source  ChunkSource
+	Spool   Store
+	Corpus  corpus.Store // where capture ranges go; nil: capture ranges go to the spool
+	Claims  Claims
+	Targets Targets
+	// Owner names this coordinator in chunk claims. Default: "coordinator".
+	Owner string
+	// Concurrency bounds the fetches in flight. Default 4.
+	Concurrency int
+	// Lookahead is how many pending ranges to fetch ahead into. Default 4.
+	Lookahead int
+	// ClaimTTL is how long a claim holds while its fetch runs. Default 2m.
+	ClaimTTL time.Duration
+	// Attempts is how many times a chunk is fetched before the prefetcher
+	// gives it up until its next pass. Default 5.
+	Attempts int
+	// Backoff is the first retry's wait; each retry doubles it, with
+	// jitter, up to MaxBackoff. Defaults 200ms and 10s.
+	Backoff, MaxBackoff time.Duration
+	// Idle is how long Run waits between passes when nothing kicks it.
+	// Default 2s.
+	Idle time.Duration
+	// Sleep waits between retries; tests inject it. Default: a timer.
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Logger *slog.Logger
+}
+
+func (c *PrefetchConfig) validate() error {
+	if c.Source == nil || c.Spool == nil || c.Claims == nil || c.Targets == nil {
+		return lease.Invalidf("prefetch: Source, Spool, Claims and Targets are required")
+	}
+	setDefault(&c.Owner, "coordinator")
+	setDefault(&c.Concurrency, 4)
+	setDefault(&c.Lookahead, 4)
+	setDefault(&c.ClaimTTL, 2*time.Minute)
+	setDefault(&c.Attempts, 5)
+	setDefault(&c.Backoff, 200*time.Millisecond)
+	setDefault(&c.MaxBackoff, 10*time.Second)
+	setDefault(&c.Idle, 2*time.Second)
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Concurrency < 1 || c.Lookahead < 0 || c.Attempts < 1 {
+		return lease.Invalidf("prefetch: Concurrency and Attempts must be at least 1, Lookahead at least 0")
+	}
+	return nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Prefetcher fetches the chunks of leased ranges, in stream order from each
+// range's next, then looks ahead into pending ranges. Fetches run with
+// bounded concurrency, each under a claim in the shared database, retried
+// with backoff. Capture ranges go to the corpus, the rest to the spool.
+// Lookahead fills at most half the spool, so leased ranges always have room.
+type Prefetcher struct {
+	cfg  PrefetchConfig
+	kick chan struct{}
+
+	mu      sync.Mutex
+	arrived chan struct{}
+}
+
+// NewPrefetcher checks cfg and returns a Prefetcher; Run starts it.
+func NewPrefetcher(cfg PrefetchConfig) (*Prefetcher, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Prefetcher{cfg: cfg, kick: make(chan struct{}, 1), arrived: make(chan struct{})}, nil
+}
+
+// Kick asks for a pass soon: a range was leased, a chunk was dropped.
+func (p *Prefetcher) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Notify returns a channel closed when the next chunk is stored, in the
+// spool or the corpus. Take it before checking for a chunk, then wait on it.
+func (p *Prefetcher) Notify() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.arrived
+}
+
+func (p *Prefetcher) broadcast() {
+	p.mu.Lock()
+	close(p.arrived)
+	p.arrived = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// Run makes passes until ctx ends: one at once, then one whenever Kick is
+// called or Idle passes. A failed pass is logged; Run returns ctx's error.
+func (p *Prefetcher) Run(ctx context.Context) error {
+	idle := time.NewTimer(0)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.kick:
+		case <-idle.C:
+		}
+		if _, err := p.Pass(ctx); err != nil && ctx.Err() == nil {
+			p.cfg.Logger.Warn("prefetch pass", "err", err)
+		}
+		idle.Reset(p.cfg.Idle)
+	}
+}
+
+// Pass fetches what the targets lack, once, and returns how many chunks it
+// stored. It waits for room in the spool for leased ranges; lookahead stops
+// when the spool is half full.
+func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
+	targets, err := p.cfg.Targets.PrefetchTargets(ctx, p.cfg.Lookahead)
+	if err != nil {
+		return 0, fmt.Errorf("prefetch: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(p.cfg.Concurrency)
+	var mu sync.Mutex
+	stored := 0
+	var last int64 // the size of the last chunk stored: the room to wait for
+	for _, t := range targets {
+		leased := t.Range.State == lease.StateLeased
+		first, ok := lease.SpanAt(t.Range.Start, t.Range.End, t.ChunkSize, t.Range.Next)
+		if !ok {
+			continue // every article is stored
+		}
+		for _, span := range lease.Spans(first.From, t.Range.End, t.ChunkSize) {
+			if gctx.Err() != nil {
+				break
+			}
+			if p.has(t, span) {
+				continue
+			}
+			if !t.Range.Capture || p.cfg.Corpus == nil {
+				if leased {
+					mu.Lock()
+					need := min(last, p.cfg.Spool.MaxBytes())
+					mu.Unlock()
+					if err := p.cfg.Spool.WaitRoom(gctx, need); err != nil {
+						break
+					}
+				} else if p.cfg.Spool.Size() >= p.cfg.Spool.MaxBytes()/2 {
+					break
+				}
+			}
+			g.Go(func() error {
+				n, err := p.fetch(gctx, t, span)
+				if err != nil {
+					p.cfg.Logger.Warn("prefetch", "range", t.Range.ID, "group", t.Range.Group, "from", span.From, "to", span.To, "err", err)
+					return nil // the chunk is tried again at the next pass
+				}
+				if n > 0 {
+					mu.Lock()
+					stored++
+					last = int64(n)
+					mu.Unlock()
+				}
+				return nil
+			})
+		}
+	}
+	err = g.Wait()
+	return stored, errors.Join(err, ctx.Err())
+}
+
+func (p *Prefetcher) has(t Target, span lease.Span) bool {
+	if t.Range.Capture && p.cfg.Corpus != nil {
+		return p.cfg.Corpus.Has(t.Range.Group, span)
+	}
+	return p.cfg.Spool.Has(t.Range.ID, span)
+}
+
+// fetch claims, fetches and stores one chunk; it returns the chunk's size,
+// or 0 when another coordinator holds the claim.
+func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int, error) {
+	id := t.Range.ID
+	ok, err := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
+	if err != nil || !ok {
+		return 0, err
+	}
+	var data []byte
+	wait := p.cfg.Backoff
+	for attempt := 1; ; attempt++ {
+		data, err = p.cfg.Source.Fetch(ctx, t.Range.Group, span)
+		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, ErrNoSuchGroup) || ctx.Err() != nil {
+			break
+		}
+		if serr := p.cfg.Sleep(ctx, wait/2+rand.N(wait/2+1)); serr != nil {
+			break
+		}
+		wait = min(2*wait, p.cfg.MaxBackoff)
+	}
+	if err != nil {
+		// Give the claim back, so this or another coordinator tries again.
+		return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err),
+			p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span))
+	}
+	if t.Range.Capture && p.cfg.Corpus != nil {
+		err = p.cfg.Corpus.Put(t.Range.Group, span, data)
+	} else {
+		err = p.cfg.Spool.Put(id, span, data)
+	}
+	if err != nil {
+		return 0, errors.Join(err, p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span))
+	}
+	if err := p.cfg.Claims.ChunkFetched(ctx, id, span, p.cfg.Owner); err != nil {
+		return 0, err
+	}
+	p.broadcast()
+	return len(data), nil
+}

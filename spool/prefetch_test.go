@@ -1,0 +1,228 @@
+package spool_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/corpus"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sqlstore"
+)
+
+// prefetchEnv is a real SQLite store with ranges 1..50 (leased, capture
+// off), 51..100 (pending), 101..150 (pending, capture), chunks of 10, a
+// disk spool and a corpus.
+type prefetchEnv struct {
+	store  *sqlstore.Store
+	spool  *spool.Disk
+	corpus *corpus.Disk
+	src    spool.ChunkSource
+	leased lease.Lease
+}
+
+func newPrefetchEnv(t *testing.T) *prefetchEnv {
+	t.Helper()
+	ctx := t.Context()
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	_, err = st.AddGroup(ctx, grouplease.Group{Name: "alt.test", RangeSize: 50, ChunkSize: 10})
+	require.NoError(t, err)
+	_, err = st.AddRanges(ctx, grouplease.NewRanges{Group: "alt.test", From: 1, To: 100})
+	require.NoError(t, err)
+	_, err = st.AddRanges(ctx, grouplease.NewRanges{Group: "alt.test", From: 101, To: 150, Capture: true})
+	require.NoError(t, err)
+	l, err := st.Grant(ctx, "w", time.Minute)
+	require.NoError(t, err)
+	sp, err := spool.Open(t.TempDir(), spool.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { sp.Close() })
+	cp, err := corpus.Open(t.TempDir(), corpus.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { cp.Close() })
+	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	require.NoError(t, err)
+	return &prefetchEnv{store: st, spool: sp, corpus: cp, src: src, leased: l}
+}
+
+func (e *prefetchEnv) config(owner string) spool.PrefetchConfig {
+	return spool.PrefetchConfig{Source: e.src, Spool: e.spool, Corpus: e.corpus, Claims: e.store, Targets: e.store,
+		Owner: owner, Sleep: func(context.Context, time.Duration) error { return nil }}
+}
+
+func TestPrefetchPass(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	p, err := spool.NewPrefetcher(e.config("c1"))
+	require.NoError(t, err)
+	n, err := p.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 15, n, "the leased range, then the pending ones")
+	for _, span := range lease.Spans(1, 100, 10) {
+		id := e.leased.Range.ID
+		if span.From > 50 {
+			id++
+		}
+		require.True(t, e.spool.Has(id, span), "%v", span)
+	}
+	for _, span := range lease.Spans(101, 150, 10) {
+		require.True(t, e.corpus.Has("alt.test", span), "capture ranges go to the corpus")
+		require.False(t, e.spool.Has(e.leased.Range.ID+2, span))
+	}
+	// The data is the source's.
+	want, err := e.src.Fetch(t.Context(), "alt.test", lease.Span{From: 11, To: 20})
+	require.NoError(t, err)
+	got, err := e.spool.Read(e.leased.Range.ID, lease.Span{From: 11, To: 20})
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+
+	n, err = p.Pass(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing is fetched twice")
+
+	// Another coordinator sharing the database fetches nothing already fetched.
+	other, err := spool.NewPrefetcher(e.config("c2"))
+	require.NoError(t, err)
+	require.NoError(t, e.spool.DropChunk(e.leased.Range.ID, lease.Span{From: 1, To: 10}))
+	n, err = other.Pass(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n, "c1 holds the claim of every chunk")
+	// A chunk reported corrupt is fetched again.
+	_, err = e.store.Corrupt(t.Context(), e.leased.Range.ID, lease.Fence{Node: "w", Token: e.leased.Token}, 1, "bad gzip")
+	require.NoError(t, err)
+	n, err = other.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.True(t, e.spool.Has(e.leased.Range.ID, lease.Span{From: 1, To: 10}))
+}
+
+func TestPrefetchFromNext(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	ctx := t.Context()
+	_, err := e.store.Put(ctx, e.leased.Range.ID, lease.Fence{Node: "w", Token: e.leased.Token},
+		batchOf(1, 25))
+	require.NoError(t, err)
+	cfg := e.config("c1")
+	cfg.Lookahead = -1 // validate refuses this
+	_, err = spool.NewPrefetcher(cfg)
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	cfg = e.config("c1")
+	cfg.Targets = onlyLeased{e.store}
+	p, err := spool.NewPrefetcher(cfg)
+	require.NoError(t, err)
+	n, err := p.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, n, "chunks from the one that holds next (21-30) to the end")
+	require.False(t, e.spool.Has(e.leased.Range.ID, lease.Span{From: 11, To: 20}))
+}
+
+type onlyLeased struct{ t spool.Targets }
+
+func (o onlyLeased) PrefetchTargets(ctx context.Context, _ int) ([]spool.Target, error) {
+	return o.t.PrefetchTargets(ctx, 0)
+}
+
+func TestPrefetchRetries(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	var calls atomic.Int64
+	flaky := spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+		if s.From == 1 && calls.Add(1) <= 2 {
+			return nil, errors.New("connection reset")
+		}
+		return e.src.Fetch(ctx, g, s)
+	}}
+	var mu sync.Mutex
+	var waits []time.Duration
+	cfg := e.config("c1")
+	cfg.Source = flaky
+	cfg.Targets = onlyLeased{e.store}
+	cfg.Backoff, cfg.MaxBackoff = 100*time.Millisecond, 150*time.Millisecond
+	cfg.Sleep = func(_ context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return nil
+	}
+	p, err := spool.NewPrefetcher(cfg)
+	require.NoError(t, err)
+	n, err := p.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 5, n)
+	require.Equal(t, int64(3), calls.Load())
+	require.Len(t, waits, 2)
+	require.True(t, waits[0] >= 50*time.Millisecond && waits[0] <= 100*time.Millisecond, "jittered first wait %s", waits[0])
+	require.True(t, waits[1] >= 75*time.Millisecond && waits[1] <= 150*time.Millisecond, "doubled, capped wait %s", waits[1])
+}
+
+func TestPrefetchGivesUpAndReleasesClaim(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	cfg := e.config("c1")
+	cfg.Targets = onlyLeased{e.store}
+	cfg.Attempts = 3
+	var calls atomic.Int64
+	cfg.Source = spool.SourceFuncs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
+		calls.Add(1)
+		return nil, errors.New("provider down")
+	}}
+	p, err := spool.NewPrefetcher(cfg)
+	require.NoError(t, err)
+	n, err := p.Pass(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, int64(15), calls.Load(), "5 chunks, 3 attempts each")
+	ok, err := e.store.ClaimChunk(t.Context(), e.leased.Range.ID, lease.Span{From: 1, To: 10}, "c2", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "a failed fetch gives its claim back")
+}
+
+func TestPrefetchLookaheadBound(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	small, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: 4096})
+	require.NoError(t, err)
+	t.Cleanup(func() { small.Close() })
+	cfg := e.config("c1")
+	cfg.Spool = small
+	cfg.Concurrency = 1
+	p, err := spool.NewPrefetcher(cfg)
+	require.NoError(t, err)
+	_, err = p.Pass(t.Context())
+	require.NoError(t, err)
+	for _, span := range lease.Spans(1, 50, 10) {
+		require.True(t, small.Has(e.leased.Range.ID, span), "leased ranges are fetched whatever the lookahead bound")
+	}
+	require.False(t, small.Has(e.leased.Range.ID+1, lease.Span{From: 91, To: 100}), "lookahead stops at half the spool")
+}
+
+func TestPrefetchRun(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	p, err := spool.NewPrefetcher(e.config("c1"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	arrived := p.Notify()
+	go func() { done <- p.Run(ctx) }()
+	<-arrived // the first pass runs at once
+	p.Kick()
+	p.Kick() // kicks coalesce
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+}
+
+func batchOf(from, to int64) batch.Batch {
+	return batch.Batch{From: from, To: to, Headers: to - from + 1}
+}

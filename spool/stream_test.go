@@ -1,0 +1,268 @@
+package spool_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/corpus"
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+// fakeClock is a clock the test moves; After registers a waiter and tells
+// the test through waiting.
+type fakeClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []fakeWaiter
+	waiting chan struct{}
+}
+
+type fakeWaiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), waiting: make(chan struct{}, 100)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, fakeWaiter{at: c.now.Add(d), ch: ch})
+	c.waiting <- struct{}{}
+	return ch
+}
+
+// Advance moves the clock once the code under test waits on it.
+func (c *fakeClock) Advance(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-c.waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream never waited on the clock")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if !w.at.After(c.now) {
+			w.ch <- c.now
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	c.waiters = kept
+}
+
+// streamEnv is a spool and corpus in a temp dir with one range 1..50 of
+// chunks of 10.
+type streamEnv struct {
+	spool  *spool.Disk
+	corpus *corpus.Disk
+	r      lease.Range
+	clock  *fakeClock
+}
+
+func newStreamEnv(t *testing.T) *streamEnv {
+	t.Helper()
+	sp, err := spool.Open(t.TempDir(), spool.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { sp.Close() })
+	cp, err := corpus.Open(t.TempDir(), corpus.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { cp.Close() })
+	return &streamEnv{spool: sp, corpus: cp, clock: newFakeClock(),
+		r: lease.Range{ID: 7, Group: "alt.test", Start: 1, End: 50, Next: 1, State: lease.StateLeased}}
+}
+
+func chunkData(span lease.Span) []byte { return fmt.Appendf(nil, "chunk %d-%d", span.From, span.To) }
+
+func (e *streamEnv) putAll(t *testing.T, except ...int64) {
+	t.Helper()
+	for _, span := range lease.Spans(e.r.Start, e.r.End, 10) {
+		skip := false
+		for _, x := range except {
+			skip = skip || x == span.From
+		}
+		if !skip {
+			require.NoError(t, e.spool.Put(e.r.ID, span, chunkData(span)))
+		}
+	}
+}
+
+// run streams the range in a goroutine and returns a function that waits
+// for the stream's end and decodes what it wrote.
+func (e *streamEnv) run(ctx context.Context, cfg spool.StreamConfig) func(t *testing.T) ([]edgeframe.Frame, error, error) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	cfg.Spool, cfg.Clock = e.spool, e.clock
+	if cfg.Corpus == nil {
+		cfg.Corpus = e.corpus
+	}
+	done := make(chan error, 1)
+	go func() {
+		mu.Lock()
+		defer mu.Unlock()
+		done <- spool.Stream(ctx, edgeframe.NewWriter(&buf), e.r, 10, cfg)
+	}()
+	return func(t *testing.T) ([]edgeframe.Frame, error, error) {
+		t.Helper()
+		serr := <-done
+		mu.Lock()
+		defer mu.Unlock()
+		rd, err := edgeframe.NewReader(&buf, edgeframe.Config{})
+		require.NoError(t, err)
+		var frames []edgeframe.Frame
+		for {
+			f, err := rd.Next()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				return frames, serr, err
+			}
+			f.Data = bytes.Clone(f.Data)
+			frames = append(frames, f)
+		}
+	}
+}
+
+func kinds(frames []edgeframe.Frame) string {
+	var b bytes.Buffer
+	for _, f := range frames {
+		switch f.Type {
+		case edgeframe.TypeChunk:
+			fmt.Fprintf(&b, "C%d ", f.From)
+		case edgeframe.TypeKeepalive:
+			b.WriteString("K ")
+		case edgeframe.TypeEnd:
+			b.WriteString("E")
+		case edgeframe.TypeError:
+			b.WriteString("X")
+		}
+	}
+	return b.String()
+}
+
+func TestStreamFromNext(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	e.putAll(t)
+	e.r.Next = 25 // inside the third chunk
+	frames, serr, rerr := e.run(t.Context(), spool.StreamConfig{})(t)
+	require.NoError(t, serr)
+	require.NoError(t, rerr)
+	require.Equal(t, "C21 C31 C41 E", kinds(frames))
+	require.Equal(t, "chunk 21-30", string(frames[0].Data))
+	require.Equal(t, int64(30), frames[0].To)
+	require.Equal(t, int64(50), frames[2].To)
+}
+
+func TestStreamCorpusFirst(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	e.r.Capture = true
+	e.putAll(t)
+	span := lease.Span{From: 11, To: 20}
+	require.NoError(t, e.corpus.Put(e.r.Group, span, []byte("from the corpus")))
+	frames, serr, _ := e.run(t.Context(), spool.StreamConfig{})(t)
+	require.NoError(t, serr)
+	require.Equal(t, "C1 C11 C21 C31 C41 E", kinds(frames))
+	require.Equal(t, "from the corpus", string(frames[1].Data))
+	require.Equal(t, "chunk 1-10", string(frames[0].Data))
+}
+
+func TestStreamWaitsWithKeepalives(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	e.putAll(t, 21)
+	var renewals int
+	wait := e.run(t.Context(), spool.StreamConfig{
+		RenewEvery: 20 * time.Second,
+		Renew:      func(context.Context) error { renewals++; return nil },
+	})
+	e.clock.Advance(t, 20*time.Second) // silent for 20 s: a keepalive
+	e.clock.Advance(t, 20*time.Second) // and another
+	require.NoError(t, e.spool.Put(e.r.ID, lease.Span{From: 21, To: 30}, chunkData(lease.Span{From: 21, To: 30})))
+	frames, serr, rerr := wait(t)
+	require.NoError(t, serr)
+	require.NoError(t, rerr)
+	require.Equal(t, "C1 C11 K K C21 C31 C41 E", kinds(frames))
+	require.Equal(t, 2, renewals, "streaming renews the lease")
+}
+
+func TestStreamWaitLimit(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	e.putAll(t, 31)
+	wait := e.run(t.Context(), spool.StreamConfig{WaitLimit: time.Minute})
+	for range 3 {
+		e.clock.Advance(t, 20*time.Second)
+	}
+	frames, serr, rerr := wait(t)
+	require.ErrorIs(t, serr, spool.ErrWaitLimit)
+	require.ErrorIs(t, rerr, edgeframe.ErrAborted, "the stream ends with an error frame")
+	require.Equal(t, "C1 C11 C21 K K X", kinds(frames))
+	require.Contains(t, frames[len(frames)-1].Message, "31-40")
+}
+
+func TestStreamLeaseLost(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	e.putAll(t, 1)
+	wait := e.run(t.Context(), spool.StreamConfig{
+		RenewEvery: time.Second,
+		Renew:      func(context.Context) error { return fmt.Errorf("heartbeat: %w", lease.ErrLeaseLost) },
+	})
+	e.clock.Advance(t, 20*time.Second)
+	frames, serr, _ := wait(t)
+	require.ErrorIs(t, serr, lease.ErrLeaseLost)
+	require.Equal(t, "K X", kinds(frames))
+	require.Contains(t, frames[1].Message, "lease lost")
+}
+
+func TestStreamShutdown(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	wait := e.run(ctx, spool.StreamConfig{})
+	<-e.clock.waiting // the stream waits for the first chunk
+	e.clock.waiting <- struct{}{}
+	cancel()
+	frames, serr, _ := wait(t)
+	require.ErrorIs(t, serr, context.Canceled)
+	require.Equal(t, "X", kinds(frames))
+	require.Equal(t, "the coordinator is shutting down", frames[0].Message)
+}
+
+func TestStreamEmptyRest(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	e.r.Next = 51 // every article stored: only the end frame
+	frames, serr, _ := e.run(t.Context(), spool.StreamConfig{})(t)
+	require.NoError(t, serr)
+	require.Equal(t, "E", kinds(frames))
+}
