@@ -206,6 +206,7 @@ func TestStreamWaitsWithKeepalives(t *testing.T) {
 	})
 	e.clock.Advance(t, 20*time.Second) // silent for 20 s: a keepalive
 	e.clock.Advance(t, 20*time.Second) // and another
+	<-e.clock.waiting                  // the stream waits again
 	require.NoError(t, e.spool.Put(e.r.ID, lease.Span{From: 21, To: 30}, chunkData(lease.Span{From: 21, To: 30})))
 	frames, serr, rerr := wait(t)
 	require.NoError(t, serr)
