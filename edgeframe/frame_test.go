@@ -344,3 +344,19 @@ func TestReaderResetReusesBuffer(t *testing.T) { // not parallel: AllocsPerRun r
 	allocs := testing.AllocsPerRun(20, decode)
 	require.Zero(t, allocs, "decoding a stream again allocates nothing")
 }
+
+func TestChunkFrom(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	w := edgeframe.NewWriter(&buf)
+	require.NoError(t, w.ChunkFrom(10, 19, strings.NewReader("hello"), 5))
+	var want bytes.Buffer
+	require.NoError(t, edgeframe.NewWriter(&want).Chunk(10, 19, []byte("hello")))
+	require.Equal(t, want.Bytes(), buf.Bytes(), "the same bytes as Chunk")
+
+	err := w.ChunkFrom(20, 29, strings.NewReader("abc"), 5)
+	require.ErrorIs(t, err, edgeframe.ErrTruncated)
+	require.ErrorIs(t, w.End(), edgeframe.ErrTruncated, "a partial frame ends the writer")
+	require.ErrorIs(t, edgeframe.NewWriter(io.Discard).ChunkFrom(5, 4, strings.NewReader(""), 0), edgeframe.ErrMalformed)
+	require.ErrorIs(t, edgeframe.NewWriter(io.Discard).ChunkFrom(1, 4, strings.NewReader(""), -1), edgeframe.ErrFrameTooLarge)
+}

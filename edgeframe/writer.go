@@ -3,6 +3,7 @@ package edgeframe
 import (
 	"fmt"
 	"io"
+	"math"
 )
 
 // Writer encodes frames onto an io.Writer. Each method writes one whole frame
@@ -81,6 +82,34 @@ func (w *Writer) header(t Type) error {
 
 func (w *Writer) write(b []byte) error {
 	if _, err := w.w.Write(b); err != nil {
+		w.err = fmt.Errorf("edgeframe: write frame: %w", err)
+		return w.err
+	}
+	return nil
+}
+
+// ChunkFrom writes a chunk frame for [from, to] whose n bytes of data it
+// copies from r, such as a spool file, without holding them in memory. It
+// fails with ErrTruncated when r ends before n bytes; the stream then holds
+// a partial frame and the Writer refuses every later call.
+func (w *Writer) ChunkFrom(from, to int64, r io.Reader, n int64) error {
+	if w.err != nil {
+		return w.err
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return fmt.Errorf("%w: a chunk of %d bytes", ErrFrameTooLarge, n)
+	}
+	if err := checkChunk(from, to, int(n)); err != nil {
+		return err
+	}
+	if err := w.write(appendChunkHeader(w.hdr[:0], from, to, int(n))); err != nil {
+		return err
+	}
+	copied, err := io.CopyN(w.w, r, n)
+	if err != nil {
+		if copied < n && (err == io.EOF || err == io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: the chunk's source ended after %d of %d bytes", ErrTruncated, copied, n)
+		}
 		w.err = fmt.Errorf("edgeframe: write frame: %w", err)
 		return w.err
 	}

@@ -1,9 +1,11 @@
 package spool
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/edgeindex/edgeindex/corpus"
@@ -45,7 +47,10 @@ type StreamConfig struct {
 	WaitLimit time.Duration
 	// Flush pushes written frames to the worker (http.ResponseController's).
 	Flush func() error
-	Clock Clock
+	// SetLength, when set, is told the stream's exact length before the
+	// first byte when every chunk is stored already.
+	SetLength func(n int64)
+	Clock     Clock
 }
 
 func (c *StreamConfig) validate() error {
@@ -72,34 +77,107 @@ func (c *StreamConfig) validate() error {
 
 // Stream writes the frames of range r to w: its chunks of chunkSize from the
 // one that holds r.Next to r.End, each read from the corpus first, then the
-// spool, waiting for chunks still being fetched. While it waits it sends a
-// keepalive at least every Keepalive; it renews the lease as it goes. It
-// ends with an end frame when every chunk is sent, or with an error frame
-// (and an error) when a chunk misses the wait limit, the lease cannot be
-// renewed, or ctx ends. Chunks go out as stored: already compressed.
-func Stream(ctx context.Context, w *edgeframe.Writer, r lease.Range, chunkSize int64, cfg StreamConfig) error {
+// spool, waiting for chunks still being fetched. Chunks go out as stored:
+// already compressed.
+//
+// When every chunk is stored already, Stream opens them all, tells
+// SetLength the stream's exact size (so an HTTP handler can set
+// Content-Length, and the kernel can send the files), and writes them
+// straight to w. Otherwise it buffers frames and flushes them before every
+// wait and at the end. While it waits it sends a keepalive at least every
+// Keepalive; it renews the lease as it goes. It ends with an end frame when
+// every chunk is sent, or with an error frame (and an error) when a chunk
+// misses the wait limit, the lease cannot be renewed, or ctx ends.
+func Stream(ctx context.Context, w io.Writer, r lease.Range, chunkSize int64, cfg StreamConfig) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	var spans []lease.Span
+	if first, ok := lease.SpanAt(r.Start, r.End, chunkSize, r.Next); ok {
+		spans = lease.Spans(first.From, r.End, chunkSize)
+	}
 	now := cfg.Clock.Now()
-	s := &streamer{cfg: cfg, w: w, lastRenew: now, lastSent: now}
-	first, ok := lease.SpanAt(r.Start, r.End, chunkSize, r.Next)
-	if ok {
-		for _, span := range lease.Spans(first.From, r.End, chunkSize) {
-			if err := s.chunk(ctx, r, span); err != nil {
-				return s.abort(err)
-			}
+	s := &streamer{cfg: cfg, lastRenew: now, lastSent: now}
+	if cfg.SetLength != nil {
+		files, size, ok := s.openAll(r, spans)
+		if ok {
+			cfg.SetLength(size)
+			s.w = edgeframe.NewWriter(w)
+			return s.sendAll(ctx, spans, files)
+		}
+		closeAll(files)
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	s.w = edgeframe.NewWriter(bw)
+	s.flush = func() error {
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return cfg.Flush()
+	}
+	for _, span := range spans {
+		if err := s.chunk(ctx, r, span); err != nil {
+			return s.abort(err)
 		}
 	}
-	if err := w.End(); err != nil {
+	if err := s.w.End(); err != nil {
 		return err
 	}
-	return cfg.Flush()
+	return s.flush()
+}
+
+type openChunk struct {
+	rc io.ReadCloser
+	n  int64
+}
+
+// openAll opens every chunk, and sums the stream's size: a header and
+// span per chunk, and the end frame. ok is false when one is missing.
+func (s *streamer) openAll(r lease.Range, spans []lease.Span) ([]openChunk, int64, bool) {
+	files := make([]openChunk, 0, len(spans))
+	size := int64(edgeframe.HeaderLen)
+	for _, span := range spans {
+		rc, n, err := s.open(r, span)
+		if err != nil || rc == nil {
+			return files, 0, false
+		}
+		files = append(files, openChunk{rc, n})
+		size += edgeframe.HeaderLen + edgeframe.ChunkPrefixLen + n
+	}
+	return files, size, true
+}
+
+func closeAll(files []openChunk) {
+	for _, f := range files {
+		f.rc.Close()
+	}
+}
+
+// sendAll writes chunks it opened already; an open file survives a Drop.
+// The length is promised, so a failure cuts the stream: no error frame.
+func (s *streamer) sendAll(ctx context.Context, spans []lease.Span, files []openChunk) error {
+	defer closeAll(files)
+	for i, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := s.w.ChunkFrom(spans[i].From, spans[i].To, f.rc, f.n); err != nil {
+			return err
+		}
+		if err := s.renew(ctx); err != nil {
+			return err
+		}
+	}
+	if err := s.w.End(); err != nil {
+		return err
+	}
+	return s.cfg.Flush()
 }
 
 type streamer struct {
 	cfg       StreamConfig
 	w         *edgeframe.Writer
+	flush     func() error
 	lastRenew time.Time
 	lastSent  time.Time // the last frame written: keepalives count from it
 }
@@ -110,7 +188,7 @@ func (s *streamer) sent(err error) error {
 		return err
 	}
 	s.lastSent = s.cfg.Clock.Now()
-	return s.cfg.Flush()
+	return s.flush()
 }
 
 // abort ends the stream with an error frame saying why.
@@ -120,7 +198,7 @@ func (s *streamer) abort(err error) error {
 		msg = "the coordinator is shutting down"
 	}
 	if werr := s.w.Error(msg); werr == nil {
-		s.cfg.Flush()
+		s.flush()
 	}
 	return err
 }
@@ -138,19 +216,19 @@ func (s *streamer) renew(ctx context.Context) error {
 	return nil
 }
 
-// read returns the chunk from the corpus or the spool, or nil when neither has it.
-func (s *streamer) read(r lease.Range, span lease.Span) ([]byte, error) {
+// open opens the chunk in the corpus or the spool; nil when neither has it.
+func (s *streamer) open(r lease.Range, span lease.Span) (io.ReadCloser, int64, error) {
 	if s.cfg.Corpus != nil && s.cfg.Corpus.Has(r.Group, span) {
-		data, err := s.cfg.Corpus.Read(r.Group, span)
+		rc, n, err := s.cfg.Corpus.Open(r.Group, span)
 		if !errors.Is(err, corpus.ErrNotFound) {
-			return data, err
+			return rc, n, err
 		}
 	}
-	data, err := s.cfg.Spool.Read(r.ID, span)
+	rc, n, err := s.cfg.Spool.Open(r.ID, span)
 	if errors.Is(err, ErrNotFound) {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return data, err
+	return rc, n, err
 }
 
 // chunk sends one chunk, waiting for it if it is not stored yet.
@@ -158,15 +236,22 @@ func (s *streamer) chunk(ctx context.Context, r lease.Range, span lease.Span) er
 	deadline := s.cfg.Clock.Now().Add(s.cfg.WaitLimit)
 	for {
 		arrived := s.cfg.Notify() // taken before the check, so no arrival is missed
-		data, err := s.read(r, span)
+		rc, n, err := s.open(r, span)
 		if err != nil {
 			return err
 		}
-		if data != nil {
-			if err := s.sent(s.w.Chunk(span.From, span.To, data)); err != nil {
+		if rc != nil {
+			err := s.w.ChunkFrom(span.From, span.To, rc, n)
+			rc.Close()
+			if err != nil {
 				return err
 			}
+			s.lastSent = s.cfg.Clock.Now()
 			return s.renew(ctx)
+		}
+		// Push what was written before waiting.
+		if err := s.flush(); err != nil {
+			return err
 		}
 		now := s.cfg.Clock.Now()
 		if !now.Before(deadline) {

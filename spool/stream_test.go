@@ -126,7 +126,7 @@ func (e *streamEnv) run(ctx context.Context, cfg spool.StreamConfig) func(t *tes
 	go func() {
 		mu.Lock()
 		defer mu.Unlock()
-		done <- spool.Stream(ctx, edgeframe.NewWriter(&buf), e.r, 10, cfg)
+		done <- spool.Stream(ctx, &buf, e.r, 10, cfg)
 	}()
 	return func(t *testing.T) ([]edgeframe.Frame, error, error) {
 		t.Helper()
@@ -266,4 +266,39 @@ func TestStreamEmptyRest(t *testing.T) {
 	frames, serr, _ := e.run(t.Context(), spool.StreamConfig{})(t)
 	require.NoError(t, serr)
 	require.Equal(t, "E", kinds(frames))
+}
+
+func TestStreamKnownLength(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	e.putAll(t)
+	e.r.Next = 11
+	var length int64 = -1
+	var buf bytes.Buffer
+	err := spool.Stream(t.Context(), &buf, e.r, 10, spool.StreamConfig{Spool: e.spool, Clock: e.clock,
+		SetLength: func(n int64) { length = n }})
+	require.NoError(t, err)
+	require.Equal(t, int64(buf.Len()), length, "the promised length is the stream's")
+	rd, err := edgeframe.NewReader(&buf, edgeframe.Config{})
+	require.NoError(t, err)
+	var frames []edgeframe.Frame
+	for {
+		f, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		frames = append(frames, f)
+	}
+	require.Equal(t, "C11 C21 C31 C41 E", kinds(frames))
+
+	// With a chunk missing, the length is not known: no promise is made.
+	require.NoError(t, e.spool.DropChunk(e.r.ID, lease.Span{From: 41, To: 50}))
+	called := false
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err = spool.Stream(ctx, io.Discard, e.r, 10, spool.StreamConfig{Spool: e.spool, Clock: e.clock,
+		SetLength: func(int64) { called = true }})
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, called)
 }

@@ -1,0 +1,87 @@
+package spool_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+// BenchmarkStreamRange streams a 20-chunk range of synthetic chunks from the
+// disk spool through an in-process HTTP server into the frame decoder.
+// "baseline" serves the same frame bytes from one file with a plain
+// net/http handler, decoded the same way, in the same run.
+func BenchmarkStreamRange(b *testing.B) {
+	const chunk = 2000
+	r := lease.Range{ID: 1, Group: "alt.binaries.bench", Start: 1, End: 20 * chunk, Next: 1, State: lease.StateLeased}
+	sp, err := spool.Open(b.TempDir(), spool.Config{})
+	require.NoError(b, err)
+	b.Cleanup(func() { sp.Close() })
+	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	require.NoError(b, err)
+	var frames bytes.Buffer
+	w := edgeframe.NewWriter(&frames)
+	for _, span := range lease.Spans(r.Start, r.End, chunk) {
+		data, err := src.Fetch(b.Context(), r.Group, span)
+		require.NoError(b, err)
+		require.NoError(b, sp.Put(r.ID, span, data))
+		require.NoError(b, w.Chunk(span.From, span.To, data))
+	}
+	require.NoError(b, w.End())
+	file := filepath.Join(b.TempDir(), "frames")
+	require.NoError(b, os.WriteFile(file, frames.Bytes(), 0o644))
+	size := int64(frames.Len())
+
+	read := func(b *testing.B, url string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		rd, _ := edgeframe.NewReader(resp.Body, edgeframe.Config{})
+		for {
+			if _, err := rd.Next(); err != nil {
+				if !errors.Is(err, io.EOF) {
+					b.Fatal(err)
+				}
+				return
+			}
+		}
+	}
+	b.Run("spool", func(b *testing.B) {
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+			rw.Header().Set("Content-Type", edgeframe.ContentType)
+			cfg := spool.StreamConfig{Spool: sp, Flush: http.NewResponseController(rw).Flush,
+				SetLength: func(n int64) { rw.Header().Set("Content-Length", strconv.FormatInt(n, 10)) }}
+			if err := spool.Stream(req.Context(), rw, r, chunk, cfg); err != nil {
+				b.Error(err)
+			}
+		}))
+		defer srv.Close()
+		b.SetBytes(size)
+		for b.Loop() {
+			read(b, srv.URL)
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+			http.ServeFile(rw, req, file)
+		}))
+		defer srv.Close()
+		b.SetBytes(size)
+		for b.Loop() {
+			read(b, srv.URL)
+		}
+	})
+}
