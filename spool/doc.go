@@ -7,7 +7,7 @@
 // References, bytes, lines, any further fields). A range's chunks are its
 // spans of chunkSize aligned to the range start, see lease.Spans.
 //
-// The package has three parts:
+// The package has five parts:
 //
 //   - ChunkSource, the small interface for where chunks come from (an NNTP
 //     provider, the Synthetic generator, or any func pair through
@@ -18,7 +18,15 @@
 //     (temporary file, fsync, rename, fsync of the directory), bounded in
 //     total size (WaitRoom), with a broadcast when a chunk arrives (Notify,
 //     WaitChunk). It survives a restart: Open recounts the files and removes
-//     writes that a crash left behind.
+//     writes that a crash left behind;
+//   - Prefetcher, which fetches the chunks of leased ranges first, in stream
+//     order from each range's next, then looks ahead into pending ranges,
+//     with bounded concurrency, a claim per chunk in the shared database
+//     (Claims), retries with jittered backoff, and capture ranges going to
+//     the corpus;
+//   - Stream, which writes a range's chunks as edgeframe frames from its
+//     next, corpus first, waiting for chunks still being fetched with
+//     keepalives, renewing the lease, and giving up after a wait limit.
 //
 // Errors wrap the sentinels of this package and of package lease
 // (lease.ErrInvalid for malformed arguments); test them with errors.Is.
