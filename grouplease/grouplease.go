@@ -111,6 +111,9 @@ type Catalog interface {
 type Snapshot struct {
 	Next int64 `json:"next"`
 	Size int64 `json:"size"`
+	// Token is the lane grant that stored it; the bytes' store names its
+	// file after it, so a fenced-out holder never overwrites the current one.
+	Token int64 `json:"-"`
 }
 
 // GroupRef names a group in a GroupLease.
@@ -169,7 +172,8 @@ type Store interface {
 // back; the bytes live elsewhere and are written before the metadata.
 type SnapshotStore interface {
 	// PutSnapshot records a snapshot taken at next of size bytes, if f holds
-	// the lane: ErrSnapshotOlder when next is older than the stored one.
+	// the lane: ErrSnapshotOlder when next is older than the stored one. The
+	// stored Token is f's.
 	PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, s Snapshot) error
 	// Snapshot returns the lane's snapshot metadata if f holds the lane;
 	// lease.ErrNotFound when there is none.

@@ -24,10 +24,16 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// Invalidf returns an error wrapping ErrInvalid with a sentence saying what was wrong.
+// Invalidf returns an error that is ErrInvalid (for errors.Is) and whose
+// text is only the sentence saying what was wrong, fit for a 400 answer.
 func Invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	return invalidError(fmt.Sprintf(format, args...))
 }
+
+type invalidError string
+
+func (e invalidError) Error() string        { return string(e) }
+func (e invalidError) Is(target error) bool { return target == ErrInvalid }
 
 // Lane is an ordering lane of a group: history backfill or tail for new posts.
 type Lane string

@@ -56,7 +56,7 @@ func TestParseLane(t *testing.T) {
 	}
 	_, err := lease.ParseLane("x")
 	require.ErrorIs(t, err, lease.ErrInvalid)
-	require.EqualError(t, err, `invalid argument: lane: history or tail, not "x"`)
+	require.EqualError(t, err, `lane: history or tail, not "x"`)
 }
 
 func TestLeaseJSON(t *testing.T) {
@@ -83,7 +83,7 @@ func TestInvalidf(t *testing.T) {
 	t.Parallel()
 	err := lease.Invalidf("from %d is after to %d", 5, 4)
 	require.True(t, errors.Is(err, lease.ErrInvalid))
-	require.EqualError(t, err, "invalid argument: from 5 is after to 4")
+	require.EqualError(t, err, "from 5 is after to 4")
 }
 
 func ExampleSpans() {

@@ -23,15 +23,16 @@ type laneRow struct {
 	RangesDone int64          `db:"ranges_done"`
 	SnapNext   sql.NullInt64  `db:"snap_next"`
 	SnapSize   sql.NullInt64  `db:"snap_size"`
+	SnapToken  sql.NullInt64  `db:"snap_token"`
 }
 
-const laneCols = "group_id, lane, token, node, expires_us, headers, ranges_done, snap_next, snap_size"
+const laneCols = "group_id, lane, token, node, expires_us, headers, ranges_done, snap_next, snap_size, snap_token"
 
 func (l laneRow) snapshot() *grouplease.Snapshot {
 	if !l.SnapNext.Valid {
 		return nil
 	}
-	return &grouplease.Snapshot{Next: l.SnapNext.Int64, Size: l.SnapSize.Int64}
+	return &grouplease.Snapshot{Next: l.SnapNext.Int64, Size: l.SnapSize.Int64, Token: l.SnapToken.Int64}
 }
 
 func (l laneRow) held(f lease.Fence) bool {
@@ -214,8 +215,8 @@ func (s *Store) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane,
 		if l.SnapNext.Valid && snap.Next < l.SnapNext.Int64 {
 			return fmt.Errorf("put snapshot: %w: next %d is before the stored %d", grouplease.ErrSnapshotOlder, snap.Next, l.SnapNext.Int64)
 		}
-		_, err = tx.ExecContext(ctx, s.q("UPDATE lanes SET snap_next = ?, snap_size = ? WHERE group_id = ? AND lane = ?"),
-			snap.Next, snap.Size, groupID, string(lane))
+		_, err = tx.ExecContext(ctx, s.q("UPDATE lanes SET snap_next = ?, snap_size = ?, snap_token = ? WHERE group_id = ? AND lane = ?"),
+			snap.Next, snap.Size, f.Token, groupID, string(lane))
 		if err != nil {
 			return fmt.Errorf("put snapshot: %w", err)
 		}

@@ -641,13 +641,13 @@ func testSnapshots(t *testing.T, e *env) {
 	require.ErrorIs(t, err, lease.ErrInvalid)
 	snap, err := e.Snapshot(e.ctx, g.ID, lease.LaneHistory, f)
 	require.NoError(t, err)
-	require.Equal(t, grouplease.Snapshot{Next: 51, Size: 120}, snap)
+	require.Equal(t, grouplease.Snapshot{Next: 51, Size: 120, Token: gl.Token}, snap)
 
 	require.NoError(t, e.ReleaseLane(e.ctx, g.ID, lease.LaneHistory, f))
 	_, err = e.Snapshot(e.ctx, g.ID, lease.LaneHistory, f)
 	require.ErrorIs(t, err, lease.ErrLeaseLost)
 	gb := e.grantLane(t, "b", lease.LaneHistory)
-	require.Equal(t, &grouplease.Snapshot{Next: 51, Size: 120}, gb.Snapshot, "the next holder gets the snapshot")
+	require.Equal(t, &grouplease.Snapshot{Next: 51, Size: 120, Token: gl.Token}, gb.Snapshot, "the next holder gets the snapshot")
 }
 
 func testNodes(t *testing.T, e *env) {

@@ -30,6 +30,7 @@ CREATE TABLE lanes (
     ranges_done BIGINT NOT NULL DEFAULT 0,
     snap_next   BIGINT,
     snap_size   BIGINT,
+    snap_token  BIGINT, -- the lane grant that stored the snapshot: it names the snapshot's file
     PRIMARY KEY (group_id, lane)
 );
 
