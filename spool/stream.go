@@ -47,6 +47,8 @@ type StreamConfig struct {
 	WaitLimit time.Duration
 	// Flush pushes written frames to the worker (http.ResponseController's).
 	Flush func() error
+	// Keepalives, when set, is called for every keepalive sent (metrics).
+	Keepalives func()
 	// SetLength, when set, is told the stream's exact length before the
 	// first byte when every chunk is stored already.
 	SetLength func(n int64)
@@ -65,6 +67,9 @@ func (c *StreamConfig) validate() error {
 	}
 	if c.Flush == nil {
 		c.Flush = func() error { return nil }
+	}
+	if c.Keepalives == nil {
+		c.Keepalives = func() {}
 	}
 	setDefault(&c.RenewEvery, 20*time.Second)
 	setDefault(&c.Keepalive, 20*time.Second)
@@ -261,6 +266,7 @@ func (s *streamer) chunk(ctx context.Context, r lease.Range, span lease.Span) er
 			if err := s.sent(s.w.Keepalive()); err != nil {
 				return err
 			}
+			s.cfg.Keepalives()
 			if err := s.renew(ctx); err != nil {
 				return err
 			}

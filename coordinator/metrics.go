@@ -1,0 +1,133 @@
+package coordinator
+
+import (
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics counts what a coordinator does, in Prometheus form. A nil
+// *Metrics counts nothing.
+type Metrics struct {
+	reg        *prometheus.Registry
+	leases     prometheus.Counter
+	batches    *prometheus.CounterVec
+	items      prometheus.Counter
+	bytes      prometheus.Counter
+	keepalives prometheus.Counter
+	latency    *prometheus.HistogramVec
+}
+
+// NewMetrics returns metrics on their own registry, with the Go and process
+// collectors. state, when not nil, is asked for ranges by state at each scrape.
+func NewMetrics(state func() map[string]float64) *Metrics {
+	m := &Metrics{
+		reg:        prometheus.NewRegistry(),
+		leases:     prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeindex_leases_granted_total", Help: "Range and lane leases granted."}),
+		batches:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeindex_batches_total", Help: "Batches by outcome: stored, duplicate or refused."}, []string{"outcome"}),
+		items:      prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeindex_items_stored_total", Help: "Items stored."}),
+		bytes:      prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeindex_stream_bytes_total", Help: "Bytes streamed to workers."}),
+		keepalives: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeindex_stream_keepalives_total", Help: "Keepalive frames sent."}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "edgeindex_request_seconds", Help: "Request latency by route.",
+			Buckets: prometheus.DefBuckets}, []string{"route", "code"}),
+	}
+	m.reg.MustRegister(m.leases, m.batches, m.items, m.bytes, m.keepalives, m.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, o := range []string{"stored", "duplicate", "refused"} {
+		m.batches.WithLabelValues(o)
+	}
+	if state != nil {
+		m.reg.MustRegister(rangesCollector{desc: prometheus.NewDesc("edgeindex_ranges", "Ranges by state.", []string{"state"}, nil), state: state})
+	}
+	return m
+}
+
+type rangesCollector struct {
+	desc  *prometheus.Desc
+	state func() map[string]float64
+}
+
+func (c rangesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c rangesCollector) Collect(ch chan<- prometheus.Metric) {
+	for state, n := range c.state() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, n, state)
+	}
+}
+
+// Handler serves the metrics as Prometheus text.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+func (m *Metrics) leased() {
+	if m != nil {
+		m.leases.Inc()
+	}
+}
+
+func (m *Metrics) batch(outcome string, items int) {
+	if m != nil {
+		m.batches.WithLabelValues(outcome).Inc()
+		m.items.Add(float64(items))
+	}
+}
+
+func (m *Metrics) streamed(n int64) {
+	if m != nil {
+		m.bytes.Add(float64(n))
+	}
+}
+
+func (m *Metrics) keepalive() {
+	if m != nil {
+		m.keepalives.Inc()
+	}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// ReadFrom keeps the response's own ReadFrom (sendfile) reachable.
+func (w *statusWriter) ReadFrom(r io.Reader) (int64, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return io.Copy(w.ResponseWriter, r)
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument times a route.
+func (s *Server) instrument(route string, h http.Handler) http.Handler {
+	m := s.cfg.Metrics
+	if m == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		m.latency.WithLabelValues(route, http.StatusText(sw.code)).Observe(time.Since(start).Seconds())
+	})
+}

@@ -1,0 +1,224 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+func (s *Server) kick() {
+	if s.cfg.Prefetcher != nil {
+		s.cfg.Prefetcher.Kick()
+	}
+}
+
+func (s *Server) handleLease(w http.ResponseWriter, r *http.Request, n string) error {
+	l, err := s.cfg.Store.Grant(r.Context(), n, s.cfg.LeaseTTL)
+	if errors.Is(err, lease.ErrNoWork) {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.kick()
+	s.cfg.Metrics.leased()
+	writeJSON(w, http.StatusOK, l)
+	return nil
+}
+
+// held reads the range id and the caller's fence, and checks the fence
+// before anything is written.
+func (s *Server) held(r *http.Request, n string) (lease.Lease, lease.Fence, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return lease.Lease{}, lease.Fence{}, err
+	}
+	f, err := fence(r, n)
+	if err != nil {
+		return lease.Lease{}, f, err
+	}
+	l, err := s.cfg.Store.Check(r.Context(), id, f)
+	return l, f, err
+}
+
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, n string) error {
+	l, f, err := s.held(r, n)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.streams, cancel) // Drain ends streams
+	defer stop()
+
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", edgeframe.ContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	cw := &countingWriter{w: w}
+	cfg := spool.StreamConfig{
+		Spool:     s.cfg.Spool,
+		Corpus:    s.cfg.Corpus,
+		Keepalive: s.cfg.Keepalive,
+		WaitLimit: s.cfg.WaitLimit,
+		Renew: func(ctx context.Context) error {
+			_, err := s.cfg.Store.Heartbeat(ctx, l.Range.ID, f, s.cfg.LeaseTTL)
+			return err
+		},
+		RenewEvery: s.cfg.LeaseTTL / 3,
+		Flush: func() error {
+			// A worker that stops reading must not hold the stream forever.
+			rc.SetWriteDeadline(time.Now().Add(s.cfg.LeaseTTL))
+			return rc.Flush()
+		},
+		SetLength:  func(n int64) { w.Header().Set("Content-Length", strconv.FormatInt(n, 10)) },
+		Keepalives: s.cfg.Metrics.keepalive,
+	}
+	if s.cfg.Prefetcher != nil {
+		cfg.Notify = s.cfg.Prefetcher.Notify
+	}
+	err = spool.Stream(ctx, cw, l.Range, l.ChunkSize, cfg)
+	s.cfg.Metrics.streamed(cw.n)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.cfg.Logger.Info("stream ended", "range", l.Range.ID, "node", n, "err", err)
+	}
+	return nil // the stream's frames said what happened
+}
+
+type countingWriter struct {
+	w http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps the response's own ReadFrom (sendfile) reachable.
+func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := io.Copy(c.w, r)
+	c.n += n
+	return n, err
+}
+
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	f, err := fence(r, n)
+	if err != nil {
+		return err
+	}
+	b, err := edgeframe.DecodeBatch(r.Body, s.cfg.MaxBody)
+	if err != nil {
+		s.cfg.Metrics.batch("refused", 0)
+		return err
+	}
+	res, err := s.cfg.Store.Put(r.Context(), id, f, b)
+	if err != nil {
+		s.cfg.Metrics.batch("refused", 0)
+		return err
+	}
+	if res.Duplicate {
+		s.cfg.Metrics.batch("duplicate", 0)
+	} else {
+		s.cfg.Metrics.batch("stored", len(b.Items))
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, n string) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	f, err := fence(r, n)
+	if err != nil {
+		return err
+	}
+	exp, err := s.cfg.Store.Heartbeat(r.Context(), id, f, s.cfg.LeaseTTL)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]time.Time{"expiresAt": exp})
+	return nil
+}
+
+func (s *Server) handleFinish(w http.ResponseWriter, r *http.Request, n string) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	f, err := fence(r, n)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.Finish(r.Context(), id, f); err != nil {
+		return err
+	}
+	if err := s.cfg.Spool.Drop(id); err != nil {
+		s.cfg.Logger.Warn("drop spool", "range", id, "err", err)
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	return nil
+}
+
+func (s *Server) handleCorrupt(w http.ResponseWriter, r *http.Request, n string) error {
+	l, f, err := s.held(r, n)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		From *int64 `json:"from"`
+	}
+	if err := decodeJSON(r, 4096, &body); err != nil {
+		return err
+	}
+	if body.From == nil {
+		return lease.Invalidf("from: the first article of the corrupt chunk is required")
+	}
+	rg, err := s.cfg.Store.Corrupt(r.Context(), l.Range.ID, f, *body.From, "reported corrupt by "+n)
+	if err != nil {
+		return err
+	}
+	span, _ := lease.SpanAt(l.Range.Start, l.Range.End, l.ChunkSize, *body.From)
+	if err := s.cfg.Spool.DropChunk(l.Range.ID, span); err != nil {
+		return fmt.Errorf("drop corrupt chunk: %w", err)
+	}
+	if s.cfg.Corpus != nil && l.Range.Capture {
+		if err := s.cfg.Corpus.Delete(l.Range.Group, span); err != nil {
+			return fmt.Errorf("drop corrupt chunk: %w", err)
+		}
+	}
+	s.kick()
+	writeJSON(w, http.StatusOK, map[string]any{"state": rg.State, "attempts": rg.Attempts})
+	return nil
+}
+
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, n string) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	f, err := fence(r, n)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.Release(r.Context(), id, f); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	return nil
+}
