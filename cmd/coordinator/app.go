@@ -1,0 +1,503 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/corpus"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sqlstore"
+)
+
+// errUsage marks a command line that is wrong: exit code 2.
+var errUsage = errors.New("usage")
+
+func usagef(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+func exitCode(err error) int {
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+// Main is the program: its flags, its state, and what it opened.
+type Main struct {
+	Stdout, Stderr io.Writer
+
+	// Options shared by the commands.
+	DB     string
+	Data   string
+	Source string
+	Addr   string
+	TTL    time.Duration
+
+	// Ready, when set, is told the address serve listens on.
+	Ready func(addr string)
+
+	store *sqlstore.Store
+}
+
+// NewMain returns a Main writing to stdout and stderr.
+func NewMain(stdout, stderr io.Writer) *Main {
+	return &Main{Stdout: stdout, Stderr: stderr}
+}
+
+// commonFlags adds the flags every command takes.
+func (m *Main) commonFlags(fs *flag.FlagSet) {
+	fs.StringVar(&m.DB, "db", os.Getenv("EDGEINDEX_DB"), "database: sqlite://PATH or postgres://... (default sqlite://<data>/edgeindex.db)")
+	fs.StringVar(&m.Data, "data", envOr("EDGEINDEX_DATA", "./edgeindex-data"), "directory for the spool, corpus, snapshots and admin.token")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// parse parses flags wherever they stand among the positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef("%s: %v", fs.Name(), err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// Run runs the command that args name.
+func (m *Main) Run(ctx context.Context, args []string) error {
+	defer m.Close()
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return m.serve(ctx, args)
+	case "node":
+		return m.nodeCmd(ctx, args)
+	case "group":
+		return m.groupCmd(ctx, args)
+	case "range":
+		return m.rangeCmd(ctx, args)
+	case "status":
+		return m.status(ctx, args)
+	case "demo":
+		return m.demo(ctx, args)
+	case "help", "-h", "--help":
+		fmt.Fprint(m.Stdout, usage)
+		return nil
+	}
+	return usagef("unknown command %q; try coordinator help", cmd)
+}
+
+const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--lease-ttl 60s]
+coordinator node add NAME | node rm NAME | node list
+coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N]
+coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
+coordinator range retry GROUP [--failed | ID...]
+coordinator status [--json]
+coordinator demo [--articles N] [--workers N]
+`
+
+// Close closes what Run opened.
+func (m *Main) Close() error {
+	if m.store != nil {
+		err := m.store.Close()
+		m.store = nil
+		return err
+	}
+	return nil
+}
+
+// open opens the database (applying the migrations) under --data.
+func (m *Main) open(ctx context.Context) (*sqlstore.Store, error) {
+	if m.DB == "" {
+		m.DB = "sqlite://" + filepath.Join(m.Data, "edgeindex.db")
+	}
+	s, err := sqlstore.Open(ctx, m.DB, sqlstore.Config{})
+	if err != nil {
+		return nil, err
+	}
+	m.store = s
+	return s, nil
+}
+
+// adminToken returns EDGEINDEX_ADMIN_TOKEN, or the token in
+// <data>/admin.token, made on the first start with mode 0600.
+func (m *Main) adminToken() (string, error) {
+	if t := os.Getenv("EDGEINDEX_ADMIN_TOKEN"); t != "" {
+		return t, nil
+	}
+	path := filepath.Join(m.Data, "admin.token")
+	if b, err := os.ReadFile(path); err == nil {
+		if t := strings.TrimSpace(string(b)); t != "" {
+			return t, nil
+		}
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	t := hex.EncodeToString(b[:])
+	if err := os.MkdirAll(m.Data, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	return t, nil
+}
+
+// source returns the chunk source --source names.
+func source(raw string) (spool.ChunkSource, error) {
+	switch {
+	case raw == "" || raw == "synthetic":
+		return spool.NewSynthetic(spool.SyntheticConfig{})
+	case strings.HasPrefix(raw, "nntp://"), strings.HasPrefix(raw, "nntps://"):
+		return nil, usagef("--source %s: the NNTP source is not built yet; use synthetic", redact(raw))
+	}
+	return nil, usagef("--source %q: synthetic or nntp://host:port", raw)
+}
+
+func redact(raw string) string {
+	if i := strings.Index(raw, "@"); i > 0 {
+		if j := strings.Index(raw, "://"); j > 0 && j < i {
+			return raw[:j+3] + "…@" + raw[i+1:]
+		}
+	}
+	return raw
+}
+
+func (m *Main) serve(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	m.commonFlags(fs)
+	fs.StringVar(&m.Addr, "addr", "127.0.0.1:7070", "address to listen on")
+	fs.StringVar(&m.Source, "source", "synthetic", "where chunks come from: synthetic or nntp://[user:pass@]host:port")
+	fs.DurationVar(&m.TTL, "lease-ttl", coordinator.DefaultLeaseTTL, "lease TTL; workers heartbeat at TTL/3")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("serve takes no arguments, not %q", pos)
+	}
+	log := slog.New(slog.NewTextHandler(m.Stderr, nil))
+	srv, err := m.start(ctx, log)
+	if err != nil {
+		return err
+	}
+	return srv.wait(ctx)
+}
+
+// running is a started coordinator.
+type running struct {
+	http     *http.Server
+	api      *coordinator.Server
+	listener net.Listener
+	served   chan error
+	prefetch chan error
+	cancel   context.CancelFunc
+	log      *slog.Logger
+	spool    *spool.Disk
+	corpus   *corpus.Disk
+}
+
+// start opens everything, binds the address (so a busy port fails at
+// once) and serves in the background.
+func (m *Main) start(ctx context.Context, log *slog.Logger) (*running, error) {
+	src, err := source(m.Source)
+	if err != nil {
+		return nil, err
+	}
+	token, err := m.adminToken()
+	if err != nil {
+		return nil, err
+	}
+	store, err := m.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := spool.Open(filepath.Join(m.Data, "spool"), spool.Config{})
+	if err != nil {
+		return nil, err
+	}
+	cp, err := corpus.Open(filepath.Join(m.Data, "corpus"), corpus.Config{})
+	if err != nil {
+		sp.Close()
+		return nil, err
+	}
+	l, err := coordinator.Listen(m.Addr)
+	if err != nil {
+		sp.Close()
+		cp.Close()
+		return nil, err
+	}
+	owner, _ := os.Hostname()
+	pf, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: sp, Corpus: cp, Claims: store, Targets: store,
+		Owner: owner + "/" + l.Addr().String(), Logger: log})
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	metrics := coordinator.NewMetrics(func() map[string]float64 { return rangeStates(store) })
+	api, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Corpus: cp, SnapshotDir: filepath.Join(m.Data, "snapshots"),
+		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics})
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	r := &running{http: coordinator.HTTPServer(api, log), api: api, listener: l, served: make(chan error, 1),
+		prefetch: make(chan error, 1), log: log, spool: sp, corpus: cp}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	go func() { r.prefetch <- pf.Run(pctx) }()
+	go func() { r.served <- r.http.Serve(l) }()
+	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact(m.DB), "data", m.Data)
+	if m.Ready != nil {
+		m.Ready(l.Addr().String())
+	}
+	return r, nil
+}
+
+// wait serves until ctx ends, then drains streams and shuts down.
+func (r *running) wait(ctx context.Context) error {
+	select {
+	case err := <-r.served:
+		r.stop()
+		return err
+	case <-ctx.Done():
+	}
+	return r.stop()
+}
+
+// stop ends streams with an error frame, then shuts the server down
+// within 10 s, then stops the prefetcher.
+func (r *running) stop() error {
+	r.log.Info("coordinator shutting down")
+	r.api.Drain()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := r.http.Shutdown(ctx)
+	r.cancel()
+	<-r.prefetch
+	r.spool.Close()
+	r.corpus.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func rangeStates(store *sqlstore.Store) map[string]float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lanes, err := store.Lanes(ctx, "")
+	out := map[string]float64{}
+	if err != nil {
+		return out
+	}
+	for _, l := range lanes {
+		for st, n := range l.Ranges {
+			out[string(st)] += float64(n)
+		}
+	}
+	return out
+}
+
+func (m *Main) nodeCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("node", flag.ContinueOnError)
+	m.commonFlags(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("node add NAME | node rm NAME | node list")
+	}
+	store, err := m.open(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case pos[0] == "add" && len(pos) == 2:
+		token, err := node.NewToken()
+		if err != nil {
+			return err
+		}
+		if _, err := store.AddNode(ctx, pos[1], node.HashToken(token)); err != nil {
+			return err
+		}
+		fmt.Fprintln(m.Stdout, token)
+		return nil
+	case pos[0] == "rm" && len(pos) == 2:
+		return store.RemoveNode(ctx, pos[1])
+	case pos[0] == "list" && len(pos) == 1:
+		nodes, err := store.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tCREATED\tLAST SEEN")
+		for _, n := range nodes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.CreatedAt.Format(time.RFC3339), n.LastSeen.Format(time.RFC3339))
+		}
+		return tw.Flush()
+	}
+	return usagef("node add NAME | node rm NAME | node list, not %q", pos)
+}
+
+func (m *Main) groupCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("group", flag.ContinueOnError)
+	m.commonFlags(fs)
+	ordered := fs.Bool("ordered", false, "hand the group's ranges out in article order, per lane")
+	rangeSize := fs.Int64("range-size", grouplease.DefaultRangeSize, "articles per range")
+	chunkSize := fs.Int64("chunk-size", grouplease.DefaultChunkSize, "articles per chunk")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 || pos[0] != "add" {
+		return usagef("group add NAME [--ordered] [--range-size N] [--chunk-size N]")
+	}
+	store, err := m.open(ctx)
+	if err != nil {
+		return err
+	}
+	g, err := store.AddGroup(ctx, grouplease.Group{Name: pos[1], Ordered: *ordered, RangeSize: *rangeSize, ChunkSize: *chunkSize})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "group %d %s: ranges of %d, chunks of %d, ordered %t\n", g.ID, g.Name, g.RangeSize, g.ChunkSize, g.Ordered)
+	return nil
+}
+
+func (m *Main) rangeCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("range", flag.ContinueOnError)
+	m.commonFlags(fs)
+	laneName := fs.String("lane", "history", "history or tail")
+	capture := fs.Bool("capture", false, "keep the range's chunks in the corpus")
+	failed := fs.Bool("failed", false, "with retry: every failed range of the group")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("range add GROUP FROM TO | range retry GROUP [--failed | ID...]")
+	}
+	switch pos[0] {
+	case "add":
+		if len(pos) != 4 {
+			return usagef("range add GROUP FROM TO [--lane history|tail] [--capture]")
+		}
+		from, err1 := strconv.ParseInt(pos[2], 10, 64)
+		to, err2 := strconv.ParseInt(pos[3], 10, 64)
+		if err1 != nil || err2 != nil {
+			return usagef("range add: FROM and TO are article numbers, not %q %q", pos[2], pos[3])
+		}
+		ln, err := lease.ParseLane(*laneName)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		store, err := m.open(ctx)
+		if err != nil {
+			return err
+		}
+		rs, err := store.AddRanges(ctx, grouplease.NewRanges{Group: pos[1], From: from, To: to, Lane: ln, Capture: *capture})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "added %d ranges to %s (%s lane), %d..%d\n", len(rs), pos[1], ln, from, to)
+		return nil
+	case "retry":
+		if len(pos) < 2 || (*failed == (len(pos) > 2)) {
+			return usagef("range retry GROUP [--failed | ID...]: --failed or range ids")
+		}
+		var ids []int64
+		for _, raw := range pos[2:] {
+			id, err := strconv.ParseInt(raw, 10, 64)
+			if err != nil {
+				return usagef("range retry: %q is not a range id", raw)
+			}
+			ids = append(ids, id)
+		}
+		store, err := m.open(ctx)
+		if err != nil {
+			return err
+		}
+		n, err := store.Retry(ctx, pos[1], ids...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "%d ranges back to pending\n", n)
+		return nil
+	}
+	return usagef("range add | range retry, not %q", pos[0])
+}
+
+func (m *Main) status(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	m.commonFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("status takes no arguments")
+	}
+	store, err := m.open(ctx)
+	if err != nil {
+		return err
+	}
+	lanes, err := store.Lanes(ctx, "")
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"lanes": lanes})
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tLANE\tHOLDER\tNEXT\tPENDING\tLEASED\tDONE\tFAILED\tHEADERS")
+	for _, l := range lanes {
+		holder := l.Holder
+		if holder == "" {
+			holder = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", l.Group, l.Lane, holder, l.Next,
+			l.Ranges[lease.StatePending], l.Ranges[lease.StateLeased], l.Ranges[lease.StateDone], l.Ranges[lease.StateFailed], l.Headers)
+	}
+	return tw.Flush()
+}
