@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -120,6 +121,20 @@ type Store interface {
 	// Results pages through stored items in storage order; each stored item
 	// appears exactly once.
 	Results(ctx context.Context, q Query) (Page, error)
+	// Batches lists a node's stored batches, newest first, with ids below
+	// before (0: from the newest), at most limit (0: 50).
+	Batches(ctx context.Context, node string, before int64, limit int) ([]Record, error)
+}
+
+// Record is one stored batch, as a node's detail lists it.
+type Record struct {
+	ID      int64     `json:"id"`
+	Range   int64     `json:"range"`
+	From    int64     `json:"from"`
+	To      int64     `json:"to"`
+	Headers int64     `json:"headers"`
+	Items   int64     `json:"items"`
+	At      time.Time `json:"at"`
 }
 
 // ErrBadCursor means a feed cursor was not one this store handed out.

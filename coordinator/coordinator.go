@@ -136,6 +136,8 @@ func (s *Server) routes() {
 	node("POST /v1/groups/{id}/release", s.handleLaneRelease)
 	node("PUT /v1/groups/{id}/snapshot", s.handlePutSnapshot)
 	node("GET /v1/groups/{id}/snapshot", s.handleGetSnapshot)
+	admin("GET /v1/fleet", s.handleFleet)
+	admin("GET /v1/nodes/{name}", s.handleNode)
 	admin("GET /v1/ranges", s.handleRanges)
 	admin("GET /v1/results", s.handleResults)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

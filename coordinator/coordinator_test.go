@@ -492,3 +492,49 @@ func TestStreamDrain(t *testing.T) {
 	require.Equal(t, edgeframe.TypeError, last.Type)
 	require.Equal(t, "the coordinator is shutting down", last.Message)
 }
+
+func TestFleetAndNode(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, url func(testing.TB) string) {
+		h := newHarness(t, url(t), nil)
+		h.group("plain", false, 1, 200, lease.LaneHistory)
+		g := h.group("ordered", true, 1, 100, lease.LaneTail)
+		l := h.lease(h.token)
+		r := h.do("POST", fmt.Sprintf("/v1/ranges/%d/batch", l.Range.ID), h.token, l.Token,
+			jsonBody(map[string]any{"from": 1, "to": 30, "headers": 30, "items": []any{}}))
+		require.Equal(t, http.StatusOK, r.status)
+		r = h.do("POST", "/v1/groups/lease?lane=tail", h.token2, 0, nil)
+		require.Equal(t, http.StatusOK, r.status)
+
+		r = h.do("GET", "/v1/fleet", adminToken, 0, nil)
+		require.Equal(t, http.StatusOK, r.status)
+		var f coordinator.Fleet
+		require.NoError(t, json.Unmarshal(r.body, &f))
+		require.Equal(t, coordinator.FleetSchema, f.Schema)
+		require.Len(t, f.Nodes, 2)
+		require.Equal(t, "edge-1", f.Nodes[0].Name)
+		require.Len(t, f.Nodes[0].Leases, 1)
+		require.Equal(t, coordinator.FleetLease{Range: l.Range.ID, Group: "plain", Lane: lease.LaneHistory, Start: 1, Next: 31, End: 100,
+			ExpiresAt: f.Nodes[0].Leases[0].ExpiresAt}, f.Nodes[0].Leases[0])
+		require.Empty(t, f.Nodes[1].Leases)
+		require.Equal(t, map[lease.State]int64{lease.StatePending: 2, lease.StateLeased: 1}, f.Ranges)
+		require.Len(t, f.Groups, 2)
+		require.Equal(t, g.ID, f.Groups[1].ID)
+		require.True(t, f.Groups[1].Ordered)
+		require.Equal(t, "edge-2", f.Groups[1].Lanes[0].Holder)
+		require.Nil(t, f.Groups[1].Lanes[0].SnapshotNext)
+		require.Equal(t, http.StatusForbidden, h.do("GET", "/v1/fleet", h.token, 0, nil).status)
+
+		r = h.do("GET", "/v1/nodes/edge-1", adminToken, 0, nil)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		var d coordinator.NodeDetail
+		require.NoError(t, json.Unmarshal(r.body, &d))
+		require.Equal(t, "edge-1", d.Name)
+		require.Len(t, d.Leases, 1)
+		require.Len(t, d.Batches, 1)
+		require.Equal(t, int64(30), d.Batches[0].To)
+		require.Nil(t, d.Next)
+		require.Equal(t, http.StatusNotFound, h.do("GET", "/v1/nodes/nobody", adminToken, 0, nil).status)
+		require.Equal(t, http.StatusBadRequest, h.do("GET", "/v1/nodes/edge-1?cursor=x", adminToken, 0, nil).status)
+	})
+}

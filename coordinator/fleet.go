@@ -1,6 +1,10 @@
 package coordinator
 
 import (
+	"context"
+	"github.com/edgeindex/edgeindex/batch"
+	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/edgeindex/edgeindex/lease"
@@ -57,21 +61,114 @@ type FleetLane struct {
 
 // NodeDetail is one node's detail: GET /v1/nodes/{name}.
 type NodeDetail struct {
-	Name      string        `json:"name"`
-	CreatedAt time.Time     `json:"createdAt"`
-	LastSeen  time.Time     `json:"lastSeen"`
-	Leases    []FleetLease  `json:"leases"`
-	Batches   []BatchRecord `json:"batches"` // newest first
-	Next      *string       `json:"next"`    // cursor of the next (older) page, or null
+	Name      string         `json:"name"`
+	CreatedAt time.Time      `json:"createdAt"`
+	LastSeen  time.Time      `json:"lastSeen"`
+	Leases    []FleetLease   `json:"leases"`
+	Batches   []batch.Record `json:"batches"` // newest first
+	Next      *string        `json:"next"`    // cursor of the next (older) page, or null
 }
 
-// BatchRecord is one stored batch, as the node detail lists it.
-type BatchRecord struct {
-	ID      int64     `json:"id"`
-	Range   int64     `json:"range"`
-	From    int64     `json:"from"`
-	To      int64     `json:"to"`
-	Headers int64     `json:"headers"`
-	Items   int64     `json:"items"`
-	At      time.Time `json:"at"`
+func fleetLease(l lease.Lease) FleetLease {
+	return FleetLease{Range: l.Range.ID, Group: l.Range.Group, Lane: l.Range.Lane, Start: l.Range.Start,
+		Next: l.Range.Next, End: l.Range.End, ExpiresAt: l.ExpiresAt}
+}
+
+// Fleet reads the coordinator's status.
+func (s *Server) Fleet(ctx context.Context) (Fleet, error) {
+	st := s.cfg.Store
+	nodes, err := st.Nodes(ctx)
+	if err != nil {
+		return Fleet{}, err
+	}
+	held, err := st.Held(ctx)
+	if err != nil {
+		return Fleet{}, err
+	}
+	groups, err := st.Groups(ctx)
+	if err != nil {
+		return Fleet{}, err
+	}
+	lanes, err := st.Lanes(ctx, "")
+	if err != nil {
+		return Fleet{}, err
+	}
+	f := Fleet{Schema: FleetSchema, At: time.Now().UTC(), Nodes: []FleetNode{}, Groups: []FleetGroup{},
+		Ranges: map[lease.State]int64{}, SpoolBytes: s.cfg.Spool.Size()}
+	byNode := map[string][]FleetLease{}
+	for _, l := range held {
+		byNode[l.Node] = append(byNode[l.Node], fleetLease(l))
+	}
+	for _, n := range nodes {
+		ls := byNode[n.Name]
+		if ls == nil {
+			ls = []FleetLease{}
+		}
+		f.Nodes = append(f.Nodes, FleetNode{Name: n.Name, LastSeen: n.LastSeen, Leases: ls})
+	}
+	byGroup := map[int64][]FleetLane{}
+	for _, l := range lanes {
+		fl := FleetLane{Lane: l.Lane, Holder: l.Holder, Next: l.Next, Headers: l.Headers, Ranges: l.Ranges}
+		if l.Snapshot != nil {
+			fl.SnapshotNext = &l.Snapshot.Next
+		}
+		byGroup[l.GroupID] = append(byGroup[l.GroupID], fl)
+		for state, n := range l.Ranges {
+			f.Ranges[state] += n
+		}
+	}
+	for _, g := range groups {
+		ls := byGroup[g.ID]
+		if ls == nil {
+			ls = []FleetLane{}
+		}
+		f.Groups = append(f.Groups, FleetGroup{ID: g.ID, Name: g.Name, Ordered: g.Ordered, Lanes: ls})
+	}
+	return f, nil
+}
+
+func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) error {
+	f, err := s.Fleet(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, f)
+	return nil
+}
+
+const nodeBatchPage = 50
+
+func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	n, err := s.cfg.Store.Node(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	before := int64(0)
+	if raw := r.URL.Query().Get("cursor"); raw != "" {
+		before, err = strconv.ParseInt(raw, 10, 64)
+		if err != nil || before < 1 {
+			return lease.Invalidf("cursor: a cursor from a previous page, not %q", raw)
+		}
+	}
+	recs, err := s.cfg.Store.Batches(r.Context(), name, before, nodeBatchPage)
+	if err != nil {
+		return err
+	}
+	held, err := s.cfg.Store.Held(r.Context())
+	if err != nil {
+		return err
+	}
+	d := NodeDetail{Name: n.Name, CreatedAt: n.CreatedAt, LastSeen: n.LastSeen, Leases: []FleetLease{}, Batches: recs}
+	for _, l := range held {
+		if l.Node == name {
+			d.Leases = append(d.Leases, fleetLease(l))
+		}
+	}
+	if len(recs) == nodeBatchPage {
+		c := strconv.FormatInt(recs[len(recs)-1].ID, 10)
+		d.Next = &c
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
 }

@@ -94,6 +94,8 @@ type Catalog interface {
 	AddGroup(ctx context.Context, g Group) (Group, error)
 	// Group returns the group named name, or lease.ErrNotFound.
 	Group(ctx context.Context, name string) (Group, error)
+	// Groups lists every group by id.
+	Groups(ctx context.Context) ([]Group, error)
 	// AddRanges plans and adds ranges; it refuses (lease.ErrConflict) a range
 	// that overlaps one the group already has, in any lane, and adds none.
 	AddRanges(ctx context.Context, nr NewRanges) ([]lease.Range, error)

@@ -152,4 +152,6 @@ type Store interface {
 	Corrupt(ctx context.Context, rangeID int64, f Fence, from int64, reason string) (Range, error)
 	// Check returns the range if f holds its lease, and ErrLeaseLost if not.
 	Check(ctx context.Context, rangeID int64, f Fence) (Lease, error)
+	// Held lists the leased ranges, expired or not, by node and start.
+	Held(ctx context.Context) ([]Lease, error)
 }

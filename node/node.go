@@ -58,6 +58,8 @@ type Store interface {
 	// Authenticate returns the node whose token hashes to tokenHash, and
 	// marks it seen; lease.ErrNotFound when none does.
 	Authenticate(ctx context.Context, tokenHash []byte) (Node, error)
+	// Node returns the node named name, or lease.ErrNotFound.
+	Node(ctx context.Context, name string) (Node, error)
 	// Nodes lists every node by name.
 	Nodes(ctx context.Context) ([]Node, error)
 }

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -178,4 +180,34 @@ func parseCursor(c string) (xid, id int64, err error) {
 		return 0, 0, fmt.Errorf("results: %w: %q", batch.ErrBadCursor, c)
 	}
 	return xid, id, nil
+}
+
+// Batches implements batch.Store.
+func (s *Store) Batches(ctx context.Context, node string, before int64, limit int) ([]batch.Record, error) {
+	if limit == 0 {
+		limit = 50
+	}
+	if limit < 0 || limit > 1000 || before < 0 {
+		return nil, lease.Invalidf("batches: limit must be 1 to 1000 and before not negative")
+	}
+	if before == 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.rdb.QueryContext(ctx, s.q(`SELECT id, range_id, from_n, to_n, headers, items, at_us FROM batches
+		WHERE node = ? AND id < ? ORDER BY id DESC LIMIT ?`), node, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("batches: %w", err)
+	}
+	defer rows.Close()
+	out := []batch.Record{}
+	for rows.Next() {
+		var r batch.Record
+		var at int64
+		if err := rows.Scan(&r.ID, &r.Range, &r.From, &r.To, &r.Headers, &r.Items, &at); err != nil {
+			return nil, fmt.Errorf("batches: %w", err)
+		}
+		r.At = time.UnixMicro(at).UTC()
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

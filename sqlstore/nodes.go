@@ -108,3 +108,16 @@ func (s *Store) Nodes(ctx context.Context) ([]node.Node, error) {
 	}
 	return out, nil
 }
+
+// Node implements node.Store.
+func (s *Store) Node(ctx context.Context, name string) (node.Node, error) {
+	var r nodeRow
+	err := s.rdb.GetContext(ctx, &r, s.q("SELECT name, created_us, last_seen_us FROM nodes WHERE name = ?"), name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return node.Node{}, fmt.Errorf("node %q: %w", name, lease.ErrNotFound)
+	}
+	if err != nil {
+		return node.Node{}, fmt.Errorf("node: %w", err)
+	}
+	return r.node(), nil
+}

@@ -262,3 +262,20 @@ func (s *Store) Range(ctx context.Context, id int64) (lease.Range, error) {
 	rg, _, err := s.toRange(ctx, s.rdb, r)
 	return rg, err
 }
+
+// Held implements lease.Store.
+func (s *Store) Held(ctx context.Context) ([]lease.Lease, error) {
+	var rows []rangeRow
+	if err := s.rdb.SelectContext(ctx, &rows, "SELECT "+rangeCols+" FROM ranges WHERE state = 'leased' ORDER BY node, start_n"); err != nil {
+		return nil, fmt.Errorf("held: %w", err)
+	}
+	out := make([]lease.Lease, 0, len(rows))
+	for _, r := range rows {
+		l, err := s.toLease(ctx, s.rdb, r, 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}

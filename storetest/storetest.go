@@ -101,6 +101,7 @@ func Run(t *testing.T, open Open) {
 		{"Nodes", testNodes},
 		{"RangesList", testRangesList},
 		{"ChunkClaims", testChunkClaims},
+		{"FleetReads", testFleetReads},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
