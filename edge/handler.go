@@ -15,7 +15,8 @@ type Chunk struct {
 	// handled by an earlier holder and are to be skipped.
 	From, To int64
 	// Data is the gzip of the chunk's overview lines, as stored: it may
-	// start before From. spool.ReadChunk reads it.
+	// start before From. spool.ReadChunk reads it. It is valid only until
+	// HandleChunk returns: copy it to keep it.
 	Data []byte
 }
 

@@ -1,0 +1,643 @@
+package edge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout     = 30 * time.Second
+	DefaultBackoff     = 250 * time.Millisecond
+	DefaultMaxBackoff  = 30 * time.Second
+	DefaultAttempts    = 5
+	DefaultMaxSnapshot = 64 << 20
+)
+
+// maxAnswer is the most the client reads of a JSON answer, and maxErrorBody
+// of an error answer.
+const (
+	maxAnswer    = 1 << 20
+	maxErrorBody = 64 << 10
+)
+
+// Config configures a Client. Its zero value means the defaults, except
+// BaseURL and Token, which are required.
+type Config struct {
+	// BaseURL is the coordinator's address, such as "http://127.0.0.1:7070".
+	// A path in it prefixes every route.
+	BaseURL string
+	// Token is the node token, sent as "Authorization: Bearer <token>".
+	Token string
+	// HTTP sends the requests. Nil means a client of its own without an
+	// overall timeout, since a stream may last as long as its range.
+	HTTP *http.Client
+	// Logger logs retries. Nil means no logging.
+	Logger *slog.Logger
+	// MaxFrame is the largest stream frame accepted; 0 means
+	// edgeframe.DefaultMaxFrame (64 MiB).
+	MaxFrame int
+	// MaxSnapshot is the largest snapshot GetSnapshot reads; 0 means 64 MiB.
+	MaxSnapshot int64
+	// Timeout bounds each attempt of every call but Stream, whose body lasts
+	// as long as the range; 0 means 30 s, negative means none.
+	Timeout time.Duration
+	// Backoff is the wait before the first retry; it doubles with every
+	// further one, up to MaxBackoff. 0 means 250 ms and 30 s.
+	Backoff, MaxBackoff time.Duration
+	// Attempts is how many times an idempotent call is tried in all before
+	// its error is returned; 0 means 5, and 1 means no retry.
+	Attempts int
+	// Sleep waits d or until ctx is done, returning ctx's error then. Nil
+	// means a timer. Tests inject it.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Rand returns a number in [0, 1) that jitters each wait: a wait is
+	// between half and all of its backoff. Nil means math/rand/v2.
+	Rand func() float64
+}
+
+func (c *Config) validate() (*url.URL, error) {
+	if c.BaseURL == "" {
+		return nil, fmt.Errorf("edge: %w: BaseURL is required", ErrInvalidConfig)
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("edge: %w: BaseURL %q is not an http or https URL", ErrInvalidConfig, c.BaseURL)
+	}
+	if c.Token == "" {
+		return nil, fmt.Errorf("edge: %w: Token is required", ErrInvalidConfig)
+	}
+	switch {
+	case c.MaxFrame < 0:
+		return nil, fmt.Errorf("edge: %w: MaxFrame %d is negative", ErrInvalidConfig, c.MaxFrame)
+	case c.MaxSnapshot < 0:
+		return nil, fmt.Errorf("edge: %w: MaxSnapshot %d is negative", ErrInvalidConfig, c.MaxSnapshot)
+	case c.Backoff < 0, c.MaxBackoff < 0:
+		return nil, fmt.Errorf("edge: %w: Backoff and MaxBackoff must not be negative", ErrInvalidConfig)
+	case c.Attempts < 0:
+		return nil, fmt.Errorf("edge: %w: Attempts %d is negative", ErrInvalidConfig, c.Attempts)
+	}
+	if c.HTTP == nil {
+		c.HTTP = &http.Client{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MaxSnapshot == 0 {
+		c.MaxSnapshot = DefaultMaxSnapshot
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Backoff == 0 {
+		c.Backoff = DefaultBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.MaxBackoff < c.Backoff {
+		c.MaxBackoff = c.Backoff
+	}
+	if c.Attempts == 0 {
+		c.Attempts = DefaultAttempts
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+	return u, nil
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Client calls the coordinator's node API, one method per call of API.md.
+//
+// Error statuses come back as *HTTPError, matching lease.ErrLeaseLost (a 409
+// whose sentence says "lease lost"), lease.ErrConflict (any other 409),
+// lease.ErrNotFound (404), lease.ErrInvalid (400), ErrUnauthorized (401,
+// 403), ErrTooLarge (413) and ErrServer (5xx) under errors.Is.
+//
+// Idempotent calls are retried on ErrServer and ErrNetwork, with exponential
+// backoff and jitter, never on a 4xx. They are every call but the two grants
+// (Lease and LeaseLane): a grant whose answer was lost would leave a lease
+// nobody works until it expires, so the caller decides when to ask again.
+// The fenced calls are safe to retry: a retried PostBatch that had been
+// stored is answered as a duplicate, which counts as success, and a retried
+// Finish, Release or Corrupt whose first attempt took effect gets a lost
+// lease, as the lease is then no longer held.
+//
+// A Client is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base *url.URL
+}
+
+// NewClient returns a Client, or an error wrapping ErrInvalidConfig.
+func NewClient(cfg Config) (*Client, error) {
+	base, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, base: base}, nil
+}
+
+// call is one API call.
+type call struct {
+	method   string
+	path     string // the route, as API.md names it, for URLs and errors
+	query    url.Values
+	token    int64
+	hasToken bool
+	body     []byte
+	ctype    string
+	accept   string
+	retry    bool
+	limit    int64 // the most read of a 2xx answer
+	// optional says an empty 2xx body is fine: the contract names no body.
+	optional bool
+}
+
+func (cl *call) name() string { return cl.method + " " + cl.path }
+
+// Lease asks for a range of an unordered group (POST /v1/lease). It returns
+// false, with no error, when there is nothing to do (204). It is not retried.
+func (c *Client) Lease(ctx context.Context) (lease.Lease, bool, error) {
+	var l lease.Lease
+	ok, err := c.json(ctx, &call{method: http.MethodPost, path: "/v1/lease"}, &l)
+	if err != nil || !ok {
+		return lease.Lease{}, false, err
+	}
+	if err := checkLease(l); err != nil {
+		return lease.Lease{}, false, fmt.Errorf("edge: POST /v1/lease: %w", err)
+	}
+	return l, true, nil
+}
+
+// Stream opens a range's stream of frames (GET /v1/ranges/{id}/stream). The
+// caller reads it with Next and must Close it. Only the opening is retried;
+// a stream cut later is reopened by the caller, from the range's next.
+func (c *Client) Stream(ctx context.Context, rangeID, token int64) (*Stream, error) {
+	cl := c.rangeCall(http.MethodGet, rangeID, "stream", token)
+	cl.accept = edgeframe.ContentType
+	cl.retry = true
+	var resp *http.Response
+	err := c.retry(ctx, cl, func() error {
+		r, err := c.roundTrip(ctx, ctx, cl)
+		if err != nil {
+			return err
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != edgeframe.ContentType {
+			r.Body.Close()
+			return fmt.Errorf("edge: %s: %w: the answer is %q, not %s", cl.name(), ErrProtocol, r.Header.Get("Content-Type"), edgeframe.ContentType)
+		}
+		resp = r
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	fr, err := edgeframe.NewReader(resp.Body, edgeframe.Config{MaxFrame: c.cfg.MaxFrame})
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return &Stream{r: fr, body: resp.Body}, nil
+}
+
+// Stream is an open stream of a range's frames.
+type Stream struct {
+	r    *edgeframe.Reader
+	body io.ReadCloser
+}
+
+var _ io.Closer = (*Stream)(nil)
+
+// Next returns the next frame, keepalives included, with the
+// edgeframe.Reader's errors: io.EOF after the end frame, a
+// *edgeframe.StreamError after an error frame, edgeframe.ErrCut or
+// ErrTruncated (both io.ErrUnexpectedEOF) when the stream stopped, and
+// ErrNetwork when reading the body failed in transit. A frame's Data is
+// valid until the next call to Next.
+func (s *Stream) Next() (edgeframe.Frame, error) {
+	f, err := s.r.Next()
+	if err != nil && !isFrameErr(err) {
+		err = fmt.Errorf("edge: stream: %w: %w", ErrNetwork, err)
+	}
+	return f, err
+}
+
+// isFrameErr reports whether err is one of the edgeframe.Reader's own
+// verdicts on the bytes, rather than a failure to read them.
+func isFrameErr(err error) bool {
+	for _, e := range []error{io.EOF, io.ErrUnexpectedEOF, edgeframe.ErrAborted, edgeframe.ErrUnknownType,
+		edgeframe.ErrFrameTooLarge, edgeframe.ErrMalformed} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Complete reports whether the end frame has been read.
+func (s *Stream) Complete() bool { return s.r.Complete() }
+
+// Close closes the stream's body.
+func (s *Stream) Close() error { return s.body.Close() }
+
+// PostBatch posts a batch of results (POST /v1/ranges/{id}/batch). A batch
+// already stored is answered with Result.Duplicate set and no error. The
+// batch is checked with edgeframe.ValidateBatch first; a bad one gets an
+// error wrapping lease.ErrInvalid and is not sent. Nil Items are sent as an
+// empty list.
+func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b batch.Batch) (batch.Result, error) {
+	if err := edgeframe.ValidateBatch(b); err != nil {
+		return batch.Result{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, lease.ErrInvalid, err)
+	}
+	if b.Items == nil {
+		b.Items = []batch.Item{}
+	}
+	body, err := json.Marshal(b)
+	if err != nil {
+		return batch.Result{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, lease.ErrInvalid, err)
+	}
+	cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
+	cl.body, cl.ctype, cl.retry = body, "application/json", true
+	var res batch.Result
+	if _, err := c.json(ctx, cl, &res); err != nil {
+		return batch.Result{}, err
+	}
+	return res, nil
+}
+
+// Heartbeat renews a range lease (POST /v1/ranges/{id}/heartbeat) and
+// returns its new expiry.
+func (c *Client) Heartbeat(ctx context.Context, rangeID, token int64) (time.Time, error) {
+	cl := c.rangeCall(http.MethodPost, rangeID, "heartbeat", token)
+	cl.retry = true
+	var ans struct {
+		ExpiresAt time.Time `json:"expiresAt"`
+	}
+	_, err := c.json(ctx, cl, &ans)
+	return ans.ExpiresAt, err
+}
+
+// Finish marks a range done (POST /v1/ranges/{id}/finish). It fails with
+// lease.ErrConflict when the stored batches do not reach the range's end.
+func (c *Client) Finish(ctx context.Context, rangeID, token int64) error {
+	cl := c.rangeCall(http.MethodPost, rangeID, "finish", token)
+	cl.retry = true
+	_, err := c.json(ctx, cl, nil)
+	return err
+}
+
+// Release gives a range back as pending (POST /v1/ranges/{id}/release).
+func (c *Client) Release(ctx context.Context, rangeID, token int64) error {
+	cl := c.rangeCall(http.MethodPost, rangeID, "release", token)
+	cl.retry = true
+	_, err := c.json(ctx, cl, nil)
+	return err
+}
+
+// Corrupt reports that the chunk starting at from does not inflate or parse
+// (POST /v1/ranges/{id}/corrupt). The range is no longer held afterwards; it
+// returns the range's new state (pending, or failed at the coordinator's
+// maximum attempts) and its attempts.
+func (c *Client) Corrupt(ctx context.Context, rangeID, token, from int64) (lease.State, int, error) {
+	cl := c.rangeCall(http.MethodPost, rangeID, "corrupt", token)
+	cl.body = fmt.Appendf(nil, `{"from":%d}`, from)
+	cl.ctype, cl.retry = "application/json", true
+	var ans struct {
+		State    lease.State `json:"state"`
+		Attempts int         `json:"attempts"`
+	}
+	if _, err := c.json(ctx, cl, &ans); err != nil {
+		return "", 0, err
+	}
+	return ans.State, ans.Attempts, nil
+}
+
+// LeaseLane asks for a lane of an ordered group (POST /v1/groups/lease). It
+// returns false, with no error, when no lane has work (204). It is not
+// retried.
+func (c *Client) LeaseLane(ctx context.Context, lane lease.Lane) (grouplease.GroupLease, bool, error) {
+	q, err := laneQuery(lane)
+	if err != nil {
+		return grouplease.GroupLease{}, false, err
+	}
+	var gl grouplease.GroupLease
+	ok, err := c.json(ctx, &call{method: http.MethodPost, path: "/v1/groups/lease", query: q}, &gl)
+	if err != nil || !ok {
+		return grouplease.GroupLease{}, false, err
+	}
+	return gl, true, nil
+}
+
+// Next asks for the lane's next range in article order
+// (POST /v1/groups/{id}/next), as a range lease with its own token. It
+// returns false, with no error, when no range is ready (204).
+func (c *Client) Next(ctx context.Context, groupID int64, lane lease.Lane, token int64) (lease.Lease, bool, error) {
+	cl, err := c.laneCall(http.MethodPost, groupID, "next", lane, token)
+	if err != nil {
+		return lease.Lease{}, false, err
+	}
+	var l lease.Lease
+	ok, err := c.json(ctx, cl, &l)
+	if err != nil || !ok {
+		return lease.Lease{}, false, err
+	}
+	if err := checkLease(l); err != nil {
+		return lease.Lease{}, false, fmt.Errorf("edge: %s: %w", cl.name(), err)
+	}
+	return l, true, nil
+}
+
+// HeartbeatLane renews a lane grant (POST /v1/groups/{id}/heartbeat). It
+// returns the new expiry when the coordinator sends one, else the zero time.
+func (c *Client) HeartbeatLane(ctx context.Context, groupID int64, lane lease.Lane, token int64) (time.Time, error) {
+	cl, err := c.laneCall(http.MethodPost, groupID, "heartbeat", lane, token)
+	if err != nil {
+		return time.Time{}, err
+	}
+	cl.optional = true
+	var ans struct {
+		ExpiresAt time.Time `json:"expiresAt"`
+	}
+	_, err = c.json(ctx, cl, &ans)
+	return ans.ExpiresAt, err
+}
+
+// ReleaseLane frees a lane (POST /v1/groups/{id}/release); the range it was
+// working on goes back to its next holder.
+func (c *Client) ReleaseLane(ctx context.Context, groupID int64, lane lease.Lane, token int64) error {
+	cl, err := c.laneCall(http.MethodPost, groupID, "release", lane, token)
+	if err != nil {
+		return err
+	}
+	_, err = c.json(ctx, cl, nil)
+	return err
+}
+
+// PutSnapshot stores the lane's window state taken at next
+// (PUT /v1/groups/{id}/snapshot); gz must be gzip. It fails with
+// lease.ErrConflict when next is older than the stored snapshot's.
+func (c *Client) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, token, next int64, gz []byte) (grouplease.Snapshot, error) {
+	cl, err := c.laneCall(http.MethodPut, groupID, "snapshot", lane, token)
+	if err != nil {
+		return grouplease.Snapshot{}, err
+	}
+	if len(gz) < 2 || gz[0] != 0x1f || gz[1] != 0x8b {
+		return grouplease.Snapshot{}, fmt.Errorf("edge: %s: %w: the snapshot is not gzip", cl.name(), lease.ErrInvalid)
+	}
+	cl.query.Set("next", strconv.FormatInt(next, 10))
+	cl.body, cl.ctype = gz, "application/octet-stream"
+	var s grouplease.Snapshot
+	if _, err := c.json(ctx, cl, &s); err != nil {
+		return grouplease.Snapshot{}, err
+	}
+	return s, nil
+}
+
+// GetSnapshot reads the lane's snapshot (GET /v1/groups/{id}/snapshot): its
+// gzip bytes and the next it was taken at. found is false, with no error,
+// when the lane has none (404).
+func (c *Client) GetSnapshot(ctx context.Context, groupID int64, lane lease.Lane, token int64) (gz []byte, next int64, found bool, err error) {
+	cl, err := c.laneCall(http.MethodGet, groupID, "snapshot", lane, token)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	cl.accept, cl.limit = "application/octet-stream", c.cfg.MaxSnapshot
+	var hdr http.Header
+	err = c.retry(ctx, cl, func() error {
+		var err error
+		_, hdr, gz, err = c.attempt(ctx, cl)
+		return err
+	})
+	if errors.Is(err, lease.ErrNotFound) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	next, perr := strconv.ParseInt(hdr.Get("X-Snapshot-Next"), 10, 64)
+	if perr != nil {
+		return nil, 0, false, fmt.Errorf("edge: %s: %w: X-Snapshot-Next %q is not an article number", cl.name(), ErrProtocol, hdr.Get("X-Snapshot-Next"))
+	}
+	return gz, next, true, nil
+}
+
+func (c *Client) rangeCall(method string, rangeID int64, verb string, token int64) *call {
+	return &call{
+		method: method, path: "/v1/ranges/" + strconv.FormatInt(rangeID, 10) + "/" + verb,
+		token: token, hasToken: true,
+	}
+}
+
+func (c *Client) laneCall(method string, groupID int64, verb string, lane lease.Lane, token int64) (*call, error) {
+	q, err := laneQuery(lane)
+	if err != nil {
+		return nil, err
+	}
+	return &call{
+		method: method, path: "/v1/groups/" + strconv.FormatInt(groupID, 10) + "/" + verb, query: q,
+		token: token, hasToken: true, retry: true,
+	}, nil
+}
+
+func laneQuery(lane lease.Lane) (url.Values, error) {
+	if lane == "" {
+		lane = lease.LaneHistory
+	}
+	if !lane.Valid() {
+		return nil, fmt.Errorf("edge: %w: lane: history or tail, not %q", lease.ErrInvalid, lane)
+	}
+	return url.Values{"lane": {string(lane)}}, nil
+}
+
+// checkLease refuses a granted lease that cannot be worked.
+func checkLease(l lease.Lease) error {
+	r := l.Range
+	if r.Start > r.End || r.Next < r.Start || r.Next > r.End+1 {
+		return fmt.Errorf("%w: range %d has start %d, end %d and next %d", ErrProtocol, r.ID, r.Start, r.End, r.Next)
+	}
+	return nil
+}
+
+// json sends cl and decodes a 200 answer into v (when v is not nil). It
+// reports false for a 204.
+func (c *Client) json(ctx context.Context, cl *call, v any) (bool, error) {
+	if cl.accept == "" {
+		cl.accept = "application/json"
+	}
+	if cl.limit == 0 {
+		cl.limit = maxAnswer
+	}
+	var status int
+	var body []byte
+	err := c.retry(ctx, cl, func() error {
+		var err error
+		status, _, body, err = c.attempt(ctx, cl)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	if status == http.StatusNoContent {
+		return false, nil
+	}
+	if v != nil && !(cl.optional && len(bytes.TrimSpace(body)) == 0) {
+		if err := json.Unmarshal(body, v); err != nil {
+			return false, fmt.Errorf("edge: %s: %w: the answer does not decode: %w", cl.name(), ErrProtocol, err)
+		}
+	}
+	return true, nil
+}
+
+// retry runs try until it succeeds, fails for good, or has been tried
+// Attempts times, sleeping a jittered exponential backoff between tries.
+func (c *Client) retry(ctx context.Context, cl *call, try func() error) error {
+	for n := 1; ; n++ {
+		err := try()
+		if err == nil || !cl.retry || !retryable(err) || n >= c.cfg.Attempts || ctx.Err() != nil {
+			return err
+		}
+		d := c.backoff(n)
+		c.cfg.Logger.Debug("edge: retrying", "call", cl.name(), "attempt", n, "wait", d, "err", err)
+		if serr := c.cfg.Sleep(ctx, d); serr != nil {
+			return fmt.Errorf("%w; gave up waiting to retry: %w", err, serr)
+		}
+	}
+}
+
+// backoff returns the wait after the n-th failed attempt: Backoff doubled
+// n-1 times, at most MaxBackoff, jittered to between half and all of it.
+func (c *Client) backoff(n int) time.Duration {
+	d := c.cfg.MaxBackoff
+	if n-1 < 32 {
+		if b := c.cfg.Backoff << (n - 1); b > 0 && b < d {
+			d = b
+		}
+	}
+	half := d / 2
+	return half + time.Duration(c.cfg.Rand()*float64(d-half))
+}
+
+// attempt sends cl once, within the attempt timeout, and reads the whole
+// 2xx answer.
+func (c *Client) attempt(ctx context.Context, cl *call) (int, http.Header, []byte, error) {
+	actx := ctx
+	if c.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
+	resp, err := c.roundTrip(ctx, actx, cl)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, cl.limit+1))
+	if err != nil {
+		return 0, nil, nil, c.transportErr(ctx, cl, err)
+	}
+	if int64(len(body)) > cl.limit {
+		return 0, nil, nil, fmt.Errorf("edge: %s: %w: the answer is over %d bytes", cl.name(), ErrTooLarge, cl.limit)
+	}
+	return resp.StatusCode, resp.Header, body, nil
+}
+
+// roundTrip sends cl under actx and returns a 2xx response, its body still
+// to read, or the error its status maps to. ctx is the caller's context,
+// which tells a cancelled call from a timed-out attempt.
+func (c *Client) roundTrip(ctx, actx context.Context, cl *call) (*http.Response, error) {
+	u := c.base.JoinPath(cl.path)
+	if cl.query != nil {
+		u.RawQuery = cl.query.Encode()
+	}
+	var body io.Reader
+	if cl.body != nil {
+		body = bytes.NewReader(cl.body)
+	}
+	req, err := http.NewRequestWithContext(actx, cl.method, u.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("edge: %s: %w", cl.name(), err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	if cl.hasToken {
+		req.Header.Set("Lease-Token", strconv.FormatInt(cl.token, 10))
+	}
+	if cl.ctype != "" {
+		req.Header.Set("Content-Type", cl.ctype)
+	}
+	if cl.accept != "" {
+		req.Header.Set("Accept", cl.accept)
+	}
+	resp, err := c.cfg.HTTP.Do(req)
+	if err != nil {
+		return nil, c.transportErr(ctx, cl, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, statusErr(cl, resp)
+	}
+	return resp, nil
+}
+
+// transportErr wraps a failure in transit: as the caller's cancellation when
+// ctx is done, else as ErrNetwork.
+func (c *Client) transportErr(ctx context.Context, cl *call, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("edge: %s: %w", cl.name(), context.Cause(ctx))
+	}
+	return fmt.Errorf("edge: %s: %w: %w", cl.name(), ErrNetwork, err)
+}
+
+// statusErr builds the *HTTPError of an error answer, with the server's
+// sentence from its {"error": "..."} body, or the body's text.
+func statusErr(cl *call, resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var ans struct {
+		Error string `json:"error"`
+	}
+	msg := ""
+	if json.Unmarshal(raw, &ans) == nil && ans.Error != "" {
+		msg = ans.Error
+	} else {
+		msg = strings.TrimSpace(strings.ToValidUTF8(string(raw), "\uFFFD"))
+		if len(msg) > 512 {
+			msg = strings.ToValidUTF8(msg[:512], "") + "…"
+		}
+	}
+	return &HTTPError{
+		Method: cl.method, Path: cl.path, Status: resp.StatusCode, Message: msg,
+		Kind: statusKind(resp.StatusCode, msg),
+	}
+}

@@ -1,0 +1,502 @@
+package edge_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// sleeps records the waits asked of an injected Sleep, which returns at once.
+type sleeps struct {
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	s.ds = append(s.ds, d)
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+func (s *sleeps) got() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.ds...)
+}
+
+// startCoord starts c and returns a client of it; cfg's BaseURL, Token and
+// HTTP are filled in, and Sleep when it is nil (recording into the returned
+// sleeps).
+func startCoord(t *testing.T, c *coord, cfg edge.Config) (*edge.Client, *sleeps) {
+	t.Helper()
+	srv := c.start()
+	t.Cleanup(srv.Close)
+	cfg.BaseURL, cfg.HTTP = srv.URL, srv.Client()
+	if cfg.Token == "" {
+		cfg.Token = c.token
+	}
+	s := &sleeps{}
+	if cfg.Sleep == nil {
+		cfg.Sleep = s.sleep
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = func() float64 { return 0 }
+	}
+	cl, err := edge.NewClient(cfg)
+	require.NoError(t, err)
+	return cl, s
+}
+
+// leased grants the coordinator's first plain range through cl.
+func leased(t *testing.T, cl *edge.Client) lease.Lease {
+	t.Helper()
+	l, ok, err := cl.Lease(context.Background())
+	require.NoError(t, err)
+	require.True(t, ok)
+	return l
+}
+
+func TestClientRetries5xxWithBackoff(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	var fails atomic.Int32
+	c.before = func(r *http.Request) (int, string) {
+		if strings.HasSuffix(r.URL.Path, "/heartbeat") && fails.Add(1) <= 2 {
+			return 503, "the database is restarting"
+		}
+		return 0, ""
+	}
+	cl, s := startCoord(t, c, edge.Config{Backoff: 100 * time.Millisecond, Rand: func() float64 { return 0.5 }})
+	l := leased(t, cl)
+
+	exp, err := cl.Heartbeat(context.Background(), l.Range.ID, l.Token)
+	require.NoError(t, err)
+	require.False(t, exp.IsZero())
+	// Between half and all of 100 ms, then of 200 ms: Rand 0.5 gives 3/4.
+	require.Equal(t, []time.Duration{75 * time.Millisecond, 150 * time.Millisecond}, s.got())
+	require.Equal(t, 3, countCalls(c.callLog(), "POST /v1/ranges/1/heartbeat"))
+}
+
+func TestClientBackoffCapsAndGivesUp(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	c.before = func(r *http.Request) (int, string) {
+		if strings.HasSuffix(r.URL.Path, "/finish") {
+			return 502, "bad gateway upstream"
+		}
+		return 0, ""
+	}
+	cl, s := startCoord(t, c, edge.Config{Backoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, Attempts: 5})
+	l := leased(t, cl)
+
+	err := cl.Finish(context.Background(), l.Range.ID, l.Token)
+	require.ErrorIs(t, err, edge.ErrServer)
+	var he *edge.HTTPError
+	require.ErrorAs(t, err, &he)
+	require.Equal(t, 502, he.Status)
+	require.Contains(t, err.Error(), "bad gateway upstream")
+	// Rand 0 waits half of 100, 200, 300 (capped), 300 ms.
+	require.Equal(t, []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 150 * time.Millisecond, 150 * time.Millisecond}, s.got())
+	require.Equal(t, 5, countCalls(c.callLog(), "POST /v1/ranges/1/finish"))
+}
+
+func TestClientRetryStopsWhenContextEnds(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	c.before = func(r *http.Request) (int, string) {
+		if strings.HasSuffix(r.URL.Path, "/release") {
+			return 500, "boom"
+		}
+		return 0, ""
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl, _ := startCoord(t, c, edge.Config{Sleep: func(ctx context.Context, _ time.Duration) error {
+		cancel()
+		return ctx.Err()
+	}})
+	l := leased(t, cl)
+	err := cl.Release(ctx, l.Range.ID, l.Token)
+	require.ErrorIs(t, err, edge.ErrServer)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 1, countCalls(c.callLog(), "POST /v1/ranges/1/release"))
+}
+
+func TestClientStatusTable(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		status int
+		msg    string
+		want   error
+		not    error
+	}{
+		{409, "range 1: lease lost: token 3 is not current", lease.ErrLeaseLost, lease.ErrConflict},
+		{409, "batch gap: batch starts at 200 but the range's next is 100", lease.ErrConflict, lease.ErrLeaseLost},
+		{404, "no such range", lease.ErrNotFound, nil},
+		{400, "from (5) is after to (4)", lease.ErrInvalid, nil},
+		{401, "a missing or unknown node token", edge.ErrUnauthorized, nil},
+		{403, "an admin call", edge.ErrUnauthorized, nil},
+		{413, "the body is over 64 MiB", edge.ErrTooLarge, nil},
+		{418, "a teapot", edge.ErrProtocol, nil},
+	}
+	for _, tc := range cases {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			t.Parallel()
+			c := newCoord(100)
+			c.addRange("alt.test", 1, 300)
+			c.before = func(r *http.Request) (int, string) {
+				if strings.HasSuffix(r.URL.Path, "/batch") {
+					return tc.status, tc.msg
+				}
+				return 0, ""
+			}
+			cl, s := startCoord(t, c, edge.Config{})
+			l := leased(t, cl)
+			_, err := cl.PostBatch(context.Background(), l.Range.ID, l.Token, batch.Batch{From: 1, To: 100})
+			require.ErrorIs(t, err, tc.want)
+			if tc.not != nil {
+				require.NotErrorIs(t, err, tc.not)
+			}
+			require.Contains(t, err.Error(), tc.msg)
+			require.Empty(t, s.got(), "a 4xx is never retried")
+			require.Equal(t, 1, countCalls(c.callLog(), "POST /v1/ranges/1/batch"))
+		})
+	}
+}
+
+func TestClientSendsTokens(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	var auth, tok atomic.Value
+	c.before = func(r *http.Request) (int, string) {
+		if strings.HasSuffix(r.URL.Path, "/heartbeat") {
+			auth.Store(r.Header.Get("Authorization"))
+			tok.Store(r.Header.Get("Lease-Token"))
+		}
+		return 0, ""
+	}
+	cl, _ := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	_, err := cl.Heartbeat(context.Background(), l.Range.ID, l.Token)
+	require.NoError(t, err)
+	require.Equal(t, "Bearer node-secret", auth.Load())
+	require.Equal(t, "1", tok.Load())
+
+	// A stale token is fenced.
+	_, err = cl.Heartbeat(context.Background(), l.Range.ID, l.Token+1)
+	require.ErrorIs(t, err, lease.ErrLeaseLost)
+
+	// A wrong node token gets 401, not retried.
+	bad, s := startCoord(t, c, edge.Config{Token: "wrong"})
+	_, _, err = bad.Lease(context.Background())
+	require.ErrorIs(t, err, edge.ErrUnauthorized)
+	require.Empty(t, s.got())
+}
+
+func TestClientNetworkErrorRetried(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	var drops atomic.Int32
+	c.before = func(r *http.Request) (int, string) {
+		if strings.HasSuffix(r.URL.Path, "/heartbeat") && drops.Add(1) == 1 {
+			return -1, "" // drop the connection
+		}
+		return 0, ""
+	}
+	cl, s := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	_, err := cl.Heartbeat(context.Background(), l.Range.ID, l.Token)
+	require.NoError(t, err)
+	require.Len(t, s.got(), 1)
+}
+
+func TestClientGrantsAreNotRetried(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	c.before = func(r *http.Request) (int, string) {
+		if strings.HasSuffix(r.URL.Path, "/lease") {
+			return 503, "busy"
+		}
+		return 0, ""
+	}
+	cl, s := startCoord(t, c, edge.Config{})
+	_, _, err := cl.Lease(context.Background())
+	require.ErrorIs(t, err, edge.ErrServer)
+	_, _, err = cl.LeaseLane(context.Background(), lease.LaneTail)
+	require.ErrorIs(t, err, edge.ErrServer)
+	require.Empty(t, s.got())
+	require.Equal(t, []string{"POST /v1/lease 503", "POST /v1/groups/lease 503"}, c.callLog())
+}
+
+func TestClientNoWork(t *testing.T) {
+	t.Parallel()
+	cl, _ := startCoord(t, newCoord(100), edge.Config{})
+	_, ok, err := cl.Lease(context.Background())
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, ok, err = cl.LeaseLane(context.Background(), "")
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+func TestClientDuplicateBatchIsSuccess(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	var lost atomic.Int32
+	// The first batch is stored, but its answer is lost: the retry is a
+	// duplicate, which counts as success.
+	c.lose = func(r *http.Request) bool {
+		return strings.HasSuffix(r.URL.Path, "/batch") && lost.Add(1) == 1
+	}
+	cl, s := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	b := batch.Batch{From: 1, To: 100, Headers: 100, Items: []batch.Item{{Key: "k", Value: []byte(`{"n":1}`)}}}
+	res, err := cl.PostBatch(context.Background(), l.Range.ID, l.Token, b)
+	require.NoError(t, err)
+	require.Equal(t, batch.Result{Next: 101, Duplicate: true}, res)
+	require.Len(t, s.got(), 1)
+	require.Equal(t, []batch.Batch{b}, c.batches(), "stored exactly once")
+	require.Equal(t, int64(101), c.rng(l.Range.ID).Next)
+
+	// The next batch is stored as usual.
+	res, err = cl.PostBatch(context.Background(), l.Range.ID, l.Token, batch.Batch{From: 101, To: 200})
+	require.NoError(t, err)
+	require.Equal(t, batch.Result{Next: 201}, res)
+	require.Len(t, c.batches(), 2)
+	require.Equal(t, []batch.Item{}, c.batches()[1].Items, "nil items are sent as a list")
+}
+
+func TestClientBatchChecks(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	cl, _ := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	ctx := context.Background()
+
+	_, err := cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 10, To: 5})
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeframe.ErrBadBatch)
+	_, err = cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 1, To: 5, Items: []batch.Item{{Key: ""}}})
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.Equal(t, 1, len(c.callLog()), "bad batches are not sent")
+
+	// The server's checks come back as errors: past the end, and a gap.
+	_, err = cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 1, To: 301})
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.Contains(t, err.Error(), "past the range's end 300")
+	_, err = cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 50, To: 100})
+	require.ErrorIs(t, err, lease.ErrConflict)
+	require.NotErrorIs(t, err, lease.ErrLeaseLost)
+}
+
+func TestClientTooLarge(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	cl, s := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	// The coordinator's limit here is 1 MiB.
+	big := batch.Batch{From: 1, To: 100, Items: []batch.Item{{Key: "k", Value: []byte(`"` + strings.Repeat("x", 2<<20) + `"`)}}}
+	_, err := cl.PostBatch(context.Background(), l.Range.ID, l.Token, big)
+	require.ErrorIs(t, err, edge.ErrTooLarge)
+	require.Empty(t, s.got())
+	require.Equal(t, int64(1), c.rng(l.Range.ID).Next)
+}
+
+func TestClientRangeCalls(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	id := c.addRange("alt.test", 1, 300)
+	cl, _ := startCoord(t, c, edge.Config{})
+	ctx := context.Background()
+	l := leased(t, cl)
+	require.Equal(t, lease.Range{ID: id, Group: "alt.test", GroupID: 1, Lane: lease.LaneHistory, Start: 1, End: 300, Next: 1,
+		State: lease.StateLeased}, l.Range)
+	require.Equal(t, lease.Seconds(time.Minute), l.TTL)
+	require.Equal(t, int64(100), l.ChunkSize)
+
+	// Finishing early is a conflict, not a lost lease.
+	err := cl.Finish(ctx, id, l.Token)
+	require.ErrorIs(t, err, lease.ErrConflict)
+	require.NotErrorIs(t, err, lease.ErrLeaseLost)
+	require.Contains(t, err.Error(), "batches reach 0 but the range ends at 300")
+
+	// Corrupt: 400 off a chunk start; then pending with one attempt.
+	_, _, err = cl.Corrupt(ctx, id, l.Token, 150)
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	state, attempts, err := cl.Corrupt(ctx, id, l.Token, 101)
+	require.NoError(t, err)
+	require.Equal(t, lease.StatePending, state)
+	require.Equal(t, 1, attempts)
+	require.ErrorIs(t, cl.Release(ctx, id, l.Token), lease.ErrLeaseLost, "no longer held")
+
+	// Granted again with a new token; the old one is fenced.
+	l2 := leased(t, cl)
+	require.Greater(t, l2.Token, l.Token)
+	require.ErrorIs(t, cl.Release(ctx, id, l.Token), lease.ErrLeaseLost)
+	require.NoError(t, cl.Release(ctx, id, l2.Token))
+	require.Equal(t, lease.StatePending, c.rng(id).State)
+
+	_, err = cl.Heartbeat(ctx, 99, 1)
+	require.ErrorIs(t, err, lease.ErrNotFound)
+}
+
+func TestClientStream(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	id := c.addRange("alt.test", 1, 250)
+	c.setNext(id, 150)
+	c.keep = true
+	cl, _ := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	st, err := cl.Stream(context.Background(), id, l.Token)
+	require.NoError(t, err)
+	defer st.Close()
+	var spans []lease.Span
+	for {
+		f, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		if f.Type == edgeframe.TypeChunk {
+			spans = append(spans, lease.Span{From: f.From, To: f.To})
+		}
+	}
+	require.True(t, st.Complete())
+	require.Equal(t, []lease.Span{{From: 101, To: 200}, {From: 201, To: 250}}, spans)
+
+	_, err = cl.Stream(context.Background(), id, l.Token+1)
+	require.ErrorIs(t, err, lease.ErrLeaseLost)
+}
+
+func TestClientStreamWrongMediaType(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, "<html>a login page</html>")
+	}))
+	t.Cleanup(srv.Close)
+	cl, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: "t", HTTP: srv.Client()})
+	require.NoError(t, err)
+	_, err = cl.Stream(context.Background(), 1, 1)
+	require.ErrorIs(t, err, edge.ErrProtocol)
+}
+
+func gz(t *testing.T, s string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, err := zw.Write([]byte(s))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
+}
+
+func TestClientLaneCalls(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	gid := c.addLane("alt.ordered", lease.LaneTail, 1, 400, 200)
+	cl, s := startCoord(t, c, edge.Config{MaxSnapshot: 64})
+	ctx := context.Background()
+
+	_, _, err := cl.LeaseLane(ctx, "sideways")
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	_, ok, err := cl.LeaseLane(ctx, lease.LaneHistory)
+	require.NoError(t, err)
+	require.False(t, ok, "only the tail lane has work")
+
+	gl, ok, err := cl.LeaseLane(ctx, lease.LaneTail)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, gid, gl.Group.ID)
+	require.Equal(t, int64(1), gl.Next)
+	require.Nil(t, gl.Snapshot)
+
+	_, _, found, err := cl.GetSnapshot(ctx, gid, lease.LaneTail, gl.Token)
+	require.NoError(t, err)
+	require.False(t, found)
+
+	// Next hands the same range back, with the same token, until it is done.
+	l, ok, err := cl.Next(ctx, gid, lease.LaneTail, gl.Token)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, lease.Span{From: 1, To: 200}, lease.Span{From: l.Range.Start, To: l.Range.End})
+	again, _, err := cl.Next(ctx, gid, lease.LaneTail, gl.Token)
+	require.NoError(t, err)
+	require.Equal(t, l.Token, again.Token)
+
+	_, err = cl.HeartbeatLane(ctx, gid, lease.LaneTail, gl.Token)
+	require.NoError(t, err, "an empty 200 is fine")
+
+	snap, err := cl.PutSnapshot(ctx, gid, lease.LaneTail, gl.Token, 201, gz(t, "window"))
+	require.NoError(t, err)
+	require.Equal(t, int64(201), snap.Next)
+	_, err = cl.PutSnapshot(ctx, gid, lease.LaneTail, gl.Token, 1, gz(t, "older"))
+	require.ErrorIs(t, err, lease.ErrConflict)
+	_, err = cl.PutSnapshot(ctx, gid, lease.LaneTail, gl.Token, 301, []byte("not gzip"))
+	require.ErrorIs(t, err, lease.ErrInvalid)
+
+	got, next, found, err := cl.GetSnapshot(ctx, gid, lease.LaneTail, gl.Token)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, int64(201), next)
+	require.Equal(t, gz(t, "window"), got)
+
+	// A snapshot over MaxSnapshot is refused.
+	_, err = cl.PutSnapshot(ctx, gid, lease.LaneTail, gl.Token, 401, gz(t, fmt.Sprint(rand.New(rand.NewPCG(1, 2)).Perm(100))))
+	require.NoError(t, err)
+	_, _, _, err = cl.GetSnapshot(ctx, gid, lease.LaneTail, gl.Token)
+	require.ErrorIs(t, err, edge.ErrTooLarge)
+
+	require.NoError(t, cl.ReleaseLane(ctx, gid, lease.LaneTail, gl.Token))
+	_, _, err = cl.Next(ctx, gid, lease.LaneTail, gl.Token)
+	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, cl.Finish(ctx, l.Range.ID, l.Token), lease.ErrLeaseLost, "the lane's range went back")
+	require.Empty(t, s.got())
+}
+
+func TestNewClientConfig(t *testing.T) {
+	t.Parallel()
+	for _, cfg := range []edge.Config{
+		{},
+		{BaseURL: "ftp://x", Token: "t"},
+		{BaseURL: "http://", Token: "t"},
+		{BaseURL: "http://127.0.0.1:1"},
+		{BaseURL: "http://127.0.0.1:1", Token: "t", Attempts: -1},
+		{BaseURL: "http://127.0.0.1:1", Token: "t", MaxFrame: -1},
+		{BaseURL: "http://127.0.0.1:1", Token: "t", Backoff: -time.Second},
+	} {
+		_, err := edge.NewClient(cfg)
+		require.ErrorIs(t, err, edge.ErrInvalidConfig, "%+v", cfg)
+	}
+	_, err := edge.NewClient(edge.Config{BaseURL: "https://coord.example/prefix", Token: "t"})
+	require.NoError(t, err)
+}

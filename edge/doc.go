@@ -1,0 +1,86 @@
+// Package edge is the worker side of edgeindex: a Client for the
+// coordinator's node API (shared/API.md) and a Worker that leases ranges,
+// streams their chunks through a Handler and posts the results.
+//
+// # Client
+//
+// Client has one method per node API call. It sends the node token as
+// "Authorization: Bearer" and a held lease's token as "Lease-Token", and maps
+// error statuses back to errors with one table, the inverse of the
+// coordinator's (in the manner of WTF Dial): every error status comes back
+// as an *HTTPError carrying the server's {"error": "..."} sentence, which
+// matches under errors.Is:
+//
+//	409 whose sentence says "lease lost"  lease.ErrLeaseLost
+//	any other 409                         lease.ErrConflict
+//	404                                   lease.ErrNotFound
+//	400                                   lease.ErrInvalid
+//	401, 403                              ErrUnauthorized
+//	413                                   ErrTooLarge
+//	5xx                                   ErrServer
+//
+// A failure in transit is ErrNetwork. Both ErrServer and ErrNetwork are
+// retried, with exponential backoff (Config.Backoff doubling to MaxBackoff,
+// each wait jittered to between half and all of it) up to Config.Attempts
+// tries, for every call but the two grants (Lease and LeaseLane), whose lost
+// answer would strand a lease until it expires. A 4xx is never retried.
+// PostBatch is retried like the others: a batch that was stored but whose
+// answer was lost is answered as a duplicate the second time, which is
+// success.
+//
+// # Worker
+//
+// Worker.Run loops until its context is cancelled. Each round it asks for a
+// range of an unordered group (POST /v1/lease), then, for each lane in
+// WorkerConfig.Lanes in order, for a lane of an ordered group
+// (POST /v1/groups/lease), whose ranges it takes with /next, in article
+// order, until none is ready; then it releases the lane. A round without
+// work waits WorkerConfig.Idle; a failed one backs off.
+//
+// For each range it heartbeats every TTL/3 in a goroutine (and the lane's
+// grant likewise), opens the stream and reads its frames:
+//
+//   - a keepalive is ignored;
+//   - a chunk goes to Handler.HandleChunk as a Chunk whose From is the
+//     later of the chunk's start and the range's next, so lines an earlier
+//     holder stored are skipped; its Output is posted as the batch
+//     [From, To]. A chunk wholly below next is skipped;
+//   - once the batches reach the range's end the range is finished, without
+//     waiting for the end frame;
+//   - a stream cut before its end frame (or silent for
+//     WorkerConfig.StreamIdle, though the coordinator sends keepalives) is
+//     reopened from next after a backoff: the coordinator streams from the
+//     chunk that holds next, and the lease is still held. After
+//     Config.Attempts cuts in a row without a stored batch, the range is
+//     released;
+//   - an error frame means the coordinator gave up waiting for a chunk: the
+//     range is released, for a later grant to try again.
+//
+// A lost lease (a 409 "lease lost" from any call, or from a heartbeat of the
+// range or of its lane) stops the range at once: nothing more is posted,
+// finished or released for it. A handler error wrapping spool.ErrBadChunk
+// reports the chunk corrupt (POST corrupt with the chunk's start), which
+// gives the range back; any other handler error releases the range and
+// makes Run back off.
+//
+// When Run's context is cancelled (the caller wires SIGTERM to it), the
+// range in hand is finished if all its batches are stored, and released
+// otherwise, with its lane, within WorkerConfig.StopTimeout of a context
+// detached from the cancelled one; then Run returns nil.
+//
+// # Windows of ordered lanes
+//
+// A Handler that also implements Windowed carries state from range to
+// range of a lane. When the worker is granted a lane it loads the lane's
+// snapshot (GET, gunzip, LoadWindow), or LoadWindow(nil) when there is
+// none. After the last batch of each range of the lane is stored, and before
+// that range is finished, it saves the window (SaveWindow, gzip, PUT with
+// next = the range's end + 1). Saving before the finish means a crash
+// between the two leaves the next holder a range with nothing left to
+// stream and a window that already covers it, rather than a window one
+// range behind. Windows are managed only for lanes: a Windowed handler's
+// state is left alone for ranges of unordered groups.
+//
+// Stats reports progress counters (ranges, batches, items, headers, bytes),
+// kept with atomics, for progress bars.
+package edge

@@ -1,0 +1,67 @@
+package edge_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+// A worker whose handler counts overview lines, run against a coordinator
+// holding one range of 5000 articles in chunks of 1000. The coordinator
+// here is this package's small in-test one (newCoord), serving the node API
+// over httptest; a real worker points BaseURL at a coordinator.
+func Example() {
+	c := newCoord(1000)
+	c.addRange("alt.binaries.test", 1, 5000)
+	srv := c.start()
+	defer srv.Close()
+
+	client, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: c.token, HTTP: srv.Client()})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The handler reads each chunk's lines, skipping any below From (an
+	// earlier holder stored them), and reports how many it read.
+	count := edge.HandlerFunc(func(ctx context.Context, ch edge.Chunk) (edge.Output, error) {
+		var n int64
+		err := spool.ReadChunk(ch.Data, func(o spool.Overview) error {
+			if o.Number >= ch.From && o.Number <= ch.To {
+				n++
+			}
+			return nil
+		})
+		return edge.Output{Headers: n}, err
+	})
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	w, err := edge.NewWorker(edge.WorkerConfig{
+		Client:  client,
+		Handler: count,
+		// Stop at the first idle wait, when the work is done; a real worker
+		// runs until SIGTERM cancels ctx. No wait ever ends by itself here,
+		// so no heartbeat is sent either.
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			if d == edge.DefaultIdle {
+				stop()
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+	st := w.Stats()
+	fmt.Printf("%d range, %d batches, %d headers\n", st.Ranges, st.Batches, st.Headers)
+	// Output:
+	// 1 range, 5 batches, 5000 headers
+}

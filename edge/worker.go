@@ -1,0 +1,658 @@
+package edge
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+// Defaults of WorkerConfig.
+const (
+	DefaultIdle        = 2 * time.Second
+	DefaultStreamIdle  = 90 * time.Second
+	DefaultStopTimeout = 10 * time.Second
+	// DefaultTTL is the lease TTL assumed when a grant does not say.
+	DefaultTTL = 60 * time.Second
+	// maxIdleBackoff caps the wait after consecutive failed rounds.
+	maxIdleBackoff = time.Minute
+)
+
+// WorkerConfig configures a Worker. Its zero value means the defaults,
+// except Client and Handler, which are required.
+type WorkerConfig struct {
+	Client  *Client
+	Handler Handler
+	// Lanes are the lanes of ordered groups to work, in order, after each
+	// try for a plain range. Empty means none: only unordered groups.
+	Lanes []lease.Lane
+	// TTL overrides the lease TTL the coordinator grants, for the heartbeat
+	// interval only (TTL/3). 0 means the grant's ttlSeconds.
+	TTL time.Duration
+	// Logger logs what the worker does. Nil means no logging.
+	Logger *slog.Logger
+	// Idle is the wait when there is no work; 0 means 2 s. After a round
+	// that failed, the wait doubles with each further failure, up to 1 min.
+	Idle time.Duration
+	// StreamIdle is how long a stream may send nothing, not even a
+	// keepalive (sent every 20 s at most), before it is taken as cut and
+	// reopened. 0 means 90 s; negative means no limit.
+	StreamIdle time.Duration
+	// StopTimeout bounds the finish or release done after Run's context is
+	// cancelled; 0 means 10 s.
+	StopTimeout time.Duration
+	// Sleep waits d or until ctx is done, returning ctx's error then: the
+	// idle wait, the heartbeat interval, the wait before reopening a cut
+	// stream. It is called from several goroutines. Nil means a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now tells the time, for the logs. Nil means time.Now.
+	Now func() time.Time
+}
+
+func (c *WorkerConfig) validate() error {
+	if c.Client == nil {
+		return fmt.Errorf("edge: %w: Client is required", ErrInvalidConfig)
+	}
+	if c.Handler == nil {
+		return fmt.Errorf("edge: %w: Handler is required", ErrInvalidConfig)
+	}
+	for _, l := range c.Lanes {
+		if !l.Valid() {
+			return fmt.Errorf("edge: %w: lane: history or tail, not %q", ErrInvalidConfig, l)
+		}
+	}
+	if c.TTL < 0 || c.Idle < 0 || c.StopTimeout < 0 {
+		return fmt.Errorf("edge: %w: TTL, Idle and StopTimeout must not be negative", ErrInvalidConfig)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Idle == 0 {
+		c.Idle = DefaultIdle
+	}
+	if c.StreamIdle == 0 {
+		c.StreamIdle = DefaultStreamIdle
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.Sleep == nil {
+		c.Sleep = sleep
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Stats counts a worker's progress since it was made.
+type Stats struct {
+	Ranges     int64 // ranges finished
+	Batches    int64 // batches stored
+	Duplicates int64 // batches answered as already stored
+	Items      int64 // items in stored batches
+	Headers    int64 // overview lines in stored batches
+	Bytes      int64 // chunk bytes received
+	Released   int64 // ranges given back
+	Lost       int64 // ranges whose lease (or lane) was lost
+	Corrupt    int64 // chunks reported corrupt
+}
+
+type counters struct {
+	ranges, batches, duplicates, items, headers, bytes, released, lost, corrupt atomic.Int64
+}
+
+// Worker works ranges with a Handler: it leases them, streams their chunks,
+// posts one batch per chunk, heartbeats, and finishes or gives them back.
+// See the package documentation for what it does in each case.
+type Worker struct {
+	cfg      WorkerConfig
+	c        *Client
+	log      *slog.Logger
+	windowed Windowed // the handler, when it keeps a window
+	n        counters
+}
+
+// NewWorker returns a Worker, or an error wrapping ErrInvalidConfig.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	w := &Worker{cfg: cfg, c: cfg.Client, log: cfg.Logger}
+	w.windowed, _ = cfg.Handler.(Windowed)
+	return w, nil
+}
+
+// Stats returns the progress counters. It is safe to call while Run runs.
+func (w *Worker) Stats() Stats {
+	return Stats{
+		Ranges: w.n.ranges.Load(), Batches: w.n.batches.Load(), Duplicates: w.n.duplicates.Load(),
+		Items: w.n.items.Load(), Headers: w.n.headers.Load(), Bytes: w.n.bytes.Load(),
+		Released: w.n.released.Load(), Lost: w.n.lost.Load(), Corrupt: w.n.corrupt.Load(),
+	}
+}
+
+// Run works until ctx is cancelled, then finishes the range in hand if
+// only its finish is left, or else releases it (and its lane), within
+// StopTimeout, and returns nil. Each round asks for a plain range, then for
+// each configured lane in order; a round with nothing to do waits Idle, a
+// failed one backs off. Run returns early only with an error wrapping
+// ErrUnauthorized: the node token was refused, so asking again is useless.
+func (w *Worker) Run(ctx context.Context) error {
+	fails := 0
+	for ctx.Err() == nil {
+		worked, err := w.round(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if errors.Is(err, ErrUnauthorized) {
+			return err
+		}
+		wait := w.cfg.Idle
+		switch {
+		case err != nil:
+			fails++
+			wait = min(w.cfg.Idle<<min(fails, 16), maxIdleBackoff)
+			w.log.Warn("edge: round failed; backing off", "err", err, "wait", wait)
+		case worked:
+			fails = 0
+			continue
+		default:
+			fails = 0
+		}
+		if w.cfg.Sleep(ctx, wait) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+// round asks for one plain range and then one grant of each lane, working
+// what it gets. It reports whether there was any work.
+func (w *Worker) round(ctx context.Context) (bool, error) {
+	worked := false
+	l, ok, err := w.c.Lease(ctx)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		worked = true
+		if _, err := w.work(ctx, l, nil); err != nil {
+			return true, err
+		}
+	}
+	for _, lane := range w.cfg.Lanes {
+		if ctx.Err() != nil {
+			return worked, nil
+		}
+		did, err := w.workLane(ctx, lane)
+		worked = worked || did
+		if err != nil {
+			return worked, err
+		}
+	}
+	return worked, nil
+}
+
+// outcome is how the work on one range ended.
+type outcome int
+
+const (
+	finished  outcome = iota // finished: the range is done
+	released                 // given back as pending
+	lost                     // the lease was lost: nothing more was written
+	corrupted                // a chunk was reported corrupt: no longer held
+	gone                     // the range no longer exists
+)
+
+// verdict reports whether err says the lease is gone for good, so nothing
+// more may be written: it was lost, the range or group is unknown, or the
+// node itself is refused.
+func verdict(err error) bool {
+	return errors.Is(err, lease.ErrLeaseLost) || errors.Is(err, lease.ErrNotFound) || errors.Is(err, ErrUnauthorized)
+}
+
+// errStreamIdle is the cause of a stream cancelled for sending nothing.
+var errStreamIdle = errors.New("stream idle")
+
+// errCut marks a stream that stopped without its end frame (or failed in
+// transit); it is reopened from next.
+var errCut = errors.New("stream cut")
+
+// badChunk is a handler's verdict that the chunk starting at from is corrupt.
+type badChunk struct {
+	from int64
+	err  error
+}
+
+func (e *badChunk) Error() string { return e.err.Error() }
+func (e *badChunk) Unwrap() error { return e.err }
+
+// work works one held range: it streams from next, posts a batch per chunk,
+// and then finishes it (calling snap first, for a lane's window), or gives
+// it back. The error it returns is for Run to back off on; what happened to
+// the range is logged and counted.
+func (w *Worker) work(ctx context.Context, l lease.Lease, snap func(context.Context) error) (outcome, error) {
+	r := l.Range
+	log := w.log.With("range", r.ID, "group", r.Group, "lane", r.Lane, "token", l.Token)
+	start := w.cfg.Now()
+	log.Info("edge: range leased", "start", r.Start, "end", r.End, "next", r.Next)
+
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := w.keepAlive(rctx, cancel, w.interval(l.TTL), log, func(hctx context.Context) error {
+		_, err := w.c.Heartbeat(hctx, r.ID, l.Token)
+		return err
+	})
+	defer stop()
+
+	next := r.Next
+	err := w.stream(rctx, l, &next, log)
+	if rctx.Err() != nil {
+		// A heartbeat of the range (or of its lane) found the lease gone.
+		if cause := context.Cause(rctx); verdict(cause) {
+			err = cause
+		}
+	}
+	switch {
+	case err == nil: // every batch is stored: only the finish is left
+		stop()
+		fctx, done := w.detachIfDone(rctx, ctx)
+		defer done()
+		return w.finish(fctx, l, snap, log, start)
+	case verdict(err):
+		return w.fenced(l, err, log)
+	case ctx.Err() != nil:
+		log.Info("edge: stopping; giving the range back", "next", next)
+		return w.release(ctx, l, nil, log)
+	}
+	if bad, ok := errors.AsType[*badChunk](err); ok {
+		state, attempts, cerr := w.c.Corrupt(rctx, r.ID, l.Token, bad.from)
+		if cerr == nil {
+			w.n.corrupt.Add(1)
+			log.Warn("edge: chunk reported corrupt", "from", bad.from, "err", err, "state", state, "attempts", attempts)
+			return corrupted, nil
+		}
+		if verdict(cerr) {
+			return w.fenced(l, cerr, log)
+		}
+		log.Warn("edge: reporting a corrupt chunk failed", "from", bad.from, "err", cerr)
+		err = errors.Join(err, cerr)
+	}
+	log.Warn("edge: giving the range back", "next", next, "err", err)
+	return w.release(ctx, l, err, log)
+}
+
+// detachIfDone returns ctx, or when parent (Run's context) is done, a
+// context detached from it that lasts StopTimeout, for the last calls of a
+// shutdown.
+func (w *Worker) detachIfDone(ctx, parent context.Context) (context.Context, context.CancelFunc) {
+	if parent.Err() == nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(parent), w.cfg.StopTimeout)
+}
+
+// finish saves the lane's window (snap, when not nil) and finishes the range.
+func (w *Worker) finish(ctx context.Context, l lease.Lease, snap func(context.Context) error, log *slog.Logger, start time.Time) (outcome, error) {
+	if snap != nil {
+		if err := snap(ctx); err != nil {
+			if verdict(err) {
+				return w.fenced(l, err, log)
+			}
+			// The range's items are stored either way; the next holder of
+			// the lane starts from an older window.
+			log.Warn("edge: saving the window failed; finishing anyway", "err", err)
+		}
+	}
+	err := w.c.Finish(ctx, l.Range.ID, l.Token)
+	switch {
+	case err == nil:
+		w.n.ranges.Add(1)
+		log.Info("edge: range done", "took", w.cfg.Now().Sub(start))
+		return finished, nil
+	case verdict(err):
+		return w.fenced(l, err, log)
+	}
+	log.Warn("edge: finishing failed; giving the range back", "err", err)
+	return w.release(ctx, l, err, log)
+}
+
+// fenced stops a range whose lease is gone, writing nothing more.
+func (w *Worker) fenced(l lease.Lease, err error, log *slog.Logger) (outcome, error) {
+	if errors.Is(err, ErrUnauthorized) {
+		log.Error("edge: the node token was refused", "err", err)
+		return lost, err
+	}
+	if errors.Is(err, lease.ErrNotFound) {
+		log.Warn("edge: the range is gone", "err", err)
+		return gone, nil
+	}
+	w.n.lost.Add(1)
+	log.Warn("edge: lease lost; stopping the range", "err", err)
+	return lost, nil
+}
+
+// release gives the range back. why is the error that made it necessary,
+// returned so Run backs off; nil on shutdown.
+func (w *Worker) release(ctx context.Context, l lease.Lease, why error, log *slog.Logger) (outcome, error) {
+	rctx, done := w.detachIfDone(ctx, ctx)
+	defer done()
+	if err := w.c.Release(rctx, l.Range.ID, l.Token); err != nil {
+		if verdict(err) {
+			_, ferr := w.fenced(l, err, log)
+			return lost, errors.Join(why, ferr)
+		}
+		log.Warn("edge: releasing the range failed; it will expire", "err", err)
+		return released, errors.Join(why, err)
+	}
+	w.n.released.Add(1)
+	return released, why
+}
+
+// interval is the heartbeat interval for a grant of ttl: TTL/3.
+func (w *Worker) interval(ttl lease.Seconds) time.Duration {
+	d := w.cfg.TTL
+	if d == 0 {
+		d = time.Duration(ttl)
+	}
+	if d <= 0 {
+		d = DefaultTTL
+	}
+	return max(d/3, time.Millisecond)
+}
+
+// keepAlive heartbeats every interval until stop is called or ctx is done.
+// When a heartbeat finds the lease gone it cancels ctx (through lost) with
+// that error as the cause. stop waits for the goroutine; it may be called
+// more than once.
+func (w *Worker) keepAlive(ctx context.Context, lost context.CancelCauseFunc, every time.Duration, log *slog.Logger, beat func(context.Context) error) (stop func()) {
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for w.cfg.Sleep(hctx, every) == nil {
+			err := beat(hctx)
+			switch {
+			case err == nil:
+			case hctx.Err() != nil:
+				return
+			case verdict(err):
+				lost(err)
+				return
+			default:
+				log.Warn("edge: heartbeat failed; trying again at the next one", "err", err)
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// stream reads the range's chunks from next until every batch is stored,
+// reopening the stream when it is cut. It returns nil once next > end.
+func (w *Worker) stream(ctx context.Context, l lease.Lease, next *int64, log *slog.Logger) error {
+	cuts := 0
+	for *next <= l.Range.End {
+		progressed, err := w.streamOnce(ctx, l, next)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, errCut) || ctx.Err() != nil {
+			return err
+		}
+		if progressed {
+			cuts = 0
+		}
+		cuts++
+		if cuts >= w.c.cfg.Attempts {
+			return fmt.Errorf("edge: range %d: the stream was cut %d times without progress: %w", l.Range.ID, cuts, err)
+		}
+		wait := w.c.backoff(cuts)
+		log.Warn("edge: stream cut; reopening it from next", "next", *next, "err", err, "wait", wait)
+		if err := w.cfg.Sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// streamOnce opens the stream once and works its chunks until next > end
+// or the stream stops. It reports whether any batch was stored.
+func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, next *int64) (progressed bool, err error) {
+	r := l.Range
+	sctx, scancel := context.WithCancelCause(ctx)
+	defer scancel(nil)
+	st, err := w.c.Stream(sctx, r.ID, l.Token) // retried inside the client
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	idle := w.cfg.StreamIdle
+	var watchdog *time.Timer
+	if idle > 0 {
+		watchdog = time.AfterFunc(idle, func() { scancel(errStreamIdle) })
+		defer watchdog.Stop()
+	}
+	for *next <= r.End {
+		if watchdog != nil {
+			watchdog.Reset(idle)
+		}
+		f, err := st.Next()
+		if watchdog != nil {
+			watchdog.Stop()
+		}
+		if err != nil {
+			if errors.Is(context.Cause(sctx), errStreamIdle) {
+				err = fmt.Errorf("%w: nothing for %v: %w", errStreamIdle, idle, err)
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrNetwork) {
+				err = fmt.Errorf("%w: %w", errCut, err)
+			}
+			return progressed, fmt.Errorf("edge: stream of range %d: %w", r.ID, err)
+		}
+		switch f.Type {
+		case edgeframe.TypeKeepalive:
+			continue
+		case edgeframe.TypeError:
+			return progressed, fmt.Errorf("edge: stream of range %d: %w", r.ID, f.Err())
+		case edgeframe.TypeEnd:
+			return progressed, fmt.Errorf("edge: stream of range %d: %w: it ended with batches stored up to %d of %d..%d",
+				r.ID, ErrProtocol, *next-1, r.Start, r.End)
+		}
+		w.n.bytes.Add(int64(len(f.Data)))
+		if f.To < *next {
+			continue // stored by an earlier holder or attempt
+		}
+		if f.From > *next || f.To > r.End {
+			return progressed, fmt.Errorf("edge: stream of range %d: %w: chunk %d-%d does not continue from next %d within end %d",
+				r.ID, ErrProtocol, f.From, f.To, *next, r.End)
+		}
+		if err := w.chunk(ctx, l, f, next); err != nil {
+			return progressed, err
+		}
+		progressed = true
+	}
+	return progressed, nil
+}
+
+// chunk hands one chunk to the handler and posts its batch.
+func (w *Worker) chunk(ctx context.Context, l lease.Lease, f edgeframe.Frame, next *int64) error {
+	r := l.Range
+	r.Next = *next
+	from := max(f.From, *next)
+	out, err := w.cfg.Handler.HandleChunk(ctx, Chunk{Range: r, From: from, To: f.To, Data: f.Data})
+	if err != nil {
+		err = fmt.Errorf("edge: handler, range %d chunk %d-%d: %w", r.ID, f.From, f.To, err)
+		if errors.Is(err, spool.ErrBadChunk) {
+			return &badChunk{from: f.From, err: err}
+		}
+		return err
+	}
+	res, err := w.c.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: from, To: f.To, Headers: out.Headers, Items: out.Items})
+	if err != nil {
+		return err
+	}
+	*next = f.To + 1
+	if res.Duplicate {
+		w.n.duplicates.Add(1)
+		if res.Next > *next {
+			*next = min(res.Next, r.End+1)
+		}
+		return nil
+	}
+	w.n.batches.Add(1)
+	w.n.items.Add(int64(len(out.Items)))
+	w.n.headers.Add(out.Headers)
+	return nil
+}
+
+// workLane leases one grant of lane and works its ranges in order until none
+// is ready, then releases it. It reports whether a lane was granted.
+func (w *Worker) workLane(ctx context.Context, lane lease.Lane) (bool, error) {
+	gl, ok, err := w.c.LeaseLane(ctx, lane)
+	if err != nil || !ok {
+		return false, err
+	}
+	gl.Lane = lane
+	log := w.log.With("group", gl.Group.Name, "groupId", gl.Group.ID, "lane", lane, "laneToken", gl.Token)
+	log.Info("edge: lane leased", "next", gl.Next)
+
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := w.keepAlive(lctx, cancel, w.interval(gl.TTL), log, func(hctx context.Context) error {
+		_, err := w.c.HeartbeatLane(hctx, gl.Group.ID, lane, gl.Token)
+		return err
+	})
+	defer stop()
+
+	err = w.lane(lctx, gl, log)
+	if lctx.Err() != nil {
+		if cause := context.Cause(lctx); verdict(cause) {
+			err = cause
+		}
+	}
+	if verdict(err) {
+		if errors.Is(err, ErrUnauthorized) {
+			return true, err
+		}
+		log.Warn("edge: lane lost; stopping it", "err", err)
+		return true, nil
+	}
+	stop()
+	rctx, done := w.detachIfDone(ctx, ctx)
+	defer done()
+	if rerr := w.c.ReleaseLane(rctx, gl.Group.ID, lane, gl.Token); rerr != nil {
+		log.Warn("edge: releasing the lane failed; it will expire", "err", rerr)
+		if !verdict(rerr) {
+			err = errors.Join(err, rerr)
+		}
+	}
+	if ctx.Err() != nil {
+		return true, nil
+	}
+	return true, err
+}
+
+// lane loads the lane's window and works its ranges in article order until
+// none is ready or one does not finish.
+func (w *Worker) lane(ctx context.Context, gl grouplease.GroupLease, log *slog.Logger) error {
+	if err := w.loadWindow(ctx, gl, log); err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		l, ok, err := w.c.Next(ctx, gl.Group.ID, gl.Lane, gl.Token)
+		if err != nil || !ok {
+			return err
+		}
+		var snap func(context.Context) error
+		if w.windowed != nil {
+			end := l.Range.End
+			snap = func(sctx context.Context) error { return w.saveWindow(sctx, gl, end+1) }
+		}
+		out, err := w.work(ctx, l, snap)
+		if err != nil || out != finished {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadWindow gives a Windowed handler the lane's snapshot, or an empty
+// window when there is none. A snapshot that cannot be read or loaded is
+// logged and replaced by an empty window, so it never blocks the lane.
+func (w *Worker) loadWindow(ctx context.Context, gl grouplease.GroupLease, log *slog.Logger) error {
+	if w.windowed == nil {
+		return nil
+	}
+	if gl.Snapshot != nil {
+		gz, next, found, err := w.c.GetSnapshot(ctx, gl.Group.ID, gl.Lane, gl.Token)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			log.Warn("edge: the lane's snapshot is gone; starting with an empty window")
+		default:
+			if next != gl.Next {
+				log.Warn("edge: the snapshot was taken at a different point than the lane's next",
+					"snapshotNext", next, "next", gl.Next)
+			}
+			state, err := gunzip(gz)
+			if err == nil {
+				err = w.windowed.LoadWindow(state)
+			}
+			if err == nil {
+				log.Info("edge: window loaded", "snapshotNext", next, "bytes", len(state))
+				return nil
+			}
+			log.Error("edge: the lane's snapshot does not load; starting with an empty window", "err", err)
+		}
+	}
+	if err := w.windowed.LoadWindow(nil); err != nil {
+		return fmt.Errorf("edge: loading an empty window: %w", err)
+	}
+	return nil
+}
+
+// saveWindow stores the handler's window as the lane's snapshot at next.
+func (w *Worker) saveWindow(ctx context.Context, gl grouplease.GroupLease, next int64) error {
+	state, err := w.windowed.SaveWindow()
+	if err != nil {
+		return fmt.Errorf("edge: saving the window: %w", err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(state); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	_, err = w.c.PutSnapshot(ctx, gl.Group.ID, gl.Lane, gl.Token, next, buf.Bytes())
+	return err
+}
+
+func gunzip(gz []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, fmt.Errorf("edge: the snapshot is not gzip: %w", err)
+	}
+	state, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("edge: the snapshot does not inflate: %w", err)
+	}
+	return state, nil
+}
