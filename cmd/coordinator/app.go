@@ -142,6 +142,9 @@ func (m *Main) Close() error {
 
 // open opens the database (applying the migrations) under --data.
 func (m *Main) open(ctx context.Context) (*sqlstore.Store, error) {
+	if m.store != nil {
+		return m.store, nil
+	}
 	if m.DB == "" {
 		m.DB = "sqlite://" + filepath.Join(m.Data, "edgeindex.db")
 	}

@@ -1,8 +1,206 @@
 package main
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
 
-// demo is filled in by the demo commit.
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/node"
+)
+
+// DemoGroup is the synthetic group the demo indexes.
+const DemoGroup = "alt.binaries.edgeindex.demo"
+
+// DemoResult is what a demo run did.
+type DemoResult struct {
+	Articles int64
+	Ranges   int64
+	Headers  int64
+	Items    int64 // items stored: binaries, or parts of one split by a range boundary
+	Binaries int   // distinct binaries once items are merged by key
+	Complete int   // of them, with every part seen
+	Elapsed  time.Duration
+}
+
+// demo runs the whole pipeline embedded: SQLite in a temporary directory,
+// the synthetic source, the coordinator on a free loopback port, and
+// workers in this process that collate binaries; it shows progress and a
+// summary.
 func (m *Main) demo(ctx context.Context, args []string) error {
-	return usagef("demo: not built yet")
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	articles := fs.Int64("articles", 200_000, "articles in the synthetic group")
+	workers := fs.Int("workers", 4, "workers in this process")
+	rangeSize := fs.Int64("range-size", 10_000, "articles per range")
+	keep := fs.Bool("keep", false, "keep the temporary data directory")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 || *articles < 1 || *workers < 1 || *rangeSize < 1 {
+		return usagef("demo [--articles N] [--workers N] [--range-size N]: positive numbers, no arguments")
+	}
+	dir, err := os.MkdirTemp("", "edgeindex-demo-")
+	if err != nil {
+		return err
+	}
+	if !*keep {
+		defer os.RemoveAll(dir)
+	}
+	res, err := m.runDemo(ctx, dir, *articles, *workers, *rangeSize, m.Stdout)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "\nindexed %d articles of %s in %s: %d ranges, %d headers, %d items, %d binaries (%d complete), %.0f articles/s\n",
+		res.Articles, DemoGroup, res.Elapsed.Round(time.Millisecond), res.Ranges, res.Headers, res.Items, res.Binaries, res.Complete,
+		float64(res.Articles)/res.Elapsed.Seconds())
+	if *keep {
+		fmt.Fprintf(m.Stdout, "data kept in %s\n", dir)
+	}
+	return nil
+}
+
+// runDemo indexes articles 1..n with workers, writing progress to out.
+func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, rangeSize int64, out io.Writer) (DemoResult, error) {
+	m.Data, m.DB, m.Source, m.Addr = dir, "", "synthetic", "127.0.0.1:0"
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	store, err := m.open(ctx)
+	if err != nil {
+		return DemoResult{}, err
+	}
+	if _, err := store.AddGroup(ctx, grouplease.Group{Name: DemoGroup, RangeSize: rangeSize}); err != nil {
+		return DemoResult{}, err
+	}
+	rs, err := store.AddRanges(ctx, grouplease.NewRanges{Group: DemoGroup, From: 1, To: n})
+	if err != nil {
+		return DemoResult{}, err
+	}
+	addr := make(chan string, 1)
+	m.Ready = func(a string) { addr <- a }
+	srv, err := m.start(ctx, log)
+	if err != nil {
+		return DemoResult{}, err
+	}
+	defer srv.stop()
+	base := "http://" + <-addr
+
+	start := time.Now()
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	var g errgroup.Group
+	ws := make([]*edge.Worker, workers)
+	for i := range ws {
+		token, err := node.NewToken()
+		if err != nil {
+			return DemoResult{}, err
+		}
+		if _, err := store.AddNode(ctx, fmt.Sprintf("demo-%d", i+1), node.HashToken(token)); err != nil {
+			return DemoResult{}, err
+		}
+		client, err := edge.NewClient(edge.Config{BaseURL: base, Token: token})
+		if err != nil {
+			return DemoResult{}, err
+		}
+		c, err := collate.New(collate.Config{FlushIncomplete: true})
+		if err != nil {
+			return DemoResult{}, err
+		}
+		w, err := edge.NewWorker(edge.WorkerConfig{Client: client, Handler: c, Idle: 50 * time.Millisecond})
+		if err != nil {
+			return DemoResult{}, err
+		}
+		ws[i] = w
+		g.Go(func() error { return w.Run(wctx) })
+	}
+
+	total := int64(len(rs))
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var res DemoResult
+	for {
+		var st edge.Stats
+		for _, w := range ws {
+			s := w.Stats()
+			st.Ranges += s.Ranges
+			st.Headers += s.Headers
+			st.Items += s.Items
+		}
+		progress(out, st.Headers, n, st.Ranges, total, time.Since(start))
+		if st.Ranges >= total {
+			res = DemoResult{Articles: n, Ranges: st.Ranges, Headers: st.Headers, Items: st.Items}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			stopWorkers()
+			g.Wait()
+			return DemoResult{}, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	res.Elapsed = time.Since(start)
+	stopWorkers()
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return res, err
+	}
+	res.Binaries, res.Complete, err = countBinaries(ctx, store, res.Items)
+	return res, err
+}
+
+// countBinaries reads the results feed and merges items by key.
+func countBinaries(ctx context.Context, store interface {
+	Results(context.Context, batch.Query) (batch.Page, error)
+}, items int64) (int, int, error) {
+	binaries := map[string]collate.Binary{}
+	cursor := ""
+	var read int64
+	for read < items {
+		p, err := store.Results(ctx, batch.Query{Group: DemoGroup, After: cursor, Limit: 10000})
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(p.Results) == 0 {
+			return 0, 0, fmt.Errorf("the results feed shows %d of %d items", read, items)
+		}
+		for _, it := range p.Results {
+			var b collate.Binary
+			if err := json.Unmarshal(it.Value, &b); err != nil {
+				return 0, 0, fmt.Errorf("item %s: %w", it.Key, err)
+			}
+			if prev, ok := binaries[it.Key]; ok {
+				b = collate.Merge(prev, b)
+			}
+			binaries[it.Key] = b
+		}
+		read += int64(len(p.Results))
+		cursor = p.Next
+	}
+	complete := 0
+	for _, b := range binaries {
+		if b.Complete {
+			complete++
+		}
+	}
+	return len(binaries), complete, nil
+}
+
+// progress draws one line: a bar, articles, ranges, articles/s.
+func progress(out io.Writer, done, total, ranges, rangesTotal int64, elapsed time.Duration) {
+	const width = 30
+	filled := int(min(done, total) * width / max(total, 1))
+	rate := float64(done) / max(elapsed.Seconds(), 0.001)
+	fmt.Fprintf(out, "\r[%s%s] %d/%d articles  %d/%d ranges  %.0f articles/s ",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total, ranges, rangesTotal, rate)
 }

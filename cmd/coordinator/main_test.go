@@ -160,3 +160,21 @@ func TestSource(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, s)
 }
+
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	m := NewMain(&out, &bytes.Buffer{})
+	defer m.Close()
+	res, err := m.runDemo(t.Context(), t.TempDir(), 30_000, 3, 4_000, &out)
+	require.NoError(t, err)
+	require.Equal(t, int64(8), res.Ranges)
+	require.Equal(t, int64(30_000), res.Headers, "one overview line per synthetic article")
+	require.Positive(t, res.Binaries)
+	require.Equal(t, res.Binaries, res.Complete, "every synthetic binary has all its parts once merged")
+	require.Contains(t, out.String(), "30000/30000 articles")
+	require.Contains(t, out.String(), "8/8 ranges")
+
+	_, err = run(t, t.TempDir(), "demo", "--articles", "0")
+	require.ErrorIs(t, err, errUsage)
+}
