@@ -279,13 +279,7 @@ func (s *Stream) Close() error { return s.body.Close() }
 // error wrapping lease.ErrInvalid and is not sent. Nil Items are sent as an
 // empty list.
 func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b batch.Batch) (batch.Result, error) {
-	if err := edgeframe.ValidateBatch(b); err != nil {
-		return batch.Result{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, lease.ErrInvalid, err)
-	}
-	if b.Items == nil {
-		b.Items = []batch.Item{}
-	}
-	body, err := json.Marshal(b)
+	body, err := edgeframe.MarshalBatch(b)
 	if err != nil {
 		return batch.Result{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, lease.ErrInvalid, err)
 	}

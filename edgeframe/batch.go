@@ -478,3 +478,25 @@ func (u *utf8Check) feed(p []byte) bool {
 
 // end reports whether the input ended on a rune boundary.
 func (u *utf8Check) end() bool { return u.n == 0 }
+
+// MarshalBatch checks b as ValidateBatch does and encodes it as a batch
+// body, in one pass over the values: encoding checks that each is valid
+// JSON. A nil Items encodes as []. Its error wraps ErrBadBatch.
+func MarshalBatch(b Batch) ([]byte, error) {
+	if err := validateHead(b); err != nil {
+		return nil, err
+	}
+	for i, it := range b.Items {
+		if it.Key == "" {
+			return nil, badf("items[%d] has an empty key", i)
+		}
+	}
+	if b.Items == nil {
+		b.Items = []Item{}
+	}
+	body, err := json.Marshal(b)
+	if err != nil {
+		return nil, badf("a value is not valid JSON: %v", err)
+	}
+	return body, nil
+}

@@ -227,3 +227,26 @@ func TestSentinelsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+func TestMarshalBatch(t *testing.T) {
+	t.Parallel()
+	b := edgeframe.Batch{From: 1, To: 9, Headers: 9, Items: []edgeframe.Item{{Key: "k", Value: json.RawMessage(`{"a": [1, 2]}`)}}}
+	body, err := edgeframe.MarshalBatch(b)
+	require.NoError(t, err)
+	back, err := edgeframe.DecodeBatch(bytes.NewReader(body), 0)
+	require.NoError(t, err)
+	require.Equal(t, b.From, back.From)
+	require.JSONEq(t, `{"a": [1, 2]}`, string(back.Items[0].Value))
+	body, err = edgeframe.MarshalBatch(edgeframe.Batch{From: 1, To: 1})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"from": 1, "to": 1, "headers": 0, "items": []}`, string(body))
+	for _, bad := range []edgeframe.Batch{
+		{From: 2, To: 1},
+		{From: 1, To: 2, Headers: -1},
+		{From: 1, To: 2, Items: []edgeframe.Item{{Key: ""}}},
+		{From: 1, To: 2, Items: []edgeframe.Item{{Key: "k", Value: json.RawMessage(`{bad`)}}},
+	} {
+		_, err := edgeframe.MarshalBatch(bad)
+		require.ErrorIs(t, err, edgeframe.ErrBadBatch, "%+v", bad)
+	}
+}

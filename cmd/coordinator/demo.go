@@ -59,7 +59,7 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	if !*keep {
 		defer os.RemoveAll(dir)
 	}
-	res, err := m.runDemo(ctx, dir, *articles, *workers, *rangeSize, m.Stdout)
+	res, err := m.runDemo(ctx, dir, *articles, *workers, *rangeSize, m.Stdout, nil)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,13 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 }
 
 // runDemo indexes articles 1..n with workers, writing progress to out.
-func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, rangeSize int64, out io.Writer) (DemoResult, error) {
+// Each worker runs a handler from newHandler; nil means a collator.
+func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, rangeSize int64, out io.Writer,
+	newHandler func() (edge.Handler, error)) (DemoResult, error) {
+	collating := newHandler == nil
+	if collating {
+		newHandler = func() (edge.Handler, error) { return collate.New(collate.Config{FlushIncomplete: true}) }
+	}
 	m.Data, m.DB, m.Source, m.Addr = dir, "", "synthetic", "127.0.0.1:0"
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store, err := m.open(ctx)
@@ -113,11 +119,11 @@ func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, ra
 		if err != nil {
 			return DemoResult{}, err
 		}
-		c, err := collate.New(collate.Config{FlushIncomplete: true})
+		h, err := newHandler()
 		if err != nil {
 			return DemoResult{}, err
 		}
-		w, err := edge.NewWorker(edge.WorkerConfig{Client: client, Handler: c, Idle: 50 * time.Millisecond})
+		w, err := edge.NewWorker(edge.WorkerConfig{Client: client, Handler: h, Idle: 50 * time.Millisecond})
 		if err != nil {
 			return DemoResult{}, err
 		}
@@ -154,6 +160,9 @@ func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, ra
 	stopWorkers()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return res, err
+	}
+	if !collating {
+		return res, nil
 	}
 	res.Binaries, res.Complete, err = countBinaries(ctx, store, res.Items)
 	return res, err

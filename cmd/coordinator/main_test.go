@@ -166,7 +166,7 @@ func TestDemo(t *testing.T) {
 	var out bytes.Buffer
 	m := NewMain(&out, &bytes.Buffer{})
 	defer m.Close()
-	res, err := m.runDemo(t.Context(), t.TempDir(), 30_000, 3, 4_000, &out)
+	res, err := m.runDemo(t.Context(), t.TempDir(), 30_000, 3, 4_000, &out, nil)
 	require.NoError(t, err)
 	require.Equal(t, int64(8), res.Ranges)
 	require.Equal(t, int64(30_000), res.Headers, "one overview line per synthetic article")

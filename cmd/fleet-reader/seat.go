@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/fleetcache"
+	"github.com/edgeindex/edgeindex/node"
+)
+
+// seatKey names one seat read: a node of a host, and a page of its batches.
+type seatKey struct {
+	host, node, cursor string
+}
+
+// seatRead is one node's detail, as a host gave it.
+type seatRead struct {
+	Host string                  `json:"host"`
+	Node *coordinator.NodeDetail `json:"node"`
+}
+
+// upstreamError is a seat read that failed, with the status to answer.
+type upstreamError struct {
+	status int
+	msg    string
+}
+
+func (e *upstreamError) Error() string { return e.msg }
+
+// Is makes a 404 match fleetcache.ErrNotFound.
+func (e *upstreamError) Is(target error) bool {
+	return target == fleetcache.ErrNotFound && e.status == http.StatusNotFound
+}
+
+// readSeat reads one node's detail from its host. Its errors are
+// *upstreamError.
+func (m *Main) readSeat(ctx context.Context, k seatKey) (*seatRead, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(m.base, cancel)()
+
+	h := m.byName[k.host]
+	u := h.base + "/v1/nodes/" + url.PathEscape(k.node)
+	if k.cursor != "" {
+		u += "?" + url.Values{"cursor": {k.cursor}}.Encode()
+	}
+	status, body, err := m.get(ctx, u)
+	switch {
+	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
+		return nil, &upstreamError{http.StatusGatewayTimeout, fmt.Sprintf("coordinator %s did not answer within %s", k.host, m.Timeout)}
+	case err != nil:
+		return nil, &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s is unreachable: %s", k.host, describe(ctx, err, m.Timeout))}
+	case status == http.StatusNotFound:
+		return nil, &upstreamError{http.StatusNotFound, fmt.Sprintf("coordinator %s has no node %q: %s", k.host, k.node, answerText(status, body))}
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return nil, &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s refused the admin token: %s", k.host, answerText(status, body))}
+	case status == http.StatusBadRequest:
+		return nil, &upstreamError{http.StatusBadRequest, fmt.Sprintf("coordinator %s refused the request: %s", k.host, answerText(status, body))}
+	case status != http.StatusOK:
+		return nil, &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s answered %s", k.host, answerText(status, body))}
+	}
+	var d coordinator.NodeDetail
+	if err := json.Unmarshal(body, &d); err != nil || d.Name == "" {
+		detail := "it has no name"
+		if err != nil {
+			detail = err.Error()
+		}
+		return nil, &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s: the answer is not a node's detail: %s", k.host, detail)}
+	}
+	return &seatRead{Host: k.host, Node: &d}, nil
+}
+
+// parseSeatKey reads ?key=HOST/NODE[&cursor=C]. Its errors wrap
+// fleetcache.ErrBadRequest (400) or fleetcache.ErrNotFound (404).
+func (m *Main) parseSeatKey(q url.Values) (seatKey, error) {
+	key := q.Get("key")
+	if key == "" {
+		return seatKey{}, fmt.Errorf("%w: key is missing: ask for /v1/seat?key=HOST/NODE", fleetcache.ErrBadRequest)
+	}
+	hostName, nodeName, ok := strings.Cut(key, "/")
+	if !ok || hostName == "" || nodeName == "" {
+		return seatKey{}, fmt.Errorf("%w: key %q is not HOST/NODE", fleetcache.ErrBadRequest, key)
+	}
+	if err := node.ValidName(nodeName); err != nil {
+		return seatKey{}, fmt.Errorf("%w: key %q: %s", fleetcache.ErrBadRequest, key, err.Error())
+	}
+	if _, known := m.byName[hostName]; !known {
+		names := make([]string, len(m.hosts))
+		for i, h := range m.hosts {
+			names[i] = h.name
+		}
+		return seatKey{}, fmt.Errorf("%w: host %q is not read here; the hosts are %s",
+			fleetcache.ErrNotFound, hostName, strings.Join(names, ", "))
+	}
+	return seatKey{host: hostName, node: nodeName, cursor: q.Get("cursor")}, nil
+}
+
+// handleSeat answers GET /v1/seat.
+func (m *Main) handleSeat(r *http.Request) (fleetcache.Reply, error) {
+	k, err := m.parseSeatKey(r.URL.Query())
+	if err != nil {
+		return fleetcache.Reply{}, err
+	}
+	// A seat belongs to the fleet read it was made under.
+	fa, _, err := m.fleetAnswer(r)
+	if err != nil {
+		return fleetcache.Reply{}, err
+	}
+	a, err := m.seats.Get(r.Context(), k, fa.Generation)
+	if err != nil {
+		var ue *upstreamError
+		if errors.As(err, &ue) {
+			return fleetcache.Reply{}, fleetcache.WithStatus(ue.status, ue)
+		}
+		return fleetcache.Reply{}, err
+	}
+	return fleetcache.Reply{
+		Value: struct {
+			*seatRead
+			Served fleetcache.Meta `json:"served"`
+		}{a.Value, a.Meta},
+		Meta: a.Meta,
+	}, nil
+}
