@@ -14,6 +14,10 @@ type Chunk struct {
 	// the range's next when the chunk holds it, so lines below From were
 	// handled by an earlier holder and are to be skipped.
 	From, To int64
+	// Ordered is true when the range came through a group lane: the
+	// handler's window carries on to the lane's next range, through the
+	// lane's snapshots. On a plain range nothing carries over its end.
+	Ordered bool
 	// Data is the gzip of the chunk's overview lines, as stored: it may
 	// start before From. spool.ReadChunk reads it. It is valid only until
 	// HandleChunk returns: copy it to keep it.

@@ -188,7 +188,7 @@ func (w *Worker) round(ctx context.Context) (bool, error) {
 	}
 	if ok {
 		worked = true
-		if _, err := w.work(ctx, l, nil); err != nil {
+		if _, err := w.work(ctx, l, false, nil); err != nil {
 			return true, err
 		}
 	}
@@ -243,7 +243,7 @@ func (e *badChunk) Unwrap() error { return e.err }
 // and then finishes it (calling snap first, for a lane's window), or gives
 // it back. The error it returns is for Run to back off on; what happened to
 // the range is logged and counted.
-func (w *Worker) work(ctx context.Context, l lease.Lease, snap func(context.Context) error) (outcome, error) {
+func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, snap func(context.Context) error) (outcome, error) {
 	r := l.Range
 	log := w.log.With("range", r.ID, "group", r.Group, "lane", r.Lane, "token", l.Token)
 	start := w.cfg.Now()
@@ -258,7 +258,7 @@ func (w *Worker) work(ctx context.Context, l lease.Lease, snap func(context.Cont
 	defer stop()
 
 	next := r.Next
-	err := w.stream(rctx, l, &next, log)
+	err := w.stream(rctx, l, ordered, &next, log)
 	if rctx.Err() != nil {
 		// A heartbeat of the range (or of its lane) found the lease gone.
 		if cause := context.Cause(rctx); verdict(cause) {
@@ -404,10 +404,10 @@ func (w *Worker) keepAlive(ctx context.Context, lost context.CancelCauseFunc, ev
 
 // stream reads the range's chunks from next until every batch is stored,
 // reopening the stream when it is cut. It returns nil once next > end.
-func (w *Worker) stream(ctx context.Context, l lease.Lease, next *int64, log *slog.Logger) error {
+func (w *Worker) stream(ctx context.Context, l lease.Lease, ordered bool, next *int64, log *slog.Logger) error {
 	cuts := 0
 	for *next <= l.Range.End {
-		progressed, err := w.streamOnce(ctx, l, next)
+		progressed, err := w.streamOnce(ctx, l, ordered, next)
 		if err == nil {
 			continue
 		}
@@ -432,7 +432,7 @@ func (w *Worker) stream(ctx context.Context, l lease.Lease, next *int64, log *sl
 
 // streamOnce opens the stream once and works its chunks until next > end
 // or the stream stops. It reports whether any batch was stored.
-func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, next *int64) (progressed bool, err error) {
+func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, next *int64) (progressed bool, err error) {
 	r := l.Range
 	sctx, scancel := context.WithCancelCause(ctx)
 	defer scancel(nil)
@@ -481,7 +481,7 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, next *int64) (pr
 			return progressed, fmt.Errorf("edge: stream of range %d: %w: chunk %d-%d does not continue from next %d within end %d",
 				r.ID, ErrProtocol, f.From, f.To, *next, r.End)
 		}
-		if err := w.chunk(ctx, l, f, next); err != nil {
+		if err := w.chunk(ctx, l, ordered, f, next); err != nil {
 			return progressed, err
 		}
 		progressed = true
@@ -490,11 +490,11 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, next *int64) (pr
 }
 
 // chunk hands one chunk to the handler and posts its batch.
-func (w *Worker) chunk(ctx context.Context, l lease.Lease, f edgeframe.Frame, next *int64) error {
+func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, f edgeframe.Frame, next *int64) error {
 	r := l.Range
 	r.Next = *next
 	from := max(f.From, *next)
-	out, err := w.cfg.Handler.HandleChunk(ctx, Chunk{Range: r, From: from, To: f.To, Data: f.Data})
+	out, err := w.cfg.Handler.HandleChunk(ctx, Chunk{Range: r, From: from, To: f.To, Ordered: ordered, Data: f.Data})
 	if err != nil {
 		err = fmt.Errorf("edge: handler, range %d chunk %d-%d: %w", r.ID, f.From, f.To, err)
 		if errors.Is(err, spool.ErrBadChunk) {
@@ -583,7 +583,7 @@ func (w *Worker) lane(ctx context.Context, gl grouplease.GroupLease, log *slog.L
 			end := l.Range.End
 			snap = func(sctx context.Context) error { return w.saveWindow(sctx, gl, end+1) }
 		}
-		out, err := w.work(ctx, l, snap)
+		out, err := w.work(ctx, l, true, snap)
 		if err != nil || out != finished {
 			return err
 		}

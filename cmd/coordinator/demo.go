@@ -78,7 +78,7 @@ func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, ra
 	newHandler func() (edge.Handler, error)) (DemoResult, error) {
 	collating := newHandler == nil
 	if collating {
-		newHandler = func() (edge.Handler, error) { return collate.New(collate.Config{FlushIncomplete: true}) }
+		newHandler = func() (edge.Handler, error) { return collate.New(collate.Config{}) }
 	}
 	m.Data, m.DB, m.Source, m.Addr = dir, "", "synthetic", "127.0.0.1:0"
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

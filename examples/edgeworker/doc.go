@@ -3,7 +3,7 @@
 // each chunk into binaries with package collate, and posts them as items.
 //
 //	EDGEINDEX_NODE_TOKEN=... edgeworker --coordinator http://127.0.0.1:7070 [--lanes history,tail]
-//	    [--flush-incomplete=true] [--max-binaries 100000]
+//	    [--flush-incomplete] [--max-binaries 100000]
 //
 // The node token comes from EDGEINDEX_NODE_TOKEN (`coordinator node add
 // NAME` prints one). --lanes names the lanes of ordered groups to work after
@@ -11,14 +11,11 @@
 // only. SIGINT or SIGTERM stops it: the range in hand is finished if only
 // its finish is left, or else given back.
 //
-// One worker serves both kinds of group with one collator, and the edge
-// client replaces the collator's window whenever it is granted a lane. So
-// by default (--flush-incomplete) the parts of binaries still incomplete at
-// the end of every range are posted as incomplete items, and nothing read
-// is lost; a consumer joins the items of a key with collate.Merge. With
-// --flush-incomplete=false the window is carried from range to range of a
-// lane, through the lane's snapshots, and binaries that straddle ranges
-// come out complete; use it when the coordinator has only ordered groups,
-// since the parts left at the end of an unordered range are then dropped
-// when the next lane's window is loaded.
+// One worker serves both kinds of group with one collator. At the end of a
+// range of an unordered group the parts of binaries still incomplete are
+// posted as incomplete items, so nothing read is lost; a consumer joins the
+// items of a key with collate.Merge. On an ordered lane the window is
+// carried from range to range, through the lane's snapshots, and binaries
+// that straddle ranges come out complete; --flush-incomplete flushes lanes
+// at every range end too.
 package main

@@ -56,7 +56,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.coordinator, "coordinator", "", "the coordinator's URL, such as http://127.0.0.1:7070 (required)")
 	lanes := fs.String("lanes", "history,tail", `lanes of ordered groups to work, comma-separated, or "none"`)
-	fs.BoolVar(&o.collate.FlushIncomplete, "flush-incomplete", true,
+	fs.BoolVar(&o.collate.FlushIncomplete, "flush-incomplete", false,
 		"post the incomplete binaries of each range at its end (see the package docs)")
 	fs.IntVar(&o.collate.MaxBinaries, "max-binaries", collate.DefaultMaxBinaries,
 		"the most incomplete binaries held; the oldest beyond it are posted as incomplete items")

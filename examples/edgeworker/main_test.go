@@ -38,7 +38,7 @@ func TestParseFlags(t *testing.T) {
 	o, err := parseFlags([]string{"--coordinator", "http://c:7070"}, tok, &bytes.Buffer{})
 	require.NoError(t, err)
 	require.Equal(t, options{coordinator: "http://c:7070", token: "secret", lanes: []lease.Lane{lease.LaneHistory, lease.LaneTail},
-		collate: collate.Config{FlushIncomplete: true, MaxBinaries: collate.DefaultMaxBinaries}}, o)
+		collate: collate.Config{MaxBinaries: collate.DefaultMaxBinaries}}, o)
 
 	o, err = parseFlags([]string{"--coordinator=http://c", "--lanes", "tail", "--flush-incomplete=false", "--max-binaries", "7"}, tok, &bytes.Buffer{})
 	require.NoError(t, err)
@@ -233,9 +233,10 @@ func check(t *testing.T, p *pipeline, group string, carried bool) (incomplete in
 	return incomplete
 }
 
-// The default: unordered and ordered groups, incomplete binaries flushed at
-// each range's end.
-func TestWorkerFlushes(t *testing.T) {
+// The default, one worker on both kinds of group: an unordered group's
+// incomplete binaries are flushed at each range's end, an ordered lane's
+// window is carried.
+func TestWorkerMixed(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t,
 		grouplease.Group{Name: "alt.binaries.unordered", RangeSize: 1500, ChunkSize: 400},
@@ -243,6 +244,18 @@ func TestWorkerFlushes(t *testing.T) {
 	)
 	logs := work(t, p)
 	require.Contains(t, logs, "edgeworker: stopped")
+	require.Positive(t, check(t, p, "alt.binaries.unordered", false), "binaries that straddle ranges come out in pieces")
+	require.Zero(t, check(t, p, "alt.binaries.ordered", true), "the lane's window carries them")
+}
+
+// --flush-incomplete flushes ordered lanes at each range's end too.
+func TestWorkerFlushes(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t,
+		grouplease.Group{Name: "alt.binaries.unordered", RangeSize: 1500, ChunkSize: 400},
+		grouplease.Group{Name: "alt.binaries.ordered", Ordered: true, RangeSize: 1500, ChunkSize: 400},
+	)
+	work(t, p, "--flush-incomplete")
 	for _, g := range []string{"alt.binaries.unordered", "alt.binaries.ordered"} {
 		require.Positive(t, check(t, p, g, false), "binaries that straddle ranges come out in pieces")
 	}
@@ -254,7 +267,7 @@ func TestWorkerCarriesWindow(t *testing.T) {
 	t.Parallel()
 	const g = "alt.binaries.ordered"
 	p := newPipeline(t, grouplease.Group{Name: g, Ordered: true, RangeSize: 1500, ChunkSize: 400})
-	work(t, p, "--flush-incomplete=false", "--lanes", "history")
+	work(t, p, "--lanes", "history")
 	require.Zero(t, check(t, p, g, true))
 }
 

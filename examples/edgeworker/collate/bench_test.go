@@ -58,7 +58,7 @@ func BenchmarkCollate(b *testing.B) {
 				b.Fatal(err)
 			}
 			for i, s := range spans {
-				if _, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: s.From, To: s.To, Data: chunks[i]}); err != nil {
+				if _, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: s.From, To: s.To, Data: chunks[i]}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -31,13 +31,14 @@ const windowVersion = 1
 // Config configures a Collator. The zero value means the defaults: a
 // carried window of at most DefaultMaxBinaries binaries, no flush.
 type Config struct {
-	// FlushIncomplete, for unordered groups, where no window is carried
-	// from range to range: at the end of each range (the chunk whose To is
-	// the range's End), the parts of incomplete binaries read in that range
-	// are emitted as incomplete items in that chunk's batch and dropped
-	// from the window, so nothing read is lost. A consumer joins the items
-	// of one key with Merge. Leave it false for ordered lanes, whose window
-	// carries binaries that straddle ranges until they complete.
+	// FlushIncomplete flushes at the end of every range, ordered lanes'
+	// too. A plain range (Chunk.Ordered false) is always flushed: at its
+	// end (the chunk whose To is the range's End), the parts of incomplete
+	// binaries read in it are emitted as incomplete items in that chunk's
+	// batch and dropped from the window, so nothing read is lost; a
+	// consumer joins the items of one key with Merge. An ordered lane's
+	// window carries binaries that straddle ranges until they complete,
+	// unless FlushIncomplete is set.
 	FlushIncomplete bool
 	// MaxBinaries bounds the window: when a chunk leaves more incomplete
 	// binaries than this, the oldest (by the highest article number seen of
@@ -209,7 +210,7 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 			c.stats.Completed++
 		}
 	}
-	if c.cfg.FlushIncomplete && ch.To == ch.Range.End {
+	if (c.cfg.FlushIncomplete || !ch.Ordered) && ch.To == ch.Range.End {
 		items, err := c.flush(ch.Range.ID)
 		if err != nil {
 			return edge.Output{}, err

@@ -94,7 +94,7 @@ func handleRange(t *testing.T, c *collate.Collator, r lease.Range, chunkSize int
 	var items []batch.Item
 	var headers int64
 	for _, s := range lease.Spans(r.Start, r.End, chunkSize) {
-		out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: s.From, To: s.To, Data: fetch(t, s)})
+		out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: s.From, To: s.To, Data: fetch(t, s)})
 		require.NoError(t, err)
 		require.NotNil(t, out.Items)
 		items = append(items, out.Items...)
@@ -261,11 +261,11 @@ func TestCollateBadChunk(t *testing.T) {
 		"no newline":     gz(t, good[0], strings.TrimSuffix(good[1], "\n")),
 	} {
 		c := newCollator(t, collate.Config{})
-		_, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 1, To: 100, Data: data})
+		_, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1, To: 100, Data: data})
 		require.ErrorIs(t, err, spool.ErrBadChunk, name)
 		// The chunk changed nothing: the good one, fetched again, completes a.bin.
 		require.Equal(t, collate.Stats{}, c.Stats(), name)
-		out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 1, To: 100, Data: gz(t, good...)})
+		out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1, To: 100, Data: gz(t, good...)})
 		require.NoError(t, err, name)
 		require.Len(t, out.Items, 1, name)
 		require.True(t, decode(t, out.Items[0]).Complete)
@@ -281,7 +281,7 @@ func TestCollateSkipsOutsideFromTo(t *testing.T) {
 		// When To is not the range's end nothing is flushed; make it so.
 		rr := r
 		rr.End = s.To
-		out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: rr, From: s.From, To: s.To, Data: data})
+		out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: rr, From: s.From, To: s.To, Data: data})
 		require.NoError(t, err)
 		require.Equal(t, s.Len(), out.Headers)
 		parts := 0
@@ -299,7 +299,7 @@ func TestCollateRetryOfLastChunk(t *testing.T) {
 	t.Parallel()
 	c := newCollator(t, collate.Config{})
 	r := lease.Range{ID: 4, Group: group, Start: 1, End: 2000}
-	ch := edge.Chunk{Range: r, From: 1, To: 700, Data: fetch(t, lease.Span{From: 1, To: 700})}
+	ch := edge.Chunk{Ordered: true, Range: r, From: 1, To: 700, Data: fetch(t, lease.Span{From: 1, To: 700})}
 	first, err := c.HandleChunk(context.Background(), ch)
 	require.NoError(t, err)
 	require.NotEmpty(t, first.Items)
@@ -311,13 +311,13 @@ func TestCollateRetryOfLastChunk(t *testing.T) {
 
 	// Another range's chunks do not make it forget; a later chunk of the
 	// same range does.
-	other := edge.Chunk{Range: lease.Range{ID: 5, Group: group, Start: 5001, End: 5700}, From: 5001, To: 5700, Data: fetch(t, lease.Span{From: 5001, To: 5700})}
+	other := edge.Chunk{Ordered: true, Range: lease.Range{ID: 5, Group: group, Start: 5001, End: 5700}, From: 5001, To: 5700, Data: fetch(t, lease.Span{From: 5001, To: 5700})}
 	_, err = c.HandleChunk(context.Background(), other)
 	require.NoError(t, err)
 	again, err = c.HandleChunk(context.Background(), ch)
 	require.NoError(t, err)
 	require.Equal(t, first, again)
-	_, err = c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 701, To: 1400, Data: fetch(t, lease.Span{From: 701, To: 1400})})
+	_, err = c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 701, To: 1400, Data: fetch(t, lease.Span{From: 701, To: 1400})})
 	require.NoError(t, err)
 	// Not the last chunk any more: it is read again, and the binaries it
 	// holds whole come out again, the same items (Merge absorbs them).
@@ -336,7 +336,7 @@ func TestCollateEvictAndLoadBound(t *testing.T) {
 	}
 	r := lease.Range{ID: 1, Group: group, Start: 1, End: 100}
 	c := newCollator(t, collate.Config{MaxBinaries: 10})
-	out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 1, To: 50, Data: gz(t, lines...)})
+	out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1, To: 50, Data: gz(t, lines...)})
 	require.NoError(t, err)
 	require.Len(t, out.Items, 3, "12 binaries over 10: evicted down to 9")
 	for i, it := range out.Items {
@@ -356,7 +356,7 @@ func TestCollateEvictAndLoadBound(t *testing.T) {
 	require.Equal(t, int64(4), small.Stats().Dropped)
 
 	// f07 (article 8) is kept; f03 (article 4) was dropped, and its second part starts over.
-	out, err = small.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 51, To: 100,
+	out, err = small.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 51, To: 100,
 		Data: gz(t, post(51, `"f07.bin" yEnc (2/2)`), post(52, `"f03.bin" yEnc (2/2)`))})
 	require.NoError(t, err)
 	require.Len(t, out.Items, 1)
@@ -371,7 +371,7 @@ func TestCollateDuplicateParts(t *testing.T) {
 	t.Parallel()
 	c := newCollator(t, collate.Config{})
 	r := lease.Range{ID: 1, Group: group, Start: 1, End: 100}
-	out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 1, To: 100, Data: gz(t,
+	out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1, To: 100, Data: gz(t,
 		post(1, `"a.bin" yEnc (3/3)`),
 		post(2, `Re: "a.bin" yEnc (3/3)`), // a repost of part 3: the first stays
 		post(3, `"a.bin" yEnc (1/3)`),
@@ -398,7 +398,7 @@ func TestCollateNotUTF8(t *testing.T) {
 		return string(spool.AppendOverview(nil, spool.Overview{Number: n, Subject: fmt.Sprintf("\"caf\xe9.rar\" yEnc (%d/2)", p),
 			From: "Ren\xe9 <r@example.invalid>", MessageID: fmt.Sprintf("<%d@x>", n)}))
 	}
-	out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 1, To: 100, Data: gz(t, line(1, 1), line(2, 2))})
+	out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1, To: 100, Data: gz(t, line(1, 1), line(2, 2))})
 	require.NoError(t, err)
 	require.Len(t, out.Items, 1)
 	b := decode(t, out.Items[0]) // checks the key
@@ -411,7 +411,7 @@ func TestLoadWindow(t *testing.T) {
 	t.Parallel()
 	c := newCollator(t, collate.Config{})
 	r := lease.Range{ID: 1, Group: group, Start: 1, End: 100}
-	_, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 1, To: 10, Data: gz(t, post(1, `"a.bin" yEnc (1/2)`))})
+	_, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1, To: 10, Data: gz(t, post(1, `"a.bin" yEnc (1/2)`))})
 	require.NoError(t, err)
 	state, err := c.SaveWindow()
 	require.NoError(t, err)
@@ -434,7 +434,7 @@ func TestLoadWindow(t *testing.T) {
 	require.NoError(t, c.LoadWindow(nil))
 	require.Zero(t, c.Stats().Window)
 	require.NoError(t, c.LoadWindow(state))
-	out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 11, To: 20, Data: gz(t, post(11, `"a.bin" yEnc (2/2)`))})
+	out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 11, To: 20, Data: gz(t, post(11, `"a.bin" yEnc (2/2)`))})
 	require.NoError(t, err)
 	require.Len(t, out.Items, 1)
 	require.True(t, decode(t, out.Items[0]).Complete)
@@ -446,12 +446,12 @@ func TestCollateErrors(t *testing.T) {
 	require.ErrorIs(t, err, lease.ErrInvalid)
 
 	c := newCollator(t, collate.Config{})
-	_, err = c.HandleChunk(context.Background(), edge.Chunk{From: 10, To: 9, Data: gz(t)})
+	_, err = c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, From: 10, To: 9, Data: gz(t)})
 	require.ErrorIs(t, err, lease.ErrInvalid)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = c.HandleChunk(ctx, edge.Chunk{From: 1, To: 1000, Data: fetch(t, lease.Span{From: 1, To: 1000})})
+	_, err = c.HandleChunk(ctx, edge.Chunk{Ordered: true, From: 1, To: 1000, Data: fetch(t, lease.Span{From: 1, To: 1000})})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, collate.Stats{}, c.Stats())
 }
@@ -466,7 +466,7 @@ func TestCollateConcurrent(t *testing.T) {
 		wg.Go(func() {
 			r := lease.Range{ID: int64(i + 1), Group: group, Start: int64(i)*1000 + 1, End: int64(i+1) * 1000}
 			for _, s := range lease.Spans(r.Start, r.End, 250) {
-				out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: s.From, To: s.To, Data: fetch(t, s)})
+				out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: s.From, To: s.To, Data: fetch(t, s)})
 				if err != nil {
 					t.Error(err)
 					return

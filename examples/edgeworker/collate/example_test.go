@@ -53,7 +53,7 @@ func ExampleCollator() {
 		log.Fatal(err)
 	}
 	r := lease.Range{ID: 1, Group: "alt.binaries.demo", Start: 1001, End: 2000}
-	out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 1001, To: 1500, Data: chunk.Bytes()})
+	out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1001, To: 1500, Data: chunk.Bytes()})
 	if err != nil {
 		log.Fatal(err)
 	}
