@@ -9,14 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/corpus"
@@ -29,24 +26,9 @@ import (
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
-func TestMain(m *testing.M) {
-	code := pgtest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
-var backends = []struct {
-	name string
-	url  func(t testing.TB) string
-}{
-	{"sqlite", func(t testing.TB) string { return "sqlite://" + filepath.Join(t.TempDir(), "edgeindex.db") }},
-	{"postgres", pgtest.URL},
-}
+var backends = pgtest.Backends
 
 const adminToken = "admin-secret-token"
 
@@ -186,9 +168,9 @@ func decodeFrames(t *testing.T, body []byte) []edgeframe.Frame {
 
 func eachBackend(t *testing.T, fn func(t *testing.T, url func(testing.TB) string)) {
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			fn(t, b.url)
+			fn(t, b.URL)
 		})
 	}
 }
@@ -471,7 +453,7 @@ func TestLanes(t *testing.T) {
 
 func TestStreamDrain(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, backends[0].url(t), nil)
+	h := newHarness(t, backends[0].URL(t), nil)
 	h.group("g", false, 1, 100, lease.LaneHistory)
 	l := h.lease(h.token)
 	// No chunk is ever fetched: the stream waits until the coordinator drains.

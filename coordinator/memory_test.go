@@ -15,7 +15,7 @@ import (
 // finish) and checks that the coordinator's live heap does not grow with
 // them: whatever a range costs is given back when it is done.
 func TestMemoryFlat(t *testing.T) {
-	h := newHarness(t, backends[0].url(t), nil)
+	h := newHarness(t, backends[0].URL(t), nil)
 	const ranges = 1000
 	h.group("mem", false, 1, ranges*100, lease.LaneHistory)
 	heap := func() uint64 {

@@ -35,14 +35,19 @@ func (s *Server) handleLease(w http.ResponseWriter, r *http.Request, n string) e
 	return nil
 }
 
-// held reads the range id and the caller's fence, and checks the fence
-// before anything is written.
-func (s *Server) held(r *http.Request, n string) (lease.Lease, lease.Fence, error) {
+// rangeCall reads a range call's id and the caller's fence.
+func rangeCall(r *http.Request, n string) (int64, lease.Fence, error) {
 	id, err := pathID(r)
 	if err != nil {
-		return lease.Lease{}, lease.Fence{}, err
+		return 0, lease.Fence{}, err
 	}
 	f, err := fence(r, n)
+	return id, f, err
+}
+
+// held reads a range call and checks the fence before anything is written.
+func (s *Server) held(r *http.Request, n string) (lease.Lease, lease.Fence, error) {
+	id, f, err := rangeCall(r, n)
 	if err != nil {
 		return lease.Lease{}, f, err
 	}
@@ -112,11 +117,7 @@ func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
 }
 
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	f, err := fence(r, n)
+	id, f, err := rangeCall(r, n)
 	if err != nil {
 		return err
 	}
@@ -140,11 +141,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 }
 
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, n string) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	f, err := fence(r, n)
+	id, f, err := rangeCall(r, n)
 	if err != nil {
 		return err
 	}
@@ -157,11 +154,7 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, n strin
 }
 
 func (s *Server) handleFinish(w http.ResponseWriter, r *http.Request, n string) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	f, err := fence(r, n)
+	id, f, err := rangeCall(r, n)
 	if err != nil {
 		return err
 	}
@@ -208,11 +201,7 @@ func (s *Server) handleCorrupt(w http.ResponseWriter, r *http.Request, n string)
 }
 
 func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, n string) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	f, err := fence(r, n)
+	id, f, err := rangeCall(r, n)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/edgeindex/edgeindex/internal/chunkfile"
+
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -17,6 +19,11 @@ type snapshotFiles struct{ dir string }
 func openSnapshotFiles(dir string) (snapshotFiles, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return snapshotFiles{}, fmt.Errorf("coordinator: snapshots: %w", err)
+	}
+	// Writes a crash cut short are never read: remove them.
+	leftovers, _ := filepath.Glob(filepath.Join(dir, chunkfile.TempPrefix+"*"))
+	for _, l := range leftovers {
+		os.Remove(l)
 	}
 	return snapshotFiles{dir: dir}, nil
 }
@@ -31,37 +38,10 @@ func (f snapshotFiles) path(group int64, ln lease.Lane, s grouplease.Snapshot) s
 
 // write stores the bytes atomically: temporary file, fsync, rename, fsync dir.
 func (f snapshotFiles) write(group int64, ln lease.Lane, s grouplease.Snapshot, body []byte) error {
-	tmp, err := os.CreateTemp(f.dir, ".tmp-")
-	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(body)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), f.path(group, ln, s))
-	}
-	if err == nil {
-		err = syncDir(f.dir)
-	}
-	if err != nil {
+	if err := chunkfile.WriteAtomic(f.dir, f.path(group, ln, s), body); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func (f snapshotFiles) open(group int64, ln lease.Lane, s grouplease.Snapshot) (*os.File, error) {

@@ -9,9 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/edgeindex/edgeindex/internal/chunkfile"
 
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -29,7 +30,7 @@ var (
 
 // TempPrefix begins the name of every file a store is still writing. Such a
 // file is never read; Open removes the ones a crash left behind.
-const TempPrefix = ".tmp-"
+const TempPrefix = chunkfile.TempPrefix
 
 // DefaultMaxChunkBytes is the largest chunk when Config.MaxChunkBytes is 0:
 // the largest frame payload a stream decoder accepts by default.
@@ -144,34 +145,7 @@ func removeLeftovers(dir string) error {
 }
 
 // ChunkName is the file name of a span's chunk: "<from>-<to>.gz".
-func ChunkName(span lease.Span) string {
-	return strconv.FormatInt(span.From, 10) + "-" + strconv.FormatInt(span.To, 10) + ".gz"
-}
-
-func parseChunkName(name string) (lease.Span, bool) {
-	base, ok := strings.CutSuffix(name, ".gz")
-	if !ok {
-		return lease.Span{}, false
-	}
-	a, b, ok := strings.Cut(base, "-")
-	if !ok {
-		return lease.Span{}, false
-	}
-	from, err1 := strconv.ParseInt(a, 10, 64)
-	to, err2 := strconv.ParseInt(b, 10, 64)
-	span := lease.Span{From: from, To: to}
-	if err1 != nil || err2 != nil || checkSpan(span) != nil || ChunkName(span) != name {
-		return lease.Span{}, false
-	}
-	return span, true
-}
-
-func checkSpan(s lease.Span) error {
-	if s.From < 0 || s.From > s.To {
-		return lease.Invalidf("span %d-%d: want 0 <= from <= to", s.From, s.To)
-	}
-	return nil
-}
+func ChunkName(span lease.Span) string { return chunkfile.Name(span) }
 
 // ChunkPath is where a Disk corpus in dir keeps the chunk of (group, span).
 func ChunkPath(dir, group string, span lease.Span) (string, error) {
@@ -179,7 +153,7 @@ func ChunkPath(dir, group string, span lease.Span) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := checkSpan(span); err != nil {
+	if err := chunkfile.CheckSpan(span); err != nil {
 		return "", err
 	}
 	return filepath.Join(dir, g, ChunkName(span)), nil
@@ -205,46 +179,10 @@ func (d *Disk) Put(group string, span lease.Span, data []byte) error {
 	if int64(len(data)) > d.cfg.MaxChunkBytes {
 		return fmt.Errorf("corpus: put %q %s: %d bytes: %w (at most %d)", group, ChunkName(span), len(data), ErrTooLarge, d.cfg.MaxChunkBytes)
 	}
-	if err := writeAtomic(d.dir, final, data); err != nil {
+	if err := chunkfile.WriteAtomic(d.dir, final, data); err != nil {
 		return fmt.Errorf("corpus: put %q %s: %w", group, ChunkName(span), err)
 	}
 	return nil
-}
-
-// writeAtomic writes data to final through a synced temp file in the same
-// directory, renamed into place; it syncs the directory, and root too when
-// it had to create the directory.
-func writeAtomic(root, final string, data []byte) error {
-	gdir := filepath.Dir(final)
-	err := os.Mkdir(gdir, 0o755)
-	created := err == nil
-	if err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	if created {
-		if err := syncDir(root); err != nil {
-			return err
-		}
-	}
-	tmp, err := os.CreateTemp(gdir, TempPrefix+filepath.Base(final)+"-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), final)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-		return err
-	}
-	return syncDir(gdir)
 }
 
 // Has implements Store.
@@ -309,7 +247,7 @@ func (d *Disk) Delete(group string, span lease.Span) error {
 		return nil
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = chunkfile.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		return fmt.Errorf("corpus: delete %q %s: %w", group, ChunkName(span), err)
@@ -337,7 +275,7 @@ func (d *Disk) Spans(group string) ([]lease.Span, error) {
 	}
 	spans := make([]lease.Span, 0, len(entries))
 	for _, e := range entries {
-		if sp, ok := parseChunkName(e.Name()); ok && e.Type().IsRegular() {
+		if sp, ok := chunkfile.ParseName(e.Name()); ok && e.Type().IsRegular() {
 			spans = append(spans, sp)
 		}
 	}
@@ -357,16 +295,3 @@ func (d *Disk) Close() error {
 
 // Dir is the corpus directory.
 func (d *Disk) Dir() string { return d.dir }
-
-// syncDir fsyncs a directory so the renames and removals in it are durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}

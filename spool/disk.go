@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/edgeindex/edgeindex/internal/chunkfile"
+
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -26,7 +28,7 @@ var (
 
 // TempPrefix begins the name of every file a store is still writing. Such a
 // file is never read; Open removes the ones a crash left behind.
-const TempPrefix = ".tmp-"
+const TempPrefix = chunkfile.TempPrefix
 
 // DefaultMaxBytes is the spool's size bound when Config.MaxBytes is 0.
 const DefaultMaxBytes int64 = 2 << 30
@@ -164,7 +166,7 @@ func (d *Disk) scan() error {
 				}
 				continue
 			}
-			span, ok := parseChunkName(f.Name())
+			span, ok := chunkfile.ParseName(f.Name())
 			if !ok || !f.Type().IsRegular() {
 				continue
 			}
@@ -193,34 +195,7 @@ func (d *Disk) add(id int64, span lease.Span, size int64) int64 {
 }
 
 // ChunkName is the file name of a span's chunk: "<from>-<to>.gz".
-func ChunkName(span lease.Span) string {
-	return strconv.FormatInt(span.From, 10) + "-" + strconv.FormatInt(span.To, 10) + ".gz"
-}
-
-func parseChunkName(name string) (lease.Span, bool) {
-	base, ok := strings.CutSuffix(name, ".gz")
-	if !ok {
-		return lease.Span{}, false
-	}
-	a, b, ok := strings.Cut(base, "-")
-	if !ok {
-		return lease.Span{}, false
-	}
-	from, err1 := strconv.ParseInt(a, 10, 64)
-	to, err2 := strconv.ParseInt(b, 10, 64)
-	span := lease.Span{From: from, To: to}
-	if err1 != nil || err2 != nil || checkSpan(span) != nil || ChunkName(span) != name {
-		return lease.Span{}, false
-	}
-	return span, true
-}
-
-func checkSpan(s lease.Span) error {
-	if s.From < 0 || s.From > s.To {
-		return lease.Invalidf("span %d-%d: want 0 <= from <= to", s.From, s.To)
-	}
-	return nil
-}
+func ChunkName(span lease.Span) string { return chunkfile.Name(span) }
 
 // ChunkPath is where a Disk spool in dir keeps the chunk of (rangeID, span).
 func ChunkPath(dir string, rangeID int64, span lease.Span) string {
@@ -233,7 +208,7 @@ func (d *Disk) rangeDir(id int64) string {
 
 // Put implements Store.
 func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
-	if err := checkSpan(span); err != nil {
+	if err := chunkfile.CheckSpan(span); err != nil {
 		return err
 	}
 	rdir := d.rangeDir(rangeID)
@@ -247,7 +222,7 @@ func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
 		d.mu.Unlock()
 		return ErrClosed
 	}
-	newDir, err := mkdir(rdir)
+	newDir, err := chunkfile.Mkdir(rdir)
 	var tmp *os.File
 	if err == nil {
 		tmp, err = os.CreateTemp(rdir, TempPrefix+ChunkName(span)+"-*")
@@ -257,13 +232,13 @@ func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
 		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
 	}
 	if newDir {
-		if err := syncDir(d.dir); err != nil {
+		if err := chunkfile.SyncDir(d.dir); err != nil {
 			_ = os.Remove(tmp.Name())
 			_ = tmp.Close()
 			return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
 		}
 	}
-	if err := writeSync(tmp, data); err != nil {
+	if err := chunkfile.WriteSync(tmp, data); err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
 	}
@@ -294,7 +269,7 @@ func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
 
 	// The rename is visible now; make it durable. A Drop may already have
 	// removed the directory, and then there is nothing left to sync.
-	if err := syncDir(rdir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := chunkfile.SyncDir(rdir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
 	}
 	return nil
@@ -327,7 +302,7 @@ func (d *Disk) Read(rangeID int64, span lease.Span) ([]byte, error) {
 
 // Open implements Store. The reader is an *os.File.
 func (d *Disk) Open(rangeID int64, span lease.Span) (io.ReadCloser, int64, error) {
-	if err := checkSpan(span); err != nil {
+	if err := chunkfile.CheckSpan(span); err != nil {
 		return nil, 0, err
 	}
 	d.mu.Lock()
@@ -360,7 +335,7 @@ func (d *Disk) Drop(rangeID int64) error {
 	}
 	err := os.RemoveAll(d.rangeDir(rangeID))
 	if err == nil {
-		err = syncDir(d.dir)
+		err = chunkfile.SyncDir(d.dir)
 	}
 	// Whatever RemoveAll managed, recount what is left of the range.
 	freed := d.forget(rangeID)
@@ -392,7 +367,7 @@ func (d *Disk) forget(id int64) int64 {
 
 // DropChunk implements Store.
 func (d *Disk) DropChunk(rangeID int64, span lease.Span) error {
-	if err := checkSpan(span); err != nil {
+	if err := chunkfile.CheckSpan(span); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -404,7 +379,7 @@ func (d *Disk) DropChunk(rangeID int64, span lease.Span) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		err = nil
 	} else if err == nil {
-		err = syncDir(d.rangeDir(rangeID))
+		err = chunkfile.SyncDir(d.rangeDir(rangeID))
 	}
 	if size, ok := d.chunks[rangeID][span]; ok {
 		if _, serr := os.Lstat(ChunkPath(d.dir, rangeID, span)); errors.Is(serr, fs.ErrNotExist) {
@@ -477,7 +452,7 @@ func (d *Disk) Notify() <-chan struct{} {
 
 // WaitChunk implements Store.
 func (d *Disk) WaitChunk(ctx context.Context, rangeID int64, span lease.Span) error {
-	if err := checkSpan(span); err != nil {
+	if err := chunkfile.CheckSpan(span); err != nil {
 		return err
 	}
 	for {
@@ -511,38 +486,4 @@ func (d *Disk) Close() error {
 	close(d.arrived)
 	close(d.room)
 	return nil
-}
-
-// mkdir creates dir if it is missing and reports whether it did.
-func mkdir(dir string) (bool, error) {
-	err := os.Mkdir(dir, 0o755)
-	if errors.Is(err, fs.ErrExist) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
-// writeSync writes data to f, syncs and closes it.
-func writeSync(f *os.File, data []byte) error {
-	_, err := f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// syncDir fsyncs a directory so the renames and removals in it are durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -57,8 +57,8 @@ func benchItems(prefix string, n int) []batch.Item {
 func BenchmarkLeaseCycle(b *testing.B) {
 	for _, be := range backends {
 		for _, mode := range []string{"store", "rawsql"} {
-			b.Run(be.name+"/"+mode, func(b *testing.B) {
-				s := benchStore(b, be.url(b), b.N+64, 100)
+			b.Run(be.Name+"/"+mode, func(b *testing.B) {
+				s := benchStore(b, be.URL(b), b.N+64, 100)
 				items := benchItems("k", 100)
 				var raw *rawCycle
 				if mode == "rawsql" {
@@ -221,8 +221,8 @@ func BenchmarkBatchIngest(b *testing.B) {
 	const n = 10_000
 	items := benchItems("item", n)
 	for _, be := range backends {
-		b.Run(be.name+"/store", func(b *testing.B) {
-			s := benchStore(b, be.url(b), b.N, n)
+		b.Run(be.Name+"/store", func(b *testing.B) {
+			s := benchStore(b, be.URL(b), b.N, n)
 			ctx := b.Context()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -236,11 +236,11 @@ func BenchmarkBatchIngest(b *testing.B) {
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "items/s")
 		})
-		if be.name != "postgres" {
+		if be.Name != "postgres" {
 			continue
 		}
-		b.Run(be.name+"/rawcopy", func(b *testing.B) {
-			s := benchStore(b, be.url(b), 1, n)
+		b.Run(be.Name+"/rawcopy", func(b *testing.B) {
+			s := benchStore(b, be.URL(b), 1, n)
 			ctx := b.Context()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

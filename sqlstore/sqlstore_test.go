@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/edgeindex/edgeindex/batch"
@@ -21,26 +20,9 @@ import (
 	"github.com/edgeindex/edgeindex/storetest"
 )
 
-func TestMain(m *testing.M) {
-	code := pgtest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// backends opens a new, empty store of each kind. Subtests are named after
-// the backend: .../sqlite/... and .../postgres/...
-var backends = []struct {
-	name string
-	url  func(t testing.TB) string
-}{
-	{"sqlite", func(t testing.TB) string { return "sqlite://" + filepath.Join(t.TempDir(), "edgeindex.db") }},
-	{"postgres", pgtest.URL},
-}
+var backends = pgtest.Backends
 
 func opener(url func(testing.TB) string) storetest.Open {
 	return func(t *testing.T, now func() time.Time) storetest.Backend {
@@ -59,9 +41,9 @@ func open(t testing.TB, url string, cfg sqlstore.Config) *sqlstore.Store {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			storetest.Run(t, opener(b.url))
+			storetest.Run(t, opener(b.URL))
 		})
 	}
 }
@@ -69,9 +51,9 @@ func TestConformance(t *testing.T) {
 func TestConcurrent(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			storetest.RunConcurrent(t, opener(b.url), storetest.ConcurrentConfig{})
+			storetest.RunConcurrent(t, opener(b.URL), storetest.ConcurrentConfig{})
 		})
 	}
 }
@@ -79,9 +61,9 @@ func TestConcurrent(t *testing.T) {
 func TestFencingRace(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			storetest.RunFencingRace(t, opener(b.url))
+			storetest.RunFencingRace(t, opener(b.URL))
 		})
 	}
 }
@@ -89,9 +71,9 @@ func TestFencingRace(t *testing.T) {
 func TestMigrationsOnce(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			url := b.url(t)
+			url := b.URL(t)
 			// Processes that start together: every Open migrates, none fails,
 			// and the schema is applied once.
 			var g errgroup.Group

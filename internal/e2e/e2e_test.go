@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/edgeindex/edgeindex/batch"
@@ -27,24 +24,9 @@ import (
 	"github.com/edgeindex/edgeindex/storetest"
 )
 
-func TestMain(m *testing.M) {
-	code := pgtest.Main(m)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
-var backends = []struct {
-	name string
-	url  func(t testing.TB) string
-}{
-	{"sqlite", func(t testing.TB) string { return "sqlite://" + filepath.Join(t.TempDir(), "edgeindex.db") }},
-	{"postgres", pgtest.URL},
-}
+var backends = pgtest.Backends
 
 const group = "alt.binaries.e2e"
 
@@ -179,9 +161,9 @@ func TestIndex(t *testing.T) {
 	t.Parallel()
 	const articles, rangeSize, chunkSize = 100_000, 5_000, 1_000
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			c := newCluster(t, b.url(t), articles, rangeSize, chunkSize)
+			c := newCluster(t, b.URL(t), articles, rangeSize, chunkSize)
 			ctx, cancel := context.WithCancel(t.Context())
 			var g errgroup.Group
 			workers := make([]*edge.Worker, 8)
@@ -241,9 +223,9 @@ func TestKilledWorkerResumed(t *testing.T) {
 	t.Parallel()
 	const articles, rangeSize, chunkSize = 4_000, 2_000, 500
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			c := newCluster(t, b.url(t), articles, rangeSize, chunkSize)
+			c := newCluster(t, b.URL(t), articles, rangeSize, chunkSize)
 			dead := abandon(t, c.client("killed"))
 			got, err := c.store.Range(t.Context(), dead.Range.ID)
 			require.NoError(t, err)
@@ -267,9 +249,9 @@ func TestKilledWorkerResumed(t *testing.T) {
 func TestPausedWorkerFenced(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends {
-		t.Run(b.name, func(t *testing.T) {
+		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			c := newCluster(t, b.url(t), 2_000, 2_000, 500)
+			c := newCluster(t, b.URL(t), 2_000, 2_000, 500)
 			paused := c.client("paused")
 			l := abandon(t, paused) // then it pauses past its TTL
 			c.clock.Advance(coordinator.DefaultLeaseTTL + time.Second)

@@ -28,6 +28,7 @@ import (
 	"testing"
 
 	_ "github.com/lib/pq" // the "postgres" driver
+	"go.uber.org/goleak"
 )
 
 var (
@@ -37,14 +38,34 @@ var (
 	stop     func()
 )
 
-// Main runs the tests of a package and then stops the throwaway cluster, if
-// one was started. Call it from TestMain.
-func Main(m *testing.M) int {
+// Main runs the tests of a package, stops the throwaway cluster if one was
+// started, checks that no goroutine leaked (goleak), and exits. Call it
+// from TestMain.
+func Main(m *testing.M) {
 	code := m.Run()
 	if stop != nil {
 		stop()
 	}
-	return code
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Backend names a database for tests and makes a new, empty one.
+type Backend struct {
+	Name string
+	URL  func(tb testing.TB) string
+}
+
+// Backends are every backend the stores run on: subtests named after them
+// read .../sqlite/... and .../postgres/...
+var Backends = []Backend{
+	{"sqlite", func(tb testing.TB) string { return "sqlite://" + filepath.Join(tb.TempDir(), "edgeindex.db") }},
+	{"postgres", URL},
 }
 
 // URL returns a connection URL whose search_path is a new, empty schema,
