@@ -114,7 +114,7 @@ func NewMain() *Main {
 // EDGEINDEX_ADMIN_TOKEN. Errors wrap ErrUsage, or are flag.ErrHelp for -h.
 func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("fleet-reader", flag.ContinueOnError)
-	fs.SetOutput(m.stderr())
+	fs.SetOutput(io.Discard) // errors are returned; only -h prints the usage
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: fleet-reader --coordinator URL [--coordinator URL ...] [--addr %s] [--keep %s]\n"+
 			"the admin token comes from %s\n", DefaultAddr, DefaultKeep, TokenEnv)
@@ -131,6 +131,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.DrainDelay, "drain-delay", m.DrainDelay, "how long /readyz answers 503 before shutting down (less than 2s)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(m.stderr())
+			fs.Usage()
 			return err
 		}
 		return usagef("%v", err)
@@ -224,7 +226,6 @@ func (m *Main) open() error {
 		// A redirect is answered as it is: the token goes to no other place.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	m.base, m.cancel = context.WithCancel(context.Background())
 
 	m.fleet, err = fleetcache.New(m.readFleet, (*fleetRead).allOK, fleetcache.Config{Keep: m.Keep, Timeout: m.Timeout, Now: m.Now})
 	if err != nil {
@@ -249,7 +250,11 @@ func (m *Main) open() error {
 		Now:             m.Now,
 		ErrorLog:        log.New(m.stderr(), "fleet-reader: http: ", log.LstdFlags),
 	})
-	return err
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err) // the only thing it can refuse here is Addr
+	}
+	m.base, m.cancel = context.WithCancel(context.Background())
+	return nil
 }
 
 // Run listens on Addr, then serves until ctx is done: /readyz turns 503 for
@@ -271,7 +276,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	addr, err := m.srv.Listen()
 	if err != nil {
-		return fmt.Errorf("fleet-reader: %w", err)
+		return err
 	}
 	names := make([]string, len(m.hosts))
 	for i, h := range m.hosts {

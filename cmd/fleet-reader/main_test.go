@@ -54,7 +54,7 @@ type coord struct {
 
 	fleetReqs atomic.Int64 // GET /v1/fleet
 	nodeReqs  atomic.Int64 // GET /v1/nodes/{name}
-	fail      atomic.Bool  // answer /v1/fleet with 500
+	fail      atomic.Bool  // answer both with 500
 	gate      atomic.Pointer[chan struct{}]
 }
 
@@ -75,19 +75,22 @@ func newCoord(t testing.TB) *coord {
 		switch {
 		case r.URL.Path == "/v1/fleet":
 			c.fleetReqs.Add(1)
-			if g := c.gate.Load(); g != nil {
-				select {
-				case <-*g:
-				case <-r.Context().Done():
-					return
-				}
-			}
-			if c.fail.Load() {
-				http.Error(w, `{"error": "the database is on fire"}`, http.StatusInternalServerError)
-				return
-			}
 		case strings.HasPrefix(r.URL.Path, "/v1/nodes/"):
 			c.nodeReqs.Add(1)
+		default:
+			srv.ServeHTTP(w, r)
+			return
+		}
+		if g := c.gate.Load(); g != nil {
+			select {
+			case <-*g:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if c.fail.Load() {
+			http.Error(w, `{"error": "the database is on fire"}`, http.StatusInternalServerError)
+			return
 		}
 		srv.ServeHTTP(w, r)
 	}))
@@ -97,7 +100,8 @@ func newCoord(t testing.TB) *coord {
 	return c
 }
 
-// hold makes GET /v1/fleet wait until the returned func is called.
+// hold makes GET /v1/fleet and /v1/nodes/{name} wait until the returned
+// func is called.
 func (c *coord) hold() (release func()) {
 	g := make(chan struct{})
 	c.gate.Store(&g)
@@ -177,7 +181,8 @@ type readerOptions struct {
 	token      string        // "" means adminToken
 	keep       time.Duration // 0 means 15 s
 	drainDelay time.Duration
-	realClock  bool // time.Now, not the injected clock
+	timeout    time.Duration // 0 means 5 s
+	realClock  bool          // time.Now, not the injected clock
 }
 
 func startReader(t testing.TB, o readerOptions) *reader {
@@ -194,6 +199,9 @@ func startReader(t testing.TB, o readerOptions) *reader {
 		m.Keep = o.keep
 	}
 	m.DrainDelay = o.drainDelay
+	if o.timeout != 0 {
+		m.Timeout = o.timeout
+	}
 	m.Stderr = io.Discard
 	if !o.realClock {
 		m.Now = rd.clock.Now
@@ -214,6 +222,9 @@ func startReader(t testing.TB, o readerOptions) *reader {
 	}
 	rd.client = &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(func() {
+		// Connections dialed but never used would hold the server's
+		// graceful shutdown until its deadline: close them first.
+		rd.client.CloseIdleConnections()
 		cancel()
 		require.NoError(t, <-rd.done)
 		require.NoError(t, m.Close())

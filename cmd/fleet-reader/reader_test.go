@@ -369,6 +369,27 @@ func TestSeatUpstreamFailures(t *testing.T) {
 	require.Contains(t, errorText(t, r), "refused the admin token")
 }
 
+// A coordinator that does not answer within --timeout is unreachable, and a
+// seat read of it is a 504.
+func TestTimeout(t *testing.T) {
+	t.Parallel()
+	a := newCoord(t)
+	a.populate("alt.binaries.a", "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.url}, timeout: 100 * time.Millisecond})
+	release := a.hold()
+	f, _ := rd.fleet()
+	require.Equal(t, StatusUnreachable, f.Hosts[0].Status)
+	require.Equal(t, "no answer within 100ms", f.Hosts[0].Detail)
+
+	r := rd.do("GET", "/v1/seat?key="+url.QueryEscape(a.host+"/edge-1"))
+	require.Equal(t, http.StatusGatewayTimeout, r.status, "%s", r.body)
+	require.Contains(t, errorText(t, r), "did not answer within 100ms")
+
+	release()
+	f, _ = rd.fleet()
+	require.Equal(t, StatusOK, f.Hosts[0].Status)
+}
+
 func TestReadyz(t *testing.T) {
 	t.Parallel()
 	a := newCoord(t)
@@ -634,6 +655,7 @@ func TestParseFlags(t *testing.T) {
 		func(m *Main) { m.DrainDelay = 2 * time.Second },
 		func(m *Main) { m.Token = "" },
 		func(m *Main) { m.Coordinators = nil },
+		func(m *Main) { m.Addr = "no-port" },
 	} {
 		m := NewMain()
 		m.Coordinators = []string{"http://127.0.0.1:1"}

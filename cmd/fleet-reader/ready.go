@@ -42,7 +42,7 @@ func (m *Main) ready(st fleetcache.ReadyState) any {
 // refused as not good says which hosts failed and why.
 func (m *Main) lastRead() (fleetcache.ReadInfo, bool) {
 	info, ok := m.fleet.LastRead()
-	if ok && !info.OK {
+	if ok && info.Error == fleetcache.ErrRejected.Error() {
 		if p := m.lastProblem.Load(); p != nil && *p != "" {
 			info.Error += ": " + *p
 		}
