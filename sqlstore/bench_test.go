@@ -120,8 +120,8 @@ func newRawCycle(s *sqlstore.Store) *rawCycle {
 func (r *rawCycle) q(s string) string {
 	s = strings.ReplaceAll(s, "{now}", r.now)
 	if r.postgres {
-		s = strings.ReplaceAll(s, "{skiplocked}", "FOR UPDATE SKIP LOCKED")
-		s = strings.ReplaceAll(s, "{forupdate}", "FOR UPDATE")
+		s = strings.ReplaceAll(s, "{skiplocked}", "FOR NO KEY UPDATE SKIP LOCKED")
+		s = strings.ReplaceAll(s, "{forupdate}", "FOR NO KEY UPDATE")
 		return sqlx.Rebind(sqlx.DOLLAR, s)
 	}
 	return strings.NewReplacer("{skiplocked}", "", "{forupdate}", "").Replace(s)

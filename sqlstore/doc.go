@@ -6,7 +6,7 @@
 // SQLite (sqlite://PATH) is the default and embedded, in pure Go: WAL, a busy
 // timeout, one writer connection with immediate transactions, and a pool of
 // read-only readers. PostgreSQL (postgres://...) uses sqlx and lib/pq; claims
-// use FOR UPDATE SKIP LOCKED, items go in with COPY, and migrations run under
+// use FOR NO KEY UPDATE SKIP LOCKED, items go in with COPY, and migrations run under
 // an advisory lock so processes that start together do not race.
 //
 // One clock decides expiry: Config.Now when set (tests inject it), otherwise

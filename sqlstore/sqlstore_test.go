@@ -148,3 +148,24 @@ func ExampleOpen() {
 	// 1 20000 2000 1
 	// 20001 <nil>
 }
+
+// A chunk claim being inserted holds a KEY SHARE lock on its range (the
+// foreign key check). A grant must not skip the range for it: that would
+// answer "no work" while the range waits.
+func TestGrantNotHiddenByClaims(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.URL(t), sqlstore.Config{})
+	ctx := t.Context()
+	_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 10})
+	require.NoError(t, err)
+	rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
+	require.NoError(t, err)
+	tx, err := s.DB().BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us) VALUES ($1, 1, 10, 'c', 0)`, rs[0].ID)
+	require.NoError(t, err)
+	l, err := s.Grant(ctx, "n", time.Minute)
+	require.NoError(t, err, "the range is granted while its chunk's claim is being written")
+	require.Equal(t, rs[0].ID, l.Range.ID)
+}

@@ -173,21 +173,25 @@ func TestIndex(t *testing.T) {
 				workers[i] = w
 				g.Go(func() error { return w.Run(ctx) })
 			}
-			c.waitDone(articles / rangeSize)
+			stats := func() edge.Stats {
+				var st edge.Stats
+				for _, w := range workers {
+					s := w.Stats()
+					st.Ranges += s.Ranges
+					st.Headers += s.Headers
+					st.Lost += s.Lost
+				}
+				return st
+			}
+			// The workers count a range once its finish is answered.
+			require.Eventually(t, func() bool { return stats().Ranges == articles/rangeSize }, 3*time.Minute, 20*time.Millisecond)
 			cancel()
 			err := g.Wait()
 			if err != nil {
 				require.ErrorIs(t, err, context.Canceled)
 			}
 			c.checkDone(articles, chunkSize)
-			var st edge.Stats
-			for _, w := range workers {
-				s := w.Stats()
-				st.Ranges += s.Ranges
-				st.Headers += s.Headers
-				st.Lost += s.Lost
-			}
-			require.Equal(t, int64(articles/rangeSize), st.Ranges)
+			st := stats()
 			require.Equal(t, int64(articles), st.Headers)
 			require.Zero(t, st.Lost)
 		})
