@@ -90,9 +90,9 @@ type dialect struct {
 
 var (
 	postgres = dialect{
-		name:      "postgres",
-		bind:      sqlx.DOLLAR,
-		now:       "COALESCE(CAST(? AS BIGINT), CAST(EXTRACT(EPOCH FROM now()) * 1000000 AS BIGINT))",
+		name: "postgres",
+		bind: sqlx.DOLLAR,
+		now:  "COALESCE(CAST(? AS BIGINT), CAST(EXTRACT(EPOCH FROM now()) * 1000000 AS BIGINT))",
 		// NO KEY UPDATE: these statements never change a key, and the
 		// weaker lock does not conflict with the KEY SHARE lock a foreign
 		// key check takes (a chunk claim or a batch row being inserted), so
