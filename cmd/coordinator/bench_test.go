@@ -28,7 +28,7 @@ func BenchmarkPipeline(b *testing.B) {
 			var indexing time.Duration // from the first worker's start to the last range done
 			for b.Loop() {
 				m := NewMain(io.Discard, io.Discard)
-				res, err := m.runDemo(b.Context(), b.TempDir(), benchArticles, 4, 20_000, io.Discard, newHandler)
+				res, err := m.runDemo(b.Context(), b.TempDir(), benchArticles, 4, 10_000, io.Discard, newHandler)
 				m.Close()
 				require.NoError(b, err)
 				require.Equal(b, int64(benchArticles), res.Headers)
