@@ -169,6 +169,10 @@ func (s *streamer) sendAll(ctx context.Context, spans []lease.Span, files []open
 		if err := s.w.ChunkFrom(spans[i].From, spans[i].To, f.rc, f.n); err != nil {
 			return err
 		}
+		// Nothing is buffered here; Flush lets the caller bound each write.
+		if err := s.cfg.Flush(); err != nil {
+			return err
+		}
 		if err := s.renew(ctx); err != nil {
 			return err
 		}
