@@ -448,6 +448,13 @@ func TestLanes(t *testing.T) {
 		require.Greater(t, l2.Token, l.Token, "the range in progress goes to the new holder with a new token")
 		r = h.do("GET", snap, h.token2, gl2.Token, nil)
 		require.Equal(t, gz(t, "window at 50"), r.body, "the snapshot survives the change of hands")
+		// The old holder, fenced out, uploads its window at 50 again: refused,
+		// and the current snapshot (of its own old grant) is not lost.
+		r = h.do("PUT", snap+"&next=50", h.token, gl.Token, bytes.NewReader(gz(t, "window at 50")))
+		require.Equal(t, http.StatusConflict, r.status)
+		r = h.do("GET", snap, h.token2, gl2.Token, nil)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		require.Equal(t, gz(t, "window at 50"), r.body)
 	})
 }
 

@@ -90,10 +90,11 @@ func (s *Server) handleLaneRelease(w http.ResponseWriter, r *http.Request, n str
 }
 
 // handlePutSnapshot stores a lane's window state. The bytes go to a file
-// named after the grant's token first (temporary file, fsync, rename), then
-// the fenced metadata update makes them current, then older files go. A
-// crash leaves the old snapshot or the new one, never half of one, and a
-// fenced-out holder's file never becomes current.
+// named after the snapshot's next and the grant's token first (temporary
+// file, fsync, rename), then the fenced metadata update makes them current,
+// then the lane's other files go. A crash leaves the old snapshot or the new
+// one, never half of one, and a fenced-out holder's file never becomes
+// current.
 func (s *Server) handlePutSnapshot(w http.ResponseWriter, r *http.Request, n string) error {
 	id, ln, f, err := laneCall(r, n)
 	if err != nil {
@@ -117,7 +118,8 @@ func (s *Server) handlePutSnapshot(w http.ResponseWriter, r *http.Request, n str
 	if err := checkGzip(body); err != nil {
 		return err
 	}
-	// The fence is checked before the file is written, and again with the write.
+	// Refuse a stale holder before writing anything; the write itself is
+	// fenced again below.
 	if _, err := s.cfg.Store.Snapshot(r.Context(), id, ln, f); err != nil && !errors.Is(err, lease.ErrNotFound) {
 		return err
 	}
@@ -125,8 +127,10 @@ func (s *Server) handlePutSnapshot(w http.ResponseWriter, r *http.Request, n str
 	if err := s.snaps.write(id, ln, snap, body); err != nil {
 		return err
 	}
+	// A refused upload's file is left for the lane's next snapshot to prune,
+	// never removed here: a holder fenced out between the check above and
+	// this write may share the current file's name (the same next and grant).
 	if err := s.cfg.Store.PutSnapshot(r.Context(), id, ln, f, snap); err != nil {
-		s.snaps.remove(id, ln, snap)
 		return err
 	}
 	s.snaps.prune(id, ln, snap)

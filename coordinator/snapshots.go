@@ -52,10 +52,6 @@ func (f snapshotFiles) open(group int64, ln lease.Lane, s grouplease.Snapshot) (
 	return file, nil
 }
 
-func (f snapshotFiles) remove(group int64, ln lease.Lane, s grouplease.Snapshot) {
-	os.Remove(f.path(group, ln, s))
-}
-
 // prune removes the lane's files other than the current one.
 func (f snapshotFiles) prune(group int64, ln lease.Lane, cur grouplease.Snapshot) {
 	keep := filepath.Base(f.path(group, ln, cur))

@@ -227,7 +227,7 @@ func (s *streamer) renew(ctx context.Context) error {
 
 // open opens the chunk in the corpus or the spool; nil when neither has it.
 func (s *streamer) open(r lease.Range, span lease.Span) (io.ReadCloser, int64, error) {
-	if s.cfg.Corpus != nil && s.cfg.Corpus.Has(r.Group, span) {
+	if s.cfg.Corpus != nil {
 		rc, n, err := s.cfg.Corpus.Open(r.Group, span)
 		if !errors.Is(err, corpus.ErrNotFound) {
 			return rc, n, err

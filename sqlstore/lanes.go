@@ -244,6 +244,9 @@ func (s *Store) Snapshot(ctx context.Context, groupID int64, lane lease.Lane, f 
 // Lanes implements grouplease.Store.
 func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatus, error) {
 	query := "SELECT " + laneCols + " FROM lanes"
+	countQuery := `SELECT group_id, lane, state, COUNT(*) AS n,
+		CASE WHEN state = 'done' THEN MAX(end_n) + 1 ELSE MIN(next_n) END AS next_n
+		FROM ranges`
 	var args []any
 	if group != "" {
 		g, err := s.Group(ctx, group)
@@ -251,6 +254,7 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 			return nil, fmt.Errorf("lanes: %w", err)
 		}
 		query += " WHERE group_id = ?"
+		countQuery += " WHERE group_id = ?"
 		args = append(args, g.ID)
 	}
 	var rows []laneRow
@@ -271,9 +275,7 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 	// Counts by state, and the lane's next: the head range's next, or one
 	// past the last range when every range is done.
 	var counts []agg
-	if err := s.rdb.SelectContext(ctx, &counts, `SELECT group_id, lane, state, COUNT(*) AS n,
-		CASE WHEN state = 'done' THEN MAX(end_n) + 1 ELSE MIN(next_n) END AS next_n
-		FROM ranges GROUP BY group_id, lane, state`); err != nil {
+	if err := s.rdb.SelectContext(ctx, &counts, s.q(countQuery+" GROUP BY group_id, lane, state"), args...); err != nil {
 		return nil, fmt.Errorf("lanes: %w", err)
 	}
 	byLane := map[key]map[lease.State]int64{}

@@ -245,8 +245,7 @@ func (s *Store) Check(ctx context.Context, rangeID int64, f lease.Fence) (lease.
 	if !r.held(f) {
 		return lease.Lease{}, leaseLost("check", r, f)
 	}
-	var ttl time.Duration
-	return s.toLease(ctx, s.db, r, ttl)
+	return s.toLease(ctx, s.db, r, 0) // the TTL is not stored per range
 }
 
 // Range returns one range by id, or lease.ErrNotFound.

@@ -726,17 +726,22 @@ func testRangesList(t *testing.T, e *env) {
 	require.ErrorIs(t, err, lease.ErrNotFound)
 }
 
-// feed reads the results feed page by page until it has want items, then
-// checks that nothing more comes. A backend may show an item only once no
-// transaction that could precede it is running (PostgreSQL's feed does), so
-// an empty page before want is polled again, within a bound.
 func (e *env) feed(t *testing.T, group string, limit, want int) []batch.Stored {
+	t.Helper()
+	return ReadFeed(t, e.Backend, group, limit, want)
+}
+
+// ReadFeed reads a store's results feed page by page until it has want
+// items, then checks that nothing more comes. A backend may show an item
+// only once no transaction that could precede it is running (PostgreSQL's
+// feed does), so an empty page before want is polled again, within a bound.
+func ReadFeed(t *testing.T, s batch.Store, group string, limit, want int) []batch.Stored {
 	t.Helper()
 	var all []batch.Stored
 	cursor := ""
 	deadline := time.Now().Add(30 * time.Second)
 	for len(all) < want {
-		p, err := e.Results(e.ctx, batch.Query{Group: group, After: cursor, Limit: limit})
+		p, err := s.Results(t.Context(), batch.Query{Group: group, After: cursor, Limit: limit})
 		require.NoError(t, err)
 		require.LessOrEqual(t, len(p.Results), limit)
 		if len(p.Results) == 0 {
@@ -748,7 +753,7 @@ func (e *env) feed(t *testing.T, group string, limit, want int) []batch.Stored {
 		all = append(all, p.Results...)
 		cursor = p.Next
 	}
-	p, err := e.Results(e.ctx, batch.Query{Group: group, After: cursor, Limit: limit})
+	p, err := s.Results(t.Context(), batch.Query{Group: group, After: cursor, Limit: limit})
 	require.NoError(t, err)
 	require.Empty(t, p.Results, "the feed has no more than was stored")
 	return all

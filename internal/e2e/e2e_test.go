@@ -102,29 +102,13 @@ func chunkKeys() edge.Handler {
 	})
 }
 
-// feed reads every item of the results feed, polling until it has want.
+// feed counts the keys of the results feed, which has want items.
 func (c *cluster) feed(want int) map[string]int {
 	c.t.Helper()
 	seen := map[string]int{}
-	cursor, got := "", 0
-	deadline := time.Now().Add(30 * time.Second)
-	for got < want {
-		p, err := c.store.Results(c.t.Context(), batch.Query{Group: group, After: cursor, Limit: 1000})
-		require.NoError(c.t, err)
-		if len(p.Results) == 0 {
-			require.True(c.t, time.Now().Before(deadline), "the feed shows %d of %d items", got, want)
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		for _, it := range p.Results {
-			seen[it.Key]++
-		}
-		got += len(p.Results)
-		cursor = p.Next
+	for _, it := range storetest.ReadFeed(c.t, c.store, group, 1000, want) {
+		seen[it.Key]++
 	}
-	p, err := c.store.Results(c.t.Context(), batch.Query{Group: group, After: cursor})
-	require.NoError(c.t, err)
-	require.Empty(c.t, p.Results, "no more items than were stored")
 	return seen
 }
 
