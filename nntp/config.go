@@ -1,0 +1,246 @@
+package nntp
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults for the zero values of Config.
+const (
+	DefaultPort           = "119"
+	DefaultTLSPort        = "563"
+	DefaultMaxConns       = 4
+	DefaultTimeout        = 60 * time.Second
+	DefaultDialBackoff    = 250 * time.Millisecond
+	DefaultMaxDialBackoff = 30 * time.Second
+)
+
+// The environment variables ParseURL reads credentials from when the URL
+// has none.
+const (
+	EnvUser = "EDGEINDEX_NNTP_USER"
+	EnvPass = "EDGEINDEX_NNTP_PASS"
+)
+
+// StartTLSMode says what a plain connection does with STARTTLS.
+type StartTLSMode int
+
+const (
+	// StartTLSAuto upgrades when CAPABILITIES lists STARTTLS. A failed
+	// upgrade is an error, never a silent fall back to plain text.
+	StartTLSAuto StartTLSMode = iota
+	// StartTLSOff never sends STARTTLS.
+	StartTLSOff
+	// StartTLSRequire fails with ErrTLSUnavailable unless the connection
+	// is upgraded.
+	StartTLSRequire
+)
+
+func (m StartTLSMode) String() string {
+	switch m {
+	case StartTLSAuto:
+		return "auto"
+	case StartTLSOff:
+		return "off"
+	case StartTLSRequire:
+		return "require"
+	}
+	return "StartTLSMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Config configures a Source. The zero value of every field but Addr means
+// its default. Its String never shows the password.
+type Config struct {
+	// Addr is the server's host:port.
+	Addr string
+	// TLS dials with TLS from the start (nntps).
+	TLS bool
+	// StartTLS is what a plain connection does with STARTTLS; see
+	// StartTLSMode. Ignored when TLS is set.
+	StartTLS StartTLSMode
+	// TLSConfig is used for TLS and STARTTLS; nil means a default one whose
+	// ServerName is Addr's host.
+	TLSConfig *tls.Config
+	// User and Pass, when User is set, are sent with AUTHINFO USER/PASS
+	// right after connecting (and again if the server answers 480).
+	User, Pass string
+	// Compress asks for XFEATURE COMPRESS GZIP; responses are compressed
+	// when the server accepts (290).
+	Compress bool
+	// MaxConns is the most connections open at once. Default 4.
+	MaxConns int
+	// Timeout bounds every read and write on a connection, and dialling
+	// with the handshake. Default 60s.
+	Timeout time.Duration
+	// DialBackoff is the wait before dialling again after one failed dial;
+	// it doubles, with jitter, with each consecutive failure up to
+	// MaxDialBackoff. Defaults 250ms and 30s.
+	DialBackoff, MaxDialBackoff time.Duration
+}
+
+// String shows the configuration with the password replaced.
+func (c Config) String() string {
+	pass := ""
+	if c.Pass != "" {
+		pass = "<redacted>"
+	}
+	return fmt.Sprintf("nntp.Config{Addr:%q TLS:%t StartTLS:%s User:%q Pass:%q Compress:%t MaxConns:%d Timeout:%s DialBackoff:%s MaxDialBackoff:%s}",
+		c.Addr, c.TLS, c.StartTLS, c.User, pass, c.Compress, c.MaxConns, c.Timeout, c.DialBackoff, c.MaxDialBackoff)
+}
+
+// GoString is String, so %#v does not show the password either.
+func (c Config) GoString() string { return c.String() }
+
+// Validate reports whether c can be used, with its defaults filled in. It
+// does not change c.
+func (c Config) Validate() error {
+	_, err := c.withDefaults()
+	return err
+}
+
+// withDefaults returns a copy of c with its defaults filled in, or an error
+// saying what is wrong.
+func (c Config) withDefaults() (Config, error) {
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil || host == "" || port == "" {
+		return c, fmt.Errorf("%w: address %q: want host:port", ErrBadURL, c.Addr)
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = DefaultMaxConns
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.DialBackoff == 0 {
+		c.DialBackoff = DefaultDialBackoff
+	}
+	if c.MaxDialBackoff == 0 {
+		c.MaxDialBackoff = DefaultMaxDialBackoff
+	}
+	switch {
+	case c.MaxConns < 0:
+		return c, fmt.Errorf("%w: MaxConns %d is negative", ErrBadURL, c.MaxConns)
+	case c.Timeout < 0 || c.DialBackoff < 0 || c.MaxDialBackoff < 0:
+		return c, fmt.Errorf("%w: a negative duration", ErrBadURL)
+	case c.StartTLS < StartTLSAuto || c.StartTLS > StartTLSRequire:
+		return c, fmt.Errorf("%w: StartTLS mode %d", ErrBadURL, int(c.StartTLS))
+	case c.Pass != "" && c.User == "":
+		return c, fmt.Errorf("%w: a password without a user", ErrBadURL)
+	case strings.ContainsAny(c.User+c.Pass, "\r\n"):
+		return c, fmt.Errorf("%w: the user or password holds a line break", ErrBadURL)
+	}
+	tc := c.TLSConfig
+	if tc == nil {
+		tc = &tls.Config{}
+	}
+	tc = tc.Clone()
+	if tc.ServerName == "" {
+		tc.ServerName = host
+	}
+	c.TLSConfig = tc
+	return c, nil
+}
+
+// ParseURL parses nntp://[user:pass@]host[:port] (port 119 by default) or
+// nntps://... (TLS from the start, port 563). When the URL has no user, or
+// no password, they come from EDGEINDEX_NNTP_USER and EDGEINDEX_NNTP_PASS.
+// Query parameters:
+//
+//	starttls=1|0     require STARTTLS, or never send it (default: use it when offered)
+//	compress=1|0     ask for XFEATURE COMPRESS GZIP
+//	conns=N          MaxConns
+//	timeout=30s      Timeout
+//
+// An error wraps ErrBadURL and says in one sentence what is wrong; it never
+// holds the password.
+func ParseURL(raw string) (Config, error) {
+	var c Config
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url's error quotes the whole URL, password included.
+		return c, fmt.Errorf("%w: the source URL does not parse; want nntp://[user:pass@]host[:port]", ErrBadURL)
+	}
+	port := DefaultPort
+	switch strings.ToLower(u.Scheme) {
+	case "nntp":
+	case "nntps":
+		c.TLS, port = true, DefaultTLSPort
+	default:
+		return c, fmt.Errorf("%w: scheme %q: want nntp:// or nntps://", ErrBadURL, u.Scheme)
+	}
+	if u.Opaque != "" || u.Host == "" {
+		return c, fmt.Errorf("%w: no host: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
+	}
+	if u.Path != "" && u.Path != "/" {
+		return c, fmt.Errorf("%w: unexpected path %q: want %s://[user:pass@]host[:port]", ErrBadURL, u.Path, u.Scheme)
+	}
+	if u.Fragment != "" {
+		return c, fmt.Errorf("%w: unexpected fragment", ErrBadURL)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return c, fmt.Errorf("%w: no host: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return c, fmt.Errorf("%w: port %q: want 1..65535", ErrBadURL, p)
+		}
+		port = p
+	}
+	c.Addr = net.JoinHostPort(host, port)
+	if u.User != nil {
+		c.User = u.User.Username()
+		c.Pass, _ = u.User.Password()
+	}
+	if c.User == "" {
+		c.User = os.Getenv(EnvUser)
+	}
+	if c.Pass == "" && c.User != "" {
+		c.Pass = os.Getenv(EnvPass)
+	}
+	for k, vs := range u.Query() {
+		v := vs[len(vs)-1]
+		switch k {
+		case "starttls":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, fmt.Errorf("%w: starttls=%q: want 1 or 0", ErrBadURL, v)
+			}
+			c.StartTLS = StartTLSOff
+			if b {
+				c.StartTLS = StartTLSRequire
+			}
+		case "compress":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return c, fmt.Errorf("%w: compress=%q: want 1 or 0", ErrBadURL, v)
+			}
+			c.Compress = b
+		case "conns":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return c, fmt.Errorf("%w: conns=%q: want a whole number of at least 1", ErrBadURL, v)
+			}
+			c.MaxConns = n
+		case "timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return c, fmt.Errorf("%w: timeout=%q: want a positive duration such as 30s", ErrBadURL, v)
+			}
+			c.Timeout = d
+		default:
+			return c, fmt.Errorf("%w: unknown parameter %q: want starttls, compress, conns or timeout", ErrBadURL, k)
+		}
+	}
+	if _, err := c.withDefaults(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}

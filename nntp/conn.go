@@ -1,0 +1,577 @@
+package nntp
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/textproto"
+	"strings"
+	"time"
+
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+// readBufSize is the size of a connection's read buffer: lines shorter than
+// it are handed on straight from the buffer, with no copy.
+const readBufSize = 64 << 10
+
+// deadlineConn sets a deadline of timeout before every read and every
+// write, so a server that stalls fails the call instead of hanging it.
+type deadlineConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (d *deadlineConn) Read(p []byte) (int, error) {
+	if err := d.Conn.SetReadDeadline(time.Now().Add(d.timeout)); err != nil {
+		return 0, err
+	}
+	return d.Conn.Read(p)
+}
+
+func (d *deadlineConn) Write(p []byte) (int, error) {
+	if err := d.Conn.SetWriteDeadline(time.Now().Add(d.timeout)); err != nil {
+		return 0, err
+	}
+	return d.Conn.Write(p)
+}
+
+// conn is one connection to the server, used by one goroutine at a time.
+type conn struct {
+	cfg      *Config
+	tcp      net.Conn // the socket, closed to abort a call
+	r        *bufio.Reader
+	tp       *textproto.Reader
+	w        *bufio.Writer
+	caps     Capabilities // nil when CAPABILITIES was refused
+	tls      bool         // the connection is encrypted
+	compress bool         // XFEATURE COMPRESS GZIP was accepted
+	group    string       // the group GROUP last selected
+	broken   bool         // an I/O error, a timeout or a desync: never reuse
+	used     bool         // it went back to the pool once
+	authed   bool         // AUTHINFO succeeded
+	replied  bool         // a status line was read since the pool handed it out
+
+	zr    io.ReadCloser // the zlib reader, reset per compressed response
+	gzr   *gzip.Reader  // the gzip reader, likewise
+	zbuf  *bufio.Reader // buffers the inflated stream
+	long  []byte        // a line longer than the read buffer
+	lines   int         // lines read from the last block
+	skipped int         // lines too long to keep in the last block
+}
+
+// dial connects, reads the greeting, and negotiates: CAPABILITIES, MODE
+// READER when the server needs it, STARTTLS, AUTHINFO and XFEATURE
+// COMPRESS GZIP. ctx aborts it by closing the socket.
+func dial(ctx context.Context, cfg *Config) (_ *conn, err error) {
+	d := net.Dialer{Timeout: cfg.Timeout}
+	tcp, err := d.DialContext(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("nntp: connect to %s: %w", cfg.Addr, err)
+	}
+	c := &conn{cfg: cfg, tcp: tcp}
+	stop := context.AfterFunc(ctx, func() { tcp.Close() })
+	defer func() {
+		if !stop() && err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			tcp.Close()
+			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+				err = fmt.Errorf("nntp: connect to %s: %w (%w)", cfg.Addr, ctx.Err(), err)
+			}
+		}
+	}()
+	var rw net.Conn = &deadlineConn{Conn: tcp, timeout: cfg.Timeout}
+	if cfg.TLS {
+		tc := tls.Client(rw, cfg.TLSConfig)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, fmt.Errorf("nntp: TLS with %s: %w", cfg.Addr, err)
+		}
+		rw, c.tls = tc, true
+	}
+	c.setRW(rw)
+	if err := c.handshake(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *conn) setRW(rw io.ReadWriter) {
+	c.r = bufio.NewReaderSize(rw, readBufSize)
+	c.tp = textproto.NewReader(c.r)
+	c.w = bufio.NewWriterSize(rw, 4096)
+}
+
+func (c *conn) Close() error { return c.tcp.Close() }
+
+func (c *conn) handshake() error {
+	line, err := c.readLine()
+	if err != nil {
+		return fmt.Errorf("nntp: greeting from %s: %w", c.cfg.Addr, err)
+	}
+	code, text, err := parseStatus(line)
+	if err != nil {
+		return fmt.Errorf("nntp: greeting from %s: %w", c.cfg.Addr, err)
+	}
+	switch code {
+	case 200, 201:
+	case 400, 502:
+		return c.replyErr("connect", code, text, ErrRefused)
+	default:
+		return c.replyErr("connect", code, text, nil)
+	}
+	if err := c.capabilities(); err != nil {
+		return err
+	}
+	if c.caps == nil || c.caps.Has("MODE-READER") || !c.caps.Has("READER") {
+		if err := c.modeReader(); err != nil {
+			return err
+		}
+	}
+	if !c.tls && c.cfg.StartTLS != StartTLSOff {
+		if err := c.startTLS(); err != nil {
+			return err
+		}
+	}
+	if c.cfg.User != "" && !c.authed {
+		if err := c.auth(); err != nil {
+			return err
+		}
+	}
+	if c.cfg.Compress {
+		code, _, err := c.cmd("XFEATURE", "XFEATURE COMPRESS GZIP")
+		if err != nil {
+			return err
+		}
+		c.compress = code == 290
+	}
+	return nil
+}
+
+// capabilities reads the CAPABILITIES list into c.caps; a server that
+// refuses it (500, 480, 502...) leaves c.caps nil.
+func (c *conn) capabilities() error {
+	code, _, err := c.send("CAPABILITIES", "CAPABILITIES")
+	if err != nil {
+		return err
+	}
+	if code != 101 {
+		c.caps = nil
+		return nil
+	}
+	var lines []string
+	err = c.readPlain(func(l []byte) error {
+		if len(lines) > 1000 {
+			return fmt.Errorf("%w: more than 1000 capabilities", ErrProtocol)
+		}
+		lines = append(lines, string(l))
+		return nil
+	})
+	if err != nil {
+		c.broken = true
+		return fmt.Errorf("nntp: CAPABILITIES: %w", err)
+	}
+	caps, err := parseCapabilities(lines)
+	if err != nil {
+		return fmt.Errorf("nntp: CAPABILITIES: %w", err)
+	}
+	c.caps = caps
+	return nil
+}
+
+func (c *conn) modeReader() error {
+	code, text, err := c.cmd("MODE READER", "MODE READER")
+	if err != nil {
+		return err
+	}
+	switch code {
+	case 200, 201:
+		return c.capabilities()
+	case 500, 501: // a server that is always a reader
+		return nil
+	case 502:
+		return c.replyErr("MODE READER", code, text, ErrRefused)
+	}
+	return c.replyErr("MODE READER", code, text, nil)
+}
+
+func (c *conn) startTLS() error {
+	if c.caps == nil || !c.caps.Has("STARTTLS") {
+		if c.cfg.StartTLS == StartTLSRequire {
+			return fmt.Errorf("nntp: %s: %w: the server does not offer it", c.cfg.Addr, ErrTLSUnavailable)
+		}
+		return nil
+	}
+	code, text, err := c.send("STARTTLS", "STARTTLS")
+	if err != nil {
+		return err
+	}
+	if code != 382 {
+		if c.cfg.StartTLS == StartTLSRequire {
+			return c.replyErr("STARTTLS", code, text, ErrTLSUnavailable)
+		}
+		return nil
+	}
+	if c.r.Buffered() > 0 {
+		return fmt.Errorf("nntp: STARTTLS: %w: data before the TLS handshake", ErrProtocol)
+	}
+	tc := tls.Client(&deadlineConn{Conn: c.tcp, timeout: c.cfg.Timeout}, c.cfg.TLSConfig)
+	if err := tc.Handshake(); err != nil {
+		return fmt.Errorf("nntp: STARTTLS with %s: %w", c.cfg.Addr, err)
+	}
+	c.setRW(tc)
+	c.tls = true
+	return c.capabilities() // RFC 4642: the list may change
+}
+
+// auth sends AUTHINFO USER and, on 381, AUTHINFO PASS.
+func (c *conn) auth() error {
+	code, text, err := c.send("AUTHINFO", "AUTHINFO USER "+c.cfg.User)
+	if err != nil {
+		return err
+	}
+	if code == 381 {
+		code, text, err = c.send("AUTHINFO", "AUTHINFO PASS "+c.cfg.Pass)
+		if err != nil {
+			return err
+		}
+	}
+	switch code {
+	case 281:
+		c.authed = true
+		return nil
+	case 481, 482, 502:
+		return c.replyErr("AUTHINFO", code, text, ErrAuthFailed)
+	}
+	return c.replyErr("AUTHINFO", code, text, nil)
+}
+
+// cmd sends line and reads the status, authenticating and sending it again
+// once if the server answers 480 and credentials are configured. A 480
+// without credentials, 483, and codes the caller does not expect are for
+// the caller to turn into an error with replyErr.
+func (c *conn) cmd(verb, line string) (int, string, error) {
+	code, text, err := c.send(verb, line)
+	if err == nil && code == 480 && c.cfg.User != "" {
+		if err := c.auth(); err != nil {
+			return 0, "", err
+		}
+		code, text, err = c.send(verb, line)
+	}
+	return code, text, err
+}
+
+// send writes one command line and reads the status line.
+func (c *conn) send(verb, line string) (int, string, error) {
+	c.w.WriteString(line)
+	c.w.WriteString("\r\n")
+	if err := c.w.Flush(); err != nil {
+		c.broken = true
+		return 0, "", fmt.Errorf("nntp: %s: %w", verb, err)
+	}
+	s, err := c.readLine()
+	if err != nil {
+		return 0, "", fmt.Errorf("nntp: %s: %w", verb, err)
+	}
+	c.replied = true
+	code, text, err := parseStatus(s)
+	if err != nil {
+		c.broken = true
+		return 0, "", fmt.Errorf("nntp: %s: %w", verb, err)
+	}
+	return code, text, nil
+}
+
+// readLine reads a status line, refusing one longer than maxReplyLine.
+func (c *conn) readLine() (string, error) {
+	var long []byte
+	for {
+		b, err := c.r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) || (err == nil && long != nil) {
+			long = append(long, b...)
+			if len(long) > maxReplyLine {
+				c.broken = true
+				return "", fmt.Errorf("%w: status line longer than %d bytes", ErrProtocol, maxReplyLine)
+			}
+			if err != nil {
+				continue
+			}
+			b = long
+		}
+		if err != nil {
+			c.broken = true
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return "", err
+		}
+		if len(b) > maxReplyLine {
+			c.broken = true
+			return "", fmt.Errorf("%w: status line longer than %d bytes", ErrProtocol, maxReplyLine)
+		}
+		b = bytes.TrimSuffix(b[:len(b)-1], []byte{'\r'})
+		return string(b), nil
+	}
+}
+
+// replyErr is the error for an unexpected reply. A 480 or 483 maps to its
+// sentinel whatever the command. Replies that leave the connection in a
+// known state (no such group, no article) keep it; the rest drop it.
+func (c *conn) replyErr(verb string, code int, text string, sentinel error) error {
+	switch code {
+	case 411:
+		sentinel = ErrNoSuchGroup
+	case 480:
+		sentinel = ErrAuthRequired
+	case 483:
+		sentinel = ErrEncryptionRequired
+	}
+	switch code {
+	case 411, 412, 420, 423, 430:
+	default:
+		c.broken = true
+	}
+	if p := c.cfg.Pass; p != "" {
+		text = strings.ReplaceAll(text, p, "<redacted>")
+	}
+	return &ProtocolError{Cmd: verb, Code: code, Text: text, Err: sentinel}
+}
+
+// selectGroup sends GROUP unless name is already selected, or always when
+// force is set, and returns the reply (zero when not sent).
+func (c *conn) selectGroup(name string, force bool) (GroupInfo, error) {
+	if !force && c.group == name {
+		return GroupInfo{}, nil
+	}
+	if name == "" || strings.ContainsAny(name, " \t\r\n") {
+		return GroupInfo{}, fmt.Errorf("%w: group %q: not a valid group name", ErrNoSuchGroup, name)
+	}
+	c.group = ""
+	code, text, err := c.cmd("GROUP", "GROUP "+name)
+	if err != nil {
+		return GroupInfo{}, err
+	}
+	if code != 211 {
+		return GroupInfo{}, c.replyErr("GROUP", code, text, nil)
+	}
+	g, err := parseGroup(text)
+	if err != nil {
+		c.broken = true
+		return GroupInfo{}, fmt.Errorf("nntp: GROUP %s: %w", name, err)
+	}
+	c.group = name
+	return g, nil
+}
+
+// over sends OVER (or XOVER when xover is set) for from-to in the selected
+// group and calls fn with each line of the response, dot-unstuffed,
+// without its line ending. fn's slice is only valid until it returns. An
+// empty range (423, 420, or an empty block) calls fn never and returns nil.
+// It returns errUnknownCommand when the server answers 500.
+func (c *conn) over(xover bool, from, to int64, fn func([]byte) error) error {
+	verb := "OVER"
+	if xover {
+		verb = "XOVER"
+	}
+	code, text, err := c.cmd(verb, fmt.Sprintf("%s %d-%d", verb, from, to))
+	if err != nil {
+		return err
+	}
+	switch code {
+	case 224:
+	case 423, 420:
+		return nil
+	case 500:
+		if !xover {
+			return errUnknownCommand
+		}
+		return c.replyErr(verb, code, text, nil)
+	default:
+		return c.replyErr(verb, code, text, nil)
+	}
+	c.lines, c.skipped = 0, 0
+	if err := c.readBody(text, fn); err != nil {
+		c.broken = true
+		return fmt.Errorf("nntp: %s %d-%d: %w", verb, from, to, err)
+	}
+	return nil
+}
+
+var errUnknownCommand = errors.New("unknown command")
+
+// readBody reads a multi-line block, inflating it first when compression
+// was accepted and the block starts like a zlib (0x78) or gzip (0x1f 0x8b)
+// stream. Servers put the terminating ".\r\n" inside the compressed data
+// (XFEATURE COMPRESS GZIP TERMINATOR, and most servers for plain GZIP) or
+// after it; both are read.
+func (c *conn) readBody(status string, fn func([]byte) error) error {
+	if !c.compress {
+		return c.readPlain(fn)
+	}
+	head, err := c.r.Peek(2)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	marked := strings.Contains(strings.ToUpper(status), "COMPRESS=GZIP")
+	if !marked && head[0] != 0x1f && head[0] != 0x78 {
+		return c.readPlain(fn) // the server sent this one plain
+	}
+	var zr io.Reader
+	switch {
+	case head[0] == 0x1f && head[1] == 0x8b:
+		if c.gzr == nil {
+			c.gzr = new(gzip.Reader)
+		}
+		if err := c.gzr.Reset(c.r); err != nil {
+			return fmt.Errorf("%w: compressed response: %w", ErrProtocol, err)
+		}
+		c.gzr.Multistream(false) // never read past the member: the terminator may follow
+		zr = c.gzr
+	default: // zlib
+		if c.zr == nil {
+			c.zr, err = zlib.NewReader(c.r)
+		} else {
+			err = c.zr.(zlib.Resetter).Reset(c.r, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: compressed response: %w", ErrProtocol, err)
+		}
+		zr = c.zr
+	}
+	if c.zbuf == nil {
+		c.zbuf = bufio.NewReaderSize(zr, readBufSize)
+	} else {
+		c.zbuf.Reset(zr)
+	}
+	err = c.readBlock(c.zbuf, fn)
+	switch {
+	case err == nil: // the terminator was inside: the stream must end now
+		if n, err := io.Copy(io.Discard, c.zbuf); err != nil {
+			return fmt.Errorf("%w: compressed response: %w", ErrProtocol, err)
+		} else if n > 0 {
+			return fmt.Errorf("%w: %d bytes after the terminator in a compressed response", ErrProtocol, n)
+		}
+		return nil
+	case errors.Is(err, errNoTerminator): // the terminator follows the stream
+		line, err := c.readLine()
+		if err != nil {
+			return err
+		}
+		if line != "." {
+			return fmt.Errorf("%w: %q after a compressed response, want \".\"", ErrProtocol, clip(line))
+		}
+		return nil
+	default:
+		if errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) {
+			return fmt.Errorf("%w: compressed response: %w", ErrProtocol, err)
+		}
+		return err
+	}
+}
+
+// readPlain reads an uncompressed block from the connection.
+func (c *conn) readPlain(fn func([]byte) error) error {
+	err := c.readBlock(c.r, fn)
+	if errors.Is(err, errNoTerminator) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// errNoTerminator is readBlock's error when r ends cleanly, between lines,
+// before the terminating ".".
+var errNoTerminator = errors.New("the block ends without its terminating line")
+
+// readBlock reads a dot-terminated block from r, calling fn with each line,
+// dot-unstuffed and without its "\r\n" (or bare "\n"). Lines are bytes as
+// sent: nothing assumes UTF-8. A line longer than spool.MaxLineBytes is
+// read to its end and skipped, counted in c.skipped, so the connection
+// stays in step with the server without holding the line.
+func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
+	long := c.long[:0]
+	skipping := false
+	defer func() { c.long = long[:0] }()
+	for {
+		line, err := r.ReadSlice('\n')
+		if skipping {
+			// The rest of a line too long to keep: discard it up to its end.
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err == nil {
+				skipping = false
+				continue
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		} else if errors.Is(err, bufio.ErrBufferFull) || (err == nil && len(long) > 0) {
+			long = append(long, line...)
+			if len(long) > spool.MaxLineBytes+2 {
+				c.skipped++
+				long, skipping = long[:0], true
+				if err == nil {
+					skipping = false
+				}
+				continue
+			}
+			if err != nil {
+				continue
+			}
+			line = long
+		}
+		if err != nil {
+			if err == io.EOF {
+				if len(line) == 0 && len(long) == 0 {
+					return errNoTerminator
+				}
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		line = line[:len(line)-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		if len(line) > spool.MaxLineBytes {
+			c.skipped++
+			long = long[:0]
+			continue
+		}
+		if len(line) > 0 && line[0] == '.' {
+			if len(line) == 1 {
+				return nil
+			}
+			line = line[1:]
+		}
+		c.lines++
+		if err := fn(line); err != nil {
+			return err
+		}
+		long = long[:0]
+	}
+}
+
+// quit says goodbye, best effort, and closes.
+func (c *conn) quit() {
+	if !c.broken {
+		c.tcp.SetDeadline(time.Now().Add(time.Second))
+		c.w.WriteString("QUIT\r\n")
+		if c.w.Flush() == nil {
+			c.readLine()
+		}
+	}
+	c.tcp.Close()
+}

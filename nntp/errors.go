@@ -1,0 +1,62 @@
+package nntp
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+var (
+	// ErrBadURL means a source URL could not be used; the error says why in
+	// one sentence.
+	ErrBadURL = errors.New("bad NNTP URL")
+	// ErrRefused means the server refused service in its greeting (400,
+	// service temporarily unavailable, or 502, permanently unavailable).
+	ErrRefused = errors.New("server refused the connection")
+	// ErrAuthFailed means the server rejected the credentials: 481
+	// (rejected), 482 (out of sequence) or 502 (not permitted) to AUTHINFO.
+	ErrAuthFailed = errors.New("authentication failed")
+	// ErrAuthRequired means the server asked for authentication (480) and
+	// no credentials were configured, or it asked again after they were
+	// accepted.
+	ErrAuthRequired = errors.New("authentication required")
+	// ErrEncryptionRequired means the server demands TLS (483).
+	ErrEncryptionRequired = errors.New("encryption required")
+	// ErrTLSUnavailable means Config required STARTTLS and the server does
+	// not offer it, or refused it.
+	ErrTLSUnavailable = errors.New("STARTTLS unavailable")
+	// ErrNoSuchGroup means the server does not carry the group (411). It
+	// wraps spool.ErrNoSuchGroup, so errors.Is matches either.
+	ErrNoSuchGroup = fmt.Errorf("nntp: %w", spool.ErrNoSuchGroup)
+	// ErrProtocol means the server sent something that does not follow the
+	// protocol (a malformed status line, a GROUP reply with garbage numbers,
+	// a line too long, a response that does not end). The connection is
+	// dropped.
+	ErrProtocol = errors.New("NNTP protocol error")
+	// ErrClosed means the Source was closed.
+	ErrClosed = errors.New("nntp source closed")
+)
+
+// ProtocolError is an unexpected reply: the command's verb (never its
+// arguments, so no password), the code, and the server's text. It unwraps
+// to the sentinel the code maps to (ErrNoSuchGroup for 411,
+// ErrAuthRequired for 480, ErrEncryptionRequired for 483, ErrAuthFailed
+// for a rejected AUTHINFO, ErrRefused for a refusing greeting), or to
+// nothing for other codes.
+type ProtocolError struct {
+	Cmd  string // "GROUP", "OVER", "AUTHINFO", the greeting is "connect"
+	Code int
+	Text string
+	Err  error // the sentinel, or nil
+}
+
+func (e *ProtocolError) Error() string {
+	what := "unexpected reply"
+	if e.Err != nil {
+		what = e.Err.Error()
+	}
+	return fmt.Sprintf("nntp: %s: %s: server said %d %s", e.Cmd, what, e.Code, clip(e.Text))
+}
+
+func (e *ProtocolError) Unwrap() error { return e.Err }

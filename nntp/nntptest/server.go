@@ -1,0 +1,727 @@
+package nntptest
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Group is a newsgroup the server carries.
+type Group struct {
+	Name string
+	// Lines are its overview lines, without line endings, each starting
+	// with its decimal article number and a tab. They may hold any bytes
+	// but "\r" and "\n": invalid UTF-8, a leading ".", anything. The server
+	// sorts them by number.
+	Lines [][]byte
+	// Reply, when set, is sent as the GROUP reply after "211 ", as is (an
+	// empty group's forms, garbage numbers). Otherwise the reply is "count
+	// low high name" from Lines, and "0 0 0 name" when there are none.
+	Reply string
+}
+
+// Config is what the server carries and how it misbehaves. The zero value
+// is a well-behaved reader server with no groups.
+type Config struct {
+	Groups []Group
+
+	// Greeting is the greeting's code: 200 unless set (201, 400, 502...).
+	Greeting int
+	// MaxConns, when set, is the most connections served at once; more
+	// get a MaxConnsReply greeting (400 unless set) and are closed.
+	MaxConns      int
+	MaxConnsReply int
+
+	// NoCapabilities answers CAPABILITIES with 500; CapabilitiesReply, when
+	// set, answers it with that code instead (480, 502...).
+	NoCapabilities    bool
+	CapabilitiesReply int
+	// ModeReader makes a mode-switching server: CAPABILITIES lists
+	// MODE-READER, and GROUP, OVER and XOVER get 502 until MODE READER.
+	ModeReader bool
+
+	// User and Pass, when User is set, are the credentials AUTHINFO
+	// accepts (281); others get 481. AuthReply, when set, is the answer
+	// to AUTHINFO PASS whatever is sent (481, 482, 502).
+	User, Pass string
+	AuthReply  int
+	// AuthFirst answers 480 to every command but CAPABILITIES, MODE
+	// READER, STARTTLS, AUTHINFO and QUIT until authenticated.
+	AuthFirst bool
+
+	// TLS serves TLS from the first byte (nntps). StartTLS offers
+	// STARTTLS. RequireTLS answers 483 to AUTHINFO, GROUP, OVER and XOVER
+	// on a plain connection. The certificate is self-signed; ClientTLS
+	// trusts it.
+	TLS, StartTLS, RequireTLS bool
+
+	// NoOver answers OVER with 500, so a client must use XOVER.
+	NoOver bool
+	// EmptyReply is the answer to OVER or XOVER on a range with no
+	// article: 423 unless set, or 420, or 224 for an empty block.
+	EmptyReply int
+
+	// Compress accepts XFEATURE COMPRESS GZIP (290) and then compresses
+	// OVER and XOVER blocks with zlib, or with gzip when Gzip is set, the
+	// terminating ".\r\n" inside the compressed data, or after it when
+	// TerminatorOutside is set. The 224 line says [COMPRESS=GZIP] unless
+	// NoMark is set.
+	Compress, Gzip, TerminatorOutside, NoMark bool
+
+	// LineDelay is slept before each line of an OVER or XOVER block.
+	LineDelay time.Duration
+	// CloseAfter, when set, closes the connection after that many lines
+	// of an OVER or XOVER block.
+	CloseAfter int
+	// Endless follows an OVER block's lines with lines numbered past the
+	// range, forever: the block never ends.
+	Endless bool
+}
+
+// Stats counts what the server saw.
+type Stats struct {
+	Accepted int            // connections accepted, refused ones included
+	Refused  int            // connections refused for MaxConns
+	Open     int            // connections being served now
+	MaxOpen  int            // the most served at once
+	Commands map[string]int // commands received, by upper-case verb ("MODE READER" for MODE)
+}
+
+// Server is an NNTP server on 127.0.0.1 for tests. Every goroutine it
+// starts ends when Close returns.
+type Server struct {
+	ln   net.Listener
+	tls  *tls.Config
+	pool *x509.CertPool
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	cfg    Config
+	groups map[string]*group
+	conns  map[net.Conn]struct{}
+	stats  Stats
+	closed bool
+}
+
+type group struct {
+	name  string
+	nums  []int64
+	lines [][]byte
+	reply string
+}
+
+// New starts a server on 127.0.0.1:0.
+func New(cfg Config) (*Server, error) {
+	tc, pool, err := selfSigned()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		ln: ln, tls: tc, pool: pool, done: make(chan struct{}),
+		conns: map[net.Conn]struct{}{},
+		stats: Stats{Commands: map[string]int{}},
+	}
+	s.setConfig(cfg)
+	s.wg.Add(1)
+	go s.serve()
+	return s, nil
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// URL is nntp://[user:pass@]addr, or nntps:// when Config.TLS is set.
+func (s *Server) URL() string {
+	cfg := s.config()
+	u := url.URL{Scheme: "nntp", Host: s.Addr()}
+	if cfg.TLS {
+		u.Scheme = "nntps"
+	}
+	if cfg.User != "" {
+		u.User = url.UserPassword(cfg.User, cfg.Pass)
+	}
+	return u.String()
+}
+
+// ClientTLS returns a client TLS configuration that trusts the server's
+// certificate.
+func (s *Server) ClientTLS() *tls.Config {
+	return &tls.Config{RootCAs: s.pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+}
+
+// Update changes the configuration; connections see the change at their
+// next command.
+func (s *Server) Update(fn func(*Config)) {
+	s.mu.Lock()
+	cfg := s.cfg
+	s.mu.Unlock()
+	fn(&cfg)
+	s.setConfig(cfg)
+}
+
+func (s *Server) setConfig(cfg Config) {
+	groups := make(map[string]*group, len(cfg.Groups))
+	for _, g := range cfg.Groups {
+		gr := &group{name: g.Name, reply: g.Reply}
+		lines := slices.Clone(g.Lines)
+		nums := make([]int64, len(lines))
+		for i, l := range lines {
+			nums[i] = lineNumber(l)
+		}
+		idx := make([]int, len(lines))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return nums[idx[a]] < nums[idx[b]] })
+		for _, i := range idx {
+			gr.nums = append(gr.nums, nums[i])
+			gr.lines = append(gr.lines, lines[i])
+		}
+		groups[g.Name] = gr
+	}
+	s.mu.Lock()
+	s.cfg, s.groups = cfg, groups
+	s.mu.Unlock()
+}
+
+func (s *Server) config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+func (s *Server) group(name string) *group {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.groups[name]
+}
+
+// Stats returns the counts so far.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Commands = make(map[string]int, len(s.stats.Commands))
+	for k, v := range s.stats.Commands {
+		st.Commands[k] = v
+	}
+	return st
+}
+
+// DropConns closes every connection being served, as a network failure or
+// a server's idle timeout would.
+func (s *Server) DropConns() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
+// Close stops the server, closes its connections and waits for its
+// goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	err := s.ln.Close()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		s.stats.Accepted++
+		refuse := s.cfg.MaxConns > 0 && s.stats.Open >= s.cfg.MaxConns
+		if refuse {
+			s.stats.Refused++
+		} else {
+			s.stats.Open++
+			s.stats.MaxOpen = max(s.stats.MaxOpen, s.stats.Open)
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				c.Close()
+				s.mu.Lock()
+				delete(s.conns, c)
+				if !refuse {
+					s.stats.Open--
+				}
+				s.mu.Unlock()
+			}()
+			if refuse {
+				code := s.config().MaxConnsReply
+				if code == 0 {
+					code = 400
+				}
+				fmt.Fprintf(c, "%d too many connections\r\n", code)
+				return
+			}
+			s.session(c)
+		}()
+	}
+}
+
+// session is one connection's state.
+type session struct {
+	s        *Server
+	raw      net.Conn
+	r        *bufio.Reader
+	w        *bufio.Writer
+	tls      bool
+	reader   bool // MODE READER was sent
+	authed   bool
+	user     string // from AUTHINFO USER
+	compress bool
+	group    *group
+}
+
+func (s *Server) session(c net.Conn) {
+	cfg := s.config()
+	ss := &session{s: s, raw: c}
+	var rw io.ReadWriter = c
+	if cfg.TLS {
+		tc := tls.Server(c, s.tls)
+		if tc.Handshake() != nil {
+			return
+		}
+		rw, ss.tls = tc, true
+	}
+	ss.r, ss.w = bufio.NewReader(rw), bufio.NewWriterSize(rw, 64<<10)
+	code := cfg.Greeting
+	if code == 0 {
+		code = 200
+	}
+	ss.reply(code, "edgeindex nntptest ready")
+	if ss.w.Flush() != nil || code >= 400 {
+		return
+	}
+	for {
+		line, err := readCommand(ss.r)
+		if err != nil {
+			return
+		}
+		if !ss.command(line) {
+			ss.w.Flush()
+			return
+		}
+		if ss.w.Flush() != nil {
+			return
+		}
+	}
+}
+
+func readCommand(r *bufio.Reader) (string, error) {
+	b, err := r.ReadSlice('\n')
+	if err != nil {
+		return "", err // a command longer than the buffer is a client bug
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+func (ss *session) reply(code int, text string) {
+	fmt.Fprintf(ss.w, "%d %s\r\n", code, text)
+}
+
+// command answers one command; false ends the session.
+func (ss *session) command(line string) bool {
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		ss.reply(500, "empty command")
+		return true
+	}
+	verb := strings.ToUpper(f[0])
+	if verb == "MODE" && len(f) > 1 {
+		verb += " " + strings.ToUpper(f[1])
+	}
+	s := ss.s
+	s.mu.Lock()
+	s.stats.Commands[verb]++
+	cfg := s.cfg
+	s.mu.Unlock()
+
+	switch verb {
+	case "QUIT":
+		ss.reply(205, "bye")
+		return false
+	case "CAPABILITIES", "MODE READER", "STARTTLS", "AUTHINFO":
+	default:
+		if cfg.AuthFirst && !ss.authed {
+			ss.reply(480, "authentication required")
+			return true
+		}
+	}
+	switch verb {
+	case "AUTHINFO", "GROUP", "OVER", "XOVER":
+		if cfg.RequireTLS && !ss.tls {
+			ss.reply(483, "encryption required")
+			return true
+		}
+	}
+	switch verb {
+	case "GROUP", "OVER", "XOVER":
+		if cfg.ModeReader && !ss.reader {
+			ss.reply(502, "transit service only; use MODE READER")
+			return true
+		}
+	}
+	switch verb {
+	case "CAPABILITIES":
+		ss.capabilities(cfg)
+	case "MODE READER":
+		ss.reader = true
+		ss.reply(201, "reading allowed, posting prohibited")
+	case "STARTTLS":
+		if !cfg.StartTLS || ss.tls {
+			ss.reply(502, "STARTTLS not available")
+			return true
+		}
+		ss.reply(382, "continue with TLS negotiation")
+		if ss.w.Flush() != nil {
+			return false
+		}
+		tc := tls.Server(ss.raw, ss.s.tls)
+		if tc.Handshake() != nil {
+			return false
+		}
+		ss.tls = true
+		ss.r, ss.w = bufio.NewReader(tc), bufio.NewWriterSize(tc, 64<<10)
+		ss.authed, ss.group = false, nil
+	case "AUTHINFO":
+		ss.authinfo(cfg, f)
+	case "XFEATURE":
+		if cfg.Compress && len(f) >= 3 && strings.EqualFold(f[1], "COMPRESS") && strings.EqualFold(f[2], "GZIP") {
+			ss.compress = true
+			ss.reply(290, "feature enabled")
+		} else {
+			ss.reply(500, "unknown feature")
+		}
+	case "GROUP":
+		if len(f) != 2 {
+			ss.reply(501, "GROUP name")
+			return true
+		}
+		g := s.group(f[1])
+		if g == nil {
+			ss.reply(411, "no such newsgroup")
+			return true
+		}
+		ss.group = g
+		if g.reply != "" {
+			ss.reply(211, g.reply)
+		} else if len(g.nums) == 0 {
+			ss.reply(211, "0 0 0 "+g.name)
+		} else {
+			ss.reply(211, fmt.Sprintf("%d %d %d %s", len(g.nums), g.nums[0], g.nums[len(g.nums)-1], g.name))
+		}
+	case "OVER", "XOVER":
+		if verb == "OVER" && cfg.NoOver {
+			ss.reply(500, "unknown command")
+			return true
+		}
+		return ss.over(cfg, f)
+	default:
+		ss.reply(500, "unknown command")
+	}
+	return true
+}
+
+func (ss *session) capabilities(cfg Config) {
+	if cfg.NoCapabilities || cfg.CapabilitiesReply != 0 {
+		code := cfg.CapabilitiesReply
+		if code == 0 {
+			code = 500
+		}
+		ss.reply(code, "no capabilities")
+		return
+	}
+	ss.reply(101, "capability list follows")
+	caps := []string{"VERSION 2", "IMPLEMENTATION edgeindex nntptest"}
+	if cfg.ModeReader && !ss.reader {
+		caps = append(caps, "MODE-READER")
+	} else {
+		caps = append(caps, "READER")
+		if !cfg.NoOver {
+			caps = append(caps, "OVER")
+		}
+	}
+	if cfg.StartTLS && !ss.tls {
+		caps = append(caps, "STARTTLS")
+	}
+	if cfg.User != "" && !ss.authed && (ss.tls || !cfg.RequireTLS) {
+		caps = append(caps, "AUTHINFO USER")
+	}
+	if cfg.Compress {
+		caps = append(caps, "XFEATURE-COMPRESS GZIP TERMINATOR")
+	}
+	for _, c := range caps {
+		ss.w.WriteString(c + "\r\n")
+	}
+	ss.w.WriteString(".\r\n")
+}
+
+func (ss *session) authinfo(cfg Config, f []string) {
+	if len(f) != 3 {
+		ss.reply(501, "AUTHINFO USER name | AUTHINFO PASS password")
+		return
+	}
+	if ss.authed {
+		ss.reply(502, "already authenticated")
+		return
+	}
+	switch strings.ToUpper(f[1]) {
+	case "USER":
+		ss.user = f[2]
+		ss.reply(381, "password required")
+	case "PASS":
+		if ss.user == "" {
+			ss.reply(482, "authentication commands issued out of sequence")
+			return
+		}
+		user := ss.user
+		ss.user = ""
+		if cfg.AuthReply != 0 {
+			ss.reply(cfg.AuthReply, "authentication failed")
+			return
+		}
+		if cfg.User == "" || user != cfg.User || f[2] != cfg.Pass {
+			ss.reply(481, "authentication failed")
+			return
+		}
+		ss.authed = true
+		ss.reply(281, "authentication accepted")
+	default:
+		ss.reply(501, "unknown AUTHINFO subcommand")
+	}
+}
+
+// over answers OVER or XOVER; false ends the session.
+func (ss *session) over(cfg Config, f []string) bool {
+	g := ss.group
+	if g == nil {
+		ss.reply(412, "no newsgroup selected")
+		return true
+	}
+	if len(f) != 2 {
+		ss.reply(501, "OVER from-to")
+		return true
+	}
+	from, to, ok := parseRange(f[1])
+	if !ok {
+		ss.reply(501, "bad range")
+		return true
+	}
+	i := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] >= from })
+	j := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] > to })
+	if j < i {
+		j = i
+	}
+	lines := g.lines[i:j]
+	if len(lines) == 0 && !cfg.Endless {
+		switch cfg.EmptyReply {
+		case 0, 423:
+			ss.reply(423, "no articles in that range")
+			return true
+		case 420:
+			ss.reply(420, "no current article")
+			return true
+		}
+	}
+	text := "overview information follows"
+	if ss.compress && !cfg.NoMark {
+		text += " [COMPRESS=GZIP]"
+	}
+	ss.reply(224, text)
+	var body io.Writer = ss.w
+	var zw io.WriteCloser
+	if ss.compress {
+		if cfg.Gzip {
+			zw = gzip.NewWriter(ss.w)
+		} else {
+			zw = zlib.NewWriter(ss.w)
+		}
+		body = zw
+	}
+	flush := func() error {
+		if f, ok := zw.(interface{ Flush() error }); ok && zw != nil {
+			if err := f.Flush(); err != nil {
+				return err
+			}
+		}
+		return ss.w.Flush()
+	}
+	sent := 0
+	send := func(l []byte) bool {
+		if cfg.LineDelay > 0 {
+			if flush() != nil {
+				return false
+			}
+			t := time.NewTimer(cfg.LineDelay)
+			select {
+			case <-t.C:
+			case <-ss.s.done:
+				t.Stop()
+				return false
+			}
+		}
+		if cfg.CloseAfter > 0 && sent >= cfg.CloseAfter {
+			flush()
+			return false
+		}
+		if len(l) > 0 && l[0] == '.' {
+			body.Write([]byte{'.'})
+		}
+		body.Write(l)
+		_, err := body.Write([]byte("\r\n"))
+		sent++
+		return err == nil
+	}
+	for _, l := range lines {
+		if !send(l) {
+			return false
+		}
+	}
+	if cfg.Endless {
+		last := to
+		if len(lines) > 0 {
+			last = max(last, g.nums[i+len(lines)-1])
+		}
+		for n := last + 1; ; n++ {
+			select {
+			case <-ss.s.done:
+				return false
+			default:
+			}
+			if !send(Line("endless", n)) {
+				return false
+			}
+		}
+	}
+	if zw != nil {
+		if !cfg.TerminatorOutside {
+			body.Write([]byte(".\r\n"))
+		}
+		if zw.Close() != nil {
+			return false
+		}
+		if cfg.TerminatorOutside {
+			ss.w.WriteString(".\r\n")
+		}
+	} else {
+		ss.w.WriteString(".\r\n")
+	}
+	return true
+}
+
+func parseRange(s string) (from, to int64, ok bool) {
+	a, b, dash := strings.Cut(s, "-")
+	from, err := strconv.ParseInt(a, 10, 64)
+	if err != nil || from < 0 {
+		return 0, 0, false
+	}
+	switch {
+	case !dash:
+		return from, from, true
+	case b == "":
+		return from, 1<<63 - 1, true
+	}
+	to, err = strconv.ParseInt(b, 10, 64)
+	if err != nil || to < 0 {
+		return 0, 0, false
+	}
+	return from, to, true
+}
+
+// lineNumber is the number a line starts with, or -1.
+func lineNumber(l []byte) int64 {
+	i := bytes.IndexByte(l, '\t')
+	if i < 0 {
+		i = len(l)
+	}
+	n, err := strconv.ParseInt(string(l[:i]), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// selfSigned makes a certificate for 127.0.0.1 and localhost.
+func selfSigned() (*tls.Config, *x509.CertPool, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "nntptest"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:              []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	tc := &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}},
+		MinVersion:   tls.VersionTLS12,
+	}
+	return tc, pool, nil
+}

@@ -1,0 +1,316 @@
+package nntp
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+// Source is a spool.ChunkSource on an NNTP server: Fetch sends OVER (or
+// XOVER) for the span and gzips the lines as they arrive. It is safe for
+// concurrent use; it keeps up to Config.MaxConns connections.
+type Source struct {
+	cfg  Config
+	pool *pool
+
+	lines   atomic.Int64
+	dropped atomic.Int64
+}
+
+var _ spool.ChunkSource = (*Source)(nil)
+
+// New returns a Source for cfg. It does not connect; Check does.
+func New(cfg Config) (*Source, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{cfg: cfg}
+	s.pool = newPool(&s.cfg)
+	return s, nil
+}
+
+// Open is ParseURL then New.
+func Open(rawURL string) (*Source, error) {
+	cfg, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg)
+}
+
+// MaxConns is the most connections the Source opens at once, so a caller
+// can size its concurrency (e.g. spool.PrefetchConfig.Concurrency) to it.
+func (s *Source) MaxConns() int { return s.cfg.MaxConns }
+
+// Close closes the idle connections and makes every later call fail with
+// ErrClosed; connections in use close when their call ends.
+func (s *Source) Close() error {
+	s.pool.close()
+	return nil
+}
+
+// Stats counts what the Source has done.
+type Stats struct {
+	Dials   int64 // connections dialled, failed ones included
+	Lines   int64 // overview lines written into chunks
+	Dropped int64 // overview lines left out of chunks; see Fetch
+}
+
+// Stats returns the counts so far.
+func (s *Source) Stats() Stats {
+	return Stats{Dials: s.pool.dials.Load(), Lines: s.lines.Load(), Dropped: s.dropped.Load()}
+}
+
+// Check dials a new connection and does the whole handshake (greeting,
+// capabilities, STARTTLS, AUTHINFO), so a daemon can fail fast at start
+// with one clear error for a bad login or an unreachable server. The
+// connection then waits in the pool.
+func (s *Source) Check(ctx context.Context) error {
+	c, err := s.pool.get(ctx, true)
+	if err != nil {
+		return err
+	}
+	s.pool.put(c)
+	return nil
+}
+
+// with runs fn on a pooled connection. ctx's end closes the connection,
+// which aborts fn. A reused connection that fails before its first reply
+// (the server closed it while idle) is dropped and fn runs once more on a
+// fresh one.
+func (s *Source) with(ctx context.Context, fn func(*conn) error) error {
+	for attempt := 0; ; attempt++ {
+		c, err := s.pool.get(ctx, attempt > 0)
+		if err != nil {
+			return err
+		}
+		c.replied = false
+		stop := context.AfterFunc(ctx, func() { c.Close() })
+		err = fn(c)
+		if !stop() {
+			c.broken = true
+			if err != nil && !errors.Is(err, ctx.Err()) {
+				err = fmt.Errorf("%w (%w)", context.Cause(ctx), err)
+			}
+		}
+		retry := err != nil && c.broken && c.used && !c.replied && ctx.Err() == nil && attempt == 0
+		s.pool.put(c)
+		if !retry {
+			return err
+		}
+	}
+}
+
+// Group sends GROUP and returns the reply. It fails with an error
+// wrapping ErrNoSuchGroup (and spool.ErrNoSuchGroup) on 411.
+func (s *Source) Group(ctx context.Context, name string) (GroupInfo, error) {
+	var g GroupInfo
+	err := s.with(ctx, func(c *conn) (err error) {
+		g, err = c.selectGroup(name, true)
+		return err
+	})
+	return g, err
+}
+
+// Watermarks returns the low and high watermarks exactly as GROUP reports
+// them; an empty group may report high < low, or 0 and 0 (see
+// GroupInfo.Empty).
+func (s *Source) Watermarks(ctx context.Context, group string) (low, high int64, err error) {
+	g, err := s.Group(ctx, group)
+	return g.Low, g.High, err
+}
+
+// Fetch returns the gzip of the OVER lines of span in group, each ending
+// in "\n" instead of the wire's "\r\n", dot-unstuffed, bytes as sent. The
+// lines go into the gzip stream as they arrive; the uncompressed response
+// is never held whole. An empty range (423, 420, or an empty block) is a
+// valid chunk with no lines.
+//
+// A chunk must be readable by spool.ReadChunk, so Fetch leaves out, and
+// counts in Stats.Dropped, a line that would make the whole chunk unusable
+// or break its order: one that does not start with a decimal article
+// number and a tab, whose number is outside the span or not above the
+// previous line's, that has fewer than eight fields or a bytes or lines
+// field that is not a count, or that is longer than spool.MaxLineBytes. A
+// server that sends more such lines than the span has articles (at least
+// 1024) gets an ErrProtocol error: it is not answering the command sent.
+func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]byte, error) {
+	if span.From < 0 || span.From > span.To {
+		return nil, lease.Invalidf("span %d-%d: want 0 <= from <= to", span.From, span.To)
+	}
+	var out []byte
+	err := s.with(ctx, func(c *conn) error {
+		if _, err := c.selectGroup(group, false); err != nil {
+			return err
+		}
+		w := newChunkWriter(span)
+		defer w.release()
+		xover := s.pool.xover.Load()
+		err := c.over(xover, span.From, span.To, w.line)
+		if errors.Is(err, errUnknownCommand) {
+			s.pool.xover.Store(true)
+			err = c.over(true, span.From, span.To, w.line)
+		}
+		if err != nil {
+			return err
+		}
+		w.dropped += int64(c.skipped)
+		if out, err = w.finish(); err != nil {
+			return err
+		}
+		s.lines.Add(w.lines)
+		s.dropped.Add(w.dropped)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("nntp: fetch %s %d-%d: %w", group, span.From, span.To, err)
+	}
+	return out, nil
+}
+
+// flushAt is how much uncompressed text a chunkWriter gathers before it
+// hands it to gzip: one Write per line would cost more than the lines.
+const flushAt = 32 << 10
+
+// chunkWriter gzips overview lines, keeping the ones a chunk may hold.
+type chunkWriter struct {
+	from, to int64
+	last     int64 // the last number kept
+	limit    int64 // the most lines it drops before it gives up
+	buf      []byte
+	out      bytes.Buffer
+	zw       *gzip.Writer
+	err      error
+	lines    int64
+	dropped  int64
+}
+
+var chunkGzip = sync.Pool{New: func() any {
+	zw, err := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	if err != nil {
+		panic(err) // BestSpeed is a valid level
+	}
+	return zw
+}}
+
+var chunkBuf = sync.Pool{New: func() any { b := make([]byte, 0, flushAt+4096); return &b }}
+
+func newChunkWriter(span lease.Span) *chunkWriter {
+	w := &chunkWriter{from: span.From, to: span.To, last: -1, limit: 1024}
+	if n := span.To - span.From; n >= w.limit { // no overflow: From >= 0
+		w.limit = min(n+1, 1<<30)
+	}
+	w.zw = chunkGzip.Get().(*gzip.Writer)
+	w.zw.Reset(&w.out)
+	w.buf = (*chunkBuf.Get().(*[]byte))[:0]
+	return w
+}
+
+func (w *chunkWriter) release() {
+	if w.zw != nil {
+		w.zw.Reset(nil)
+		chunkGzip.Put(w.zw)
+		w.zw = nil
+		b := w.buf[:0]
+		chunkBuf.Put(&b)
+		w.buf = nil
+	}
+}
+
+// line takes one line of the response, without its line ending.
+func (w *chunkWriter) line(l []byte) error {
+	n, ok := overviewNumber(l)
+	if !ok || n < w.from || n > w.to || n <= w.last || len(l) >= spool.MaxLineBytes {
+		return w.drop()
+	}
+	w.last = n
+	w.buf = append(w.buf, l...)
+	w.buf = append(w.buf, '\n')
+	w.lines++
+	if len(w.buf) >= flushAt {
+		if _, err := w.zw.Write(w.buf); err != nil {
+			return err
+		}
+		w.buf = w.buf[:0]
+	}
+	return nil
+}
+
+func (w *chunkWriter) drop() error {
+	w.dropped++
+	if w.dropped > w.limit {
+		return fmt.Errorf("%w: more than %d lines that are not overview lines of the span", ErrProtocol, w.limit)
+	}
+	return nil
+}
+
+func (w *chunkWriter) finish() ([]byte, error) {
+	if _, err := w.zw.Write(w.buf); err != nil {
+		return nil, err
+	}
+	if err := w.zw.Close(); err != nil {
+		return nil, err
+	}
+	return w.out.Bytes(), nil
+}
+
+// overviewNumber returns the article number of an overview line that
+// spool.ParseOverview accepts, and false for any other line: the number
+// must be decimal digits that fit an int64, there must be at least eight
+// tab-separated fields, and the seventh and eighth (bytes, lines) must be
+// digits or empty.
+func overviewNumber(l []byte) (int64, bool) {
+	n, i, ok := digits(l, 0)
+	if !ok || i == 0 || i >= len(l) || l[i] != '\t' {
+		return 0, false
+	}
+	// Skip Subject, From, Date, Message-ID and References.
+	for f := 0; f < 5; f++ {
+		j := bytes.IndexByte(l[i+1:], '\t')
+		if j < 0 {
+			return 0, false
+		}
+		i += 1 + j
+	}
+	// bytes, then lines, each followed by a tab or the end.
+	for f := 0; f < 2; f++ {
+		_, j, ok := digits(l, i+1)
+		if !ok {
+			return 0, false
+		}
+		if f == 0 && (j >= len(l) || l[j] != '\t') {
+			return 0, false
+		}
+		if f == 1 && j < len(l) && l[j] != '\t' {
+			return 0, false
+		}
+		i = j
+	}
+	return n, true
+}
+
+// digits parses the decimal digits of l from i, returning the value, the
+// index after them, and false on an int64 overflow.
+func digits(l []byte, i int) (int64, int, bool) {
+	var n int64
+	for ; i < len(l); i++ {
+		c := l[i]
+		if c < '0' || c > '9' {
+			break
+		}
+		d := int64(c - '0')
+		if n > (1<<63-1-d)/10 {
+			return 0, i, false
+		}
+		n = n*10 + d
+	}
+	return n, i, true
+}
