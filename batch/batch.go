@@ -36,6 +36,11 @@ type Batch struct {
 	To      int64  `json:"to"`
 	Headers int64  `json:"headers"`
 	Items   []Item `json:"items"`
+	// Missing lists, in ascending order, the article numbers in [From, To]
+	// that the chunk did not hold. The coordinator fetches them again
+	// later as repair ranges, a few times, and counts those that never
+	// arrive. A handler that leaves it empty opts out of repair.
+	Missing []int64 `json:"missing,omitempty"`
 }
 
 // Result answers a stored or duplicate batch.
@@ -53,7 +58,7 @@ const (
 	Duplicate                // to < next: a retry of a stored batch; store nothing
 	Gap                      // from > next
 	Overlap                  // from < next <= to
-	Malformed                // from > to, to > end, negative headers, an item without a key
+	Malformed                // from > to, to > end, negative headers, an item without a key, missing out of order or span
 )
 
 // Classify applies the exactly-once rule to a batch for a range whose resume
@@ -72,6 +77,11 @@ func Classify(next, end int64, b Batch) (Outcome, error) {
 	for i, it := range b.Items {
 		if it.Key == "" {
 			return Malformed, fmt.Errorf("%w: item %d has no key", ErrMalformed, i)
+		}
+	}
+	for i, n := range b.Missing {
+		if n < b.From || n > b.To || (i > 0 && n <= b.Missing[i-1]) {
+			return Malformed, fmt.Errorf("%w: missing article %d: the list must ascend within %d..%d", ErrMalformed, n, b.From, b.To)
 		}
 	}
 	switch {

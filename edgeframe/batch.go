@@ -65,6 +65,11 @@ func validateHead(b Batch) error {
 	if b.Headers < 0 {
 		return badf("headers must not be negative, not %d", b.Headers)
 	}
+	for i, n := range b.Missing {
+		if n < b.From || n > b.To || (i > 0 && n <= b.Missing[i-1]) {
+			return badf("missing[%d] (%d) must ascend within %d..%d", i, n, b.From, b.To)
+		}
+	}
 	return nil
 }
 
@@ -77,7 +82,10 @@ func badf(format string, args ...any) error {
 //
 //   - the body is one JSON object, UTF-8, with nothing but white space after it;
 //   - its fields are exactly "from", "to", "headers" and "items", each present
-//     once, spelled in that case: an unknown or repeated field is refused;
+//     once, and optionally "missing", spelled in that case: an unknown or
+//     repeated field is refused;
+//   - missing, when present, is an array of integers ascending within
+//     [from, to];
 //   - from, to and headers are integers that fit in an int64, with from <= to
 //     and headers >= 0; items is an array (it may be empty);
 //   - each item is an object with exactly "key", a non-empty string, and
@@ -169,6 +177,7 @@ func decodeBatch(dec *json.Decoder) (Batch, error) {
 		seenTo
 		seenHeaders
 		seenItems
+		seenMissing
 	)
 	var seen int
 	for dec.More() {
@@ -187,6 +196,12 @@ func decodeBatch(dec *json.Decoder) (Batch, error) {
 		case "items":
 			bit = seenItems
 			b.Items, err = decodeItems(dec)
+		case "missing":
+			bit = seenMissing
+			err = dec.Decode(&b.Missing)
+			if err != nil {
+				err = valueErr(dec, err, field(name), "an array of integers")
+			}
 		default:
 			return b, badf("unknown field %q", name)
 		}

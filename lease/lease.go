@@ -95,6 +95,10 @@ type Range struct {
 	Headers  int64  `json:"headers"`
 	// Reason is why the range last failed a chunk; empty when it never did.
 	Reason string `json:"reason,omitempty"`
+	// Repair marks a range that fetches missing articles again: it holds
+	// only article numbers a worker found absent, and is granted like an
+	// unordered range even in an ordered group.
+	Repair bool `json:"repair,omitempty"`
 }
 
 // Lease is a grant of one range to one node, fenced by Token.

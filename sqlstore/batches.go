@@ -49,6 +49,9 @@ func (s *Store) Put(ctx context.Context, rangeID int64, f lease.Fence, b batch.B
 		if err := s.insertItems(ctx, tx, xid, r, b); err != nil {
 			return fmt.Errorf("batch: items: %w", err)
 		}
+		if err := s.putMissing(ctx, tx, r, b); err != nil {
+			return fmt.Errorf("batch: missing: %w", err)
+		}
 		if _, err := tx.ExecContext(ctx, s.q("UPDATE ranges SET next_n = ?, headers = headers + ? WHERE id = ?"),
 			b.To+1, b.Headers, rangeID); err != nil {
 			return fmt.Errorf("batch: %w", err)

@@ -120,10 +120,6 @@ func (s *Store) AddRanges(ctx context.Context, nr grouplease.NewRanges) ([]lease
 	if err != nil {
 		return nil, fmt.Errorf("add ranges: %w", err)
 	}
-	rank := 1
-	if lane == lease.LaneTail {
-		rank = 0
-	}
 	var out []lease.Range
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
 		// Lock the group, so two adds on PostgreSQL cannot both pass the overlap check.
@@ -140,38 +136,8 @@ func (s *Store) AddRanges(ctx context.Context, nr grouplease.NewRanges) ([]lease
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO lanes (group_id, lane) VALUES (?, ?)
-			ON CONFLICT (group_id, lane) DO NOTHING`), g.ID, string(lane)); err != nil {
-			return err
-		}
-		const perInsert = 500
-		for len(spans) > 0 {
-			part := spans[:min(perInsert, len(spans))]
-			spans = spans[len(part):]
-			var sb strings.Builder
-			args := make([]any, 0, len(part)*8)
-			sb.WriteString(`INSERT INTO ranges (group_id, lane, lane_rank, ordered, start_n, end_n, next_n, capture, state) VALUES `)
-			for i, sp := range part {
-				if i > 0 {
-					sb.WriteString(", ")
-				}
-				sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, 'pending')")
-				args = append(args, g.ID, string(lane), rank, g.Ordered, sp.From, sp.To, sp.From, nr.Capture)
-			}
-			sb.WriteString(" RETURNING " + rangeCols)
-			var rows []rangeRow
-			if err := tx.SelectContext(ctx, &rows, s.bind(sb.String()), args...); err != nil {
-				return err
-			}
-			for _, r := range rows {
-				rg, _, err := s.toRange(ctx, tx, r)
-				if err != nil {
-					return err
-				}
-				out = append(out, rg)
-			}
-		}
-		return nil
+		out, err = s.insertRanges(ctx, tx, g, lane, spans, nr.Capture, false)
+		return err
 	})
 	if err != nil && !errors.Is(err, lease.ErrConflict) {
 		err = fmt.Errorf("add ranges: %w", err)
@@ -241,4 +207,48 @@ func (s *Store) Retry(ctx context.Context, group string, ids ...int64) (int, err
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+// insertRanges adds the spans as pending ranges of g's lane, inside tx, and
+// makes sure the lane has its row. Repair ranges are granted like
+// unordered ones whatever the group.
+func (s *Store) insertRanges(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, lane lease.Lane, spans []lease.Span, capture, repair bool) ([]lease.Range, error) {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO lanes (group_id, lane) VALUES (?, ?)
+		ON CONFLICT (group_id, lane) DO NOTHING`), g.ID, string(lane)); err != nil {
+		return nil, err
+	}
+	rank := 1
+	if lane == lease.LaneTail {
+		rank = 0
+	}
+	ordered := g.Ordered && !repair
+	var out []lease.Range
+	const perInsert = 500
+	for len(spans) > 0 {
+		part := spans[:min(perInsert, len(spans))]
+		spans = spans[len(part):]
+		var sb strings.Builder
+		args := make([]any, 0, len(part)*9)
+		sb.WriteString(`INSERT INTO ranges (group_id, lane, lane_rank, ordered, start_n, end_n, next_n, capture, repair, state) VALUES `)
+		for i, sp := range part {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')")
+			args = append(args, g.ID, string(lane), rank, ordered, sp.From, sp.To, sp.From, capture, repair)
+		}
+		sb.WriteString(" RETURNING " + rangeCols)
+		var rows []rangeRow
+		if err := tx.SelectContext(ctx, &rows, s.bind(sb.String()), args...); err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			rg, _, err := s.toRange(ctx, tx, r)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, rg)
+		}
+	}
+	return out, nil
 }

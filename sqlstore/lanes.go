@@ -39,8 +39,9 @@ func (l laneRow) held(f lease.Fence) bool {
 	return l.Node.Valid && l.Node.String == f.Node && l.Token == f.Token
 }
 
-// headOf is the first range of a lane not done yet: the one the lane works on.
-const headOf = "SELECT " + rangeCols + ` FROM ranges WHERE group_id = ? AND lane = ? AND state <> 'done'
+// headOf is the first range of a lane not done yet: the one the lane works
+// on. Repair ranges are no part of a lane's order.
+const headOf = "SELECT " + rangeCols + ` FROM ranges WHERE group_id = ? AND lane = ? AND state <> 'done' AND NOT repair
 	ORDER BY start_n LIMIT 1`
 
 // GrantLane implements grouplease.Store.
@@ -66,7 +67,7 @@ func (s *Store) GrantLane(ctx context.Context, node string, lane lease.Lane, ttl
 			WHERE group_id = (
 				SELECT l.group_id FROM lanes l JOIN groups g ON g.id = l.group_id
 				WHERE g.ordered AND l.lane = ? AND (l.node IS NULL OR l.expires_us < {now})
-				  AND (SELECT r.state FROM ranges r WHERE r.group_id = l.group_id AND r.lane = l.lane AND r.state <> 'done'
+				  AND (SELECT r.state FROM ranges r WHERE r.group_id = l.group_id AND r.lane = l.lane AND r.state <> 'done' AND NOT r.repair
 				       ORDER BY r.start_n LIMIT 1) IN ('pending', 'leased')
 				ORDER BY l.group_id LIMIT 1 {skiplocked})
 			AND lane = ?
@@ -246,7 +247,7 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 	query := "SELECT " + laneCols + " FROM lanes"
 	countQuery := `SELECT group_id, lane, state, COUNT(*) AS n,
 		CASE WHEN state = 'done' THEN MAX(end_n) + 1 ELSE MIN(next_n) END AS next_n
-		FROM ranges`
+		FROM ranges WHERE NOT repair`
 	var args []any
 	if group != "" {
 		g, err := s.Group(ctx, group)
@@ -254,7 +255,7 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 			return nil, fmt.Errorf("lanes: %w", err)
 		}
 		query += " WHERE group_id = ?"
-		countQuery += " WHERE group_id = ?"
+		countQuery += " AND group_id = ?"
 		args = append(args, g.ID)
 	}
 	var rows []laneRow

@@ -14,7 +14,7 @@ import (
 )
 
 // rangeCols are the columns rangeRow scans, in a SELECT or a RETURNING.
-const rangeCols = "id, group_id, lane, start_n, end_n, next_n, capture, state, attempts, headers, reason, token, node, lane_token, expires_us"
+const rangeCols = "id, group_id, lane, start_n, end_n, next_n, capture, state, attempts, headers, reason, token, node, lane_token, expires_us, repair"
 
 type rangeRow struct {
 	ID        int64          `db:"id"`
@@ -32,6 +32,7 @@ type rangeRow struct {
 	Node      sql.NullString `db:"node"`
 	LaneToken int64          `db:"lane_token"`
 	Expires   sql.NullInt64  `db:"expires_us"`
+	Repair    bool           `db:"repair"`
 }
 
 func (r rangeRow) held(f lease.Fence) bool {
@@ -47,7 +48,7 @@ func (s *Store) toRange(ctx context.Context, q sqlx.QueryerContext, r rangeRow) 
 	return lease.Range{
 		ID: r.ID, Group: g.Name, GroupID: r.GroupID, Lane: lease.Lane(r.Lane),
 		Start: r.Start, End: r.End, Next: r.Next, Capture: r.Capture,
-		State: lease.State(r.State), Attempts: r.Attempts, Headers: r.Headers, Reason: r.Reason,
+		State: lease.State(r.State), Attempts: r.Attempts, Headers: r.Headers, Reason: r.Reason, Repair: r.Repair,
 	}, g, nil
 }
 

@@ -33,13 +33,26 @@ var (
 	_ grouplease.Store         = (*Store)(nil)
 	_ grouplease.SnapshotStore = (*Store)(nil)
 	_ node.Store               = (*Store)(nil)
+	_ grouplease.PlanStore     = (*Store)(nil)
 )
 
 // ErrUnsupportedURL means Open was given a URL that names no backend.
 var ErrUnsupportedURL = errors.New("unsupported database URL")
 
-// DefaultMaxAttempts is how many corrupt chunks a range survives before it fails.
-const DefaultMaxAttempts = 5
+// Defaults of Config.
+const (
+	// DefaultMaxAttempts is how many corrupt chunks a range survives before it fails.
+	DefaultMaxAttempts = 5
+	// DefaultRepairTries is how many times a missing article is fetched
+	// again before it is counted lost.
+	DefaultRepairTries = 3
+	// DefaultRepairDelay is how long a missing article waits before it is
+	// fetched again: long enough for a late article to propagate.
+	DefaultRepairDelay = 5 * time.Minute
+	// DefaultPlanAhead is how many unfinished ranges planning keeps in a
+	// lane: it plans more as they finish.
+	DefaultPlanAhead = 256
+)
 
 // Config tunes a Store. The zero Config is ready to use.
 type Config struct {
@@ -50,14 +63,33 @@ type Config struct {
 	// MaxAttempts is how many corrupt chunks a range survives before it
 	// becomes failed. Zero means DefaultMaxAttempts.
 	MaxAttempts int
+	// RepairTries is how many times a missing article is fetched again
+	// before it counts as lost. Zero means DefaultRepairTries.
+	RepairTries int
+	// RepairDelay is how long a missing article waits between tries. Zero
+	// means DefaultRepairDelay.
+	RepairDelay time.Duration
+	// PlanAhead bounds the unfinished ranges planning keeps in a lane, and
+	// the repair ranges of a group. Zero means DefaultPlanAhead.
+	PlanAhead int
 }
 
 func (c Config) withDefaults() (Config, error) {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
-	if c.MaxAttempts < 1 {
-		return c, lease.Invalidf("sqlstore: MaxAttempts %d must be at least 1", c.MaxAttempts)
+	if c.RepairTries == 0 {
+		c.RepairTries = DefaultRepairTries
+	}
+	if c.RepairDelay == 0 {
+		c.RepairDelay = DefaultRepairDelay
+	}
+	if c.PlanAhead == 0 {
+		c.PlanAhead = DefaultPlanAhead
+	}
+	if c.MaxAttempts < 1 || c.RepairTries < 1 || c.RepairDelay < 0 || c.PlanAhead < 1 {
+		return c, lease.Invalidf("sqlstore: MaxAttempts %d, RepairTries %d and PlanAhead %d must be at least 1, RepairDelay %s not negative",
+			c.MaxAttempts, c.RepairTries, c.PlanAhead, c.RepairDelay)
 	}
 	return c, nil
 }

@@ -28,6 +28,7 @@ type Backend interface {
 	grouplease.Catalog
 	grouplease.Store
 	grouplease.SnapshotStore
+	grouplease.PlanStore
 	node.Store
 	spool.Claims
 }
@@ -102,6 +103,15 @@ func Run(t *testing.T, open Open) {
 		{"RangesList", testRangesList},
 		{"ChunkClaims", testChunkClaims},
 		{"FleetReads", testFleetReads},
+		{"PlanTailAndHistory", testPlanTailAndHistory},
+		{"PlanHistoryBack", testPlanHistoryBack},
+		{"PlanAroundRanges", testPlanAroundRanges},
+		{"PlanAhead", testPlanAhead},
+		{"PlanBadInput", testPlanBadInput},
+		{"PlanConcurrent", testPlanConcurrent},
+		{"Repair", testRepair},
+		{"RepairOrderedAndExpired", testRepairOrderedAndExpired},
+		{"MissingBadInput", testMissingBadInput},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

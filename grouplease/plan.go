@@ -1,0 +1,93 @@
+package grouplease
+
+import (
+	"context"
+	"time"
+
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// GroupPlan says how the coordinator plans a group's ranges by itself, the way
+// NNTmux's update (tail) and backfill (history) runs do.
+//
+// On the first poll of the provider the group is split at
+// start = max(low, high − Margin + 1): the tail plans from start onwards as
+// new articles arrive, always leaving the newest Margin articles unplanned
+// because they may still be propagating; history plans from its target up
+// to start − 1, ascending. The target is the low watermark, or
+// start − HistoryBack when HistoryBack is set and that is above low.
+type GroupPlan struct {
+	Tail    bool `json:"tail"`
+	History bool `json:"history"`
+	// HistoryBack is how many articles before the tail's start history
+	// reaches; 0 means down to the low watermark.
+	HistoryBack int64 `json:"historyBack"`
+	// Margin is how many of the newest articles the tail leaves unplanned.
+	Margin int64 `json:"margin"`
+}
+
+// Check refuses a plan with no lane or a negative count.
+func (p GroupPlan) Check() error {
+	if !p.Tail && !p.History {
+		return lease.Invalidf("plan: name tail, history or both")
+	}
+	if p.HistoryBack < 0 || p.Margin < 0 {
+		return lease.Invalidf("plan: history %d and margin %d must not be negative", p.HistoryBack, p.Margin)
+	}
+	return nil
+}
+
+// Missing counts a group's articles that a worker found absent from their
+// chunk, by what became of them.
+type Missing struct {
+	Waiting   int64 `json:"waiting"`   // to be fetched again when due
+	Repairing int64 `json:"repairing"` // in a repair range now
+	Repaired  int64 `json:"repaired"`  // arrived on a later try
+	Lost      int64 `json:"lost"`      // never arrived within the tries, or expired below low
+}
+
+// PlanStatus is a group's plan, its cursors and the provider's watermarks
+// at the last poll.
+type PlanStatus struct {
+	GroupID int64  `json:"groupId"`
+	Group   string `json:"group"`
+	GroupPlan
+	// Polled is false until the provider was first polled; the fields
+	// below are zero until then.
+	Polled   bool      `json:"polled"`
+	PolledAt time.Time `json:"polledAt"`
+	Low      int64     `json:"low"`
+	High     int64     `json:"high"`
+	// TailNext is the first article the tail has not planned yet.
+	TailNext int64 `json:"tailNext"`
+	// HistoryNext is the first article history has not planned yet;
+	// history is planned in full once it passes HistoryEnd.
+	HistoryNext int64 `json:"historyNext"`
+	HistoryEnd  int64 `json:"historyEnd"`
+	// Lag is how many articles up to High the tail has not stored yet:
+	// High − (the first tail article not stored) + 1, never below 0.
+	Lag     int64   `json:"lag"`
+	Missing Missing `json:"missing"`
+}
+
+// PlanStore keeps groups' plans and plans their ranges. Each planning call
+// runs in one transaction that locks the group, so coordinators sharing a
+// database never plan a range twice.
+type PlanStore interface {
+	// SetPlan sets a group's plan; cursors already set are kept.
+	SetPlan(ctx context.Context, group string, p GroupPlan) error
+	// Plans lists every group that has a plan, by group id.
+	Plans(ctx context.Context) ([]PlanStatus, error)
+	// PlanRanges records the provider's watermarks for the group and adds
+	// the ranges its plan calls for: the tail up to high − margin, history
+	// from its cursor, never overlapping a range the group has, and never
+	// more than the store's limit of unfinished ranges per lane. It returns
+	// the ranges added.
+	PlanRanges(ctx context.Context, groupID int64, low, high int64) ([]lease.Range, error)
+	// PlanRepairs turns the missing articles that are due into repair
+	// ranges: runs of consecutive missing numbers, at most a chunk each,
+	// granted like unordered ranges. It counts as lost the articles below
+	// the group's low watermark and those whose repair range failed for
+	// the last time. It returns the ranges added.
+	PlanRepairs(ctx context.Context) ([]lease.Range, error)
+}

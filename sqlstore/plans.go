@@ -1,0 +1,416 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+type planRow struct {
+	GroupID     int64         `db:"group_id"`
+	Tail        bool          `db:"tail"`
+	History     bool          `db:"history"`
+	HistoryBack int64         `db:"history_back"`
+	Margin      int64         `db:"margin"`
+	Low         sql.NullInt64 `db:"low"`
+	High        sql.NullInt64 `db:"high"`
+	Polled      sql.NullInt64 `db:"polled_us"`
+	TailNext    sql.NullInt64 `db:"tail_next"`
+	HistoryNext sql.NullInt64 `db:"history_next"`
+	HistoryEnd  sql.NullInt64 `db:"history_end"`
+}
+
+const planCols = "group_id, tail, history, history_back, margin, low, high, polled_us, tail_next, history_next, history_end"
+
+// SetPlan implements grouplease.PlanStore.
+func (s *Store) SetPlan(ctx context.Context, group string, p grouplease.GroupPlan) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	g, err := s.Group(ctx, group)
+	if err != nil {
+		return fmt.Errorf("set plan: %w", err)
+	}
+	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO plans (group_id, tail, history, history_back, margin) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (group_id) DO UPDATE SET tail = excluded.tail, history = excluded.history,
+			history_back = excluded.history_back, margin = excluded.margin`),
+		g.ID, p.Tail, p.History, p.HistoryBack, p.Margin)
+	if err != nil {
+		return fmt.Errorf("set plan: %w", err)
+	}
+	return nil
+}
+
+// Plans implements grouplease.PlanStore.
+func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
+	var rows []planRow
+	if err := s.rdb.SelectContext(ctx, &rows, "SELECT "+planCols+" FROM plans ORDER BY group_id"); err != nil {
+		return nil, fmt.Errorf("plans: %w", err)
+	}
+	var counts []struct {
+		Group int64  `db:"group_id"`
+		State string `db:"state"`
+		N     int64  `db:"n"`
+	}
+	if err := s.rdb.SelectContext(ctx, &counts, "SELECT group_id, state, COUNT(*) AS n FROM missing GROUP BY group_id, state"); err != nil {
+		return nil, fmt.Errorf("plans: %w", err)
+	}
+	missing := map[int64]*grouplease.Missing{}
+	for _, c := range counts {
+		m := missing[c.Group]
+		if m == nil {
+			m = &grouplease.Missing{}
+			missing[c.Group] = m
+		}
+		switch c.State {
+		case "waiting":
+			m.Waiting = c.N
+		case "repairing":
+			m.Repairing = c.N
+		case "repaired":
+			m.Repaired = c.N
+		case "lost":
+			m.Lost = c.N
+		}
+	}
+	// The tail's first article not stored: the next of its first
+	// unfinished range, or the cursor when every planned range is done.
+	var heads []struct {
+		Group int64 `db:"group_id"`
+		Next  int64 `db:"next_n"`
+	}
+	if err := s.rdb.SelectContext(ctx, &heads, `SELECT group_id, MIN(next_n) AS next_n FROM ranges
+		WHERE lane = 'tail' AND state <> 'done' AND NOT repair GROUP BY group_id`); err != nil {
+		return nil, fmt.Errorf("plans: %w", err)
+	}
+	tailHead := map[int64]int64{}
+	for _, h := range heads {
+		tailHead[h.Group] = h.Next
+	}
+	out := make([]grouplease.PlanStatus, 0, len(rows))
+	for _, r := range rows {
+		g, err := s.groupByID(ctx, s.rdb, r.GroupID)
+		if err != nil {
+			return nil, err
+		}
+		st := grouplease.PlanStatus{
+			GroupID: r.GroupID, Group: g.Name,
+			GroupPlan: grouplease.GroupPlan{Tail: r.Tail, History: r.History, HistoryBack: r.HistoryBack, Margin: r.Margin},
+			Polled:    r.Polled.Valid,
+			Low:       r.Low.Int64, High: r.High.Int64,
+			TailNext: r.TailNext.Int64, HistoryNext: r.HistoryNext.Int64, HistoryEnd: r.HistoryEnd.Int64,
+		}
+		if m := missing[r.GroupID]; m != nil {
+			st.Missing = *m
+		}
+		if st.Polled {
+			st.PolledAt = time.UnixMicro(r.Polled.Int64).UTC()
+			stored, ok := tailHead[r.GroupID]
+			if !ok {
+				stored = st.TailNext
+			}
+			st.Lag = max(0, st.High-stored+1)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// PlanRanges implements grouplease.PlanStore.
+func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) ([]lease.Range, error) {
+	if low < 0 || high < 0 {
+		return nil, lease.Invalidf("plan ranges: watermarks %d..%d must not be negative", low, high)
+	}
+	g, err := s.groupByID(ctx, s.rdb, groupID)
+	if err != nil {
+		return nil, fmt.Errorf("plan ranges: %w", err)
+	}
+	var out []lease.Range
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		out = nil
+		now, err := s.clock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		p, err := s.lockPlan(ctx, tx, g)
+		if err != nil {
+			return err
+		}
+		first := max(low, 1) // article 0 does not exist; below low they expired
+		if !p.TailNext.Valid {
+			start := max(first, high-p.Margin+1)
+			target := first
+			if p.HistoryBack > 0 {
+				target = max(target, start-p.HistoryBack)
+			}
+			p.TailNext = sql.NullInt64{Int64: start, Valid: true}
+			p.HistoryNext = sql.NullInt64{Int64: target, Valid: true}
+			p.HistoryEnd = sql.NullInt64{Int64: start - 1, Valid: true}
+		}
+		if p.Tail {
+			added, next, err := s.planLane(ctx, tx, g, lease.LaneTail, max(p.TailNext.Int64, first), high-p.Margin)
+			if err != nil {
+				return err
+			}
+			out, p.TailNext.Int64 = append(out, added...), next
+		}
+		if p.History {
+			added, next, err := s.planLane(ctx, tx, g, lease.LaneHistory, max(p.HistoryNext.Int64, first), p.HistoryEnd.Int64)
+			if err != nil {
+				return err
+			}
+			out, p.HistoryNext.Int64 = append(out, added...), next
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE plans SET low = ?, high = ?, polled_us = ?, tail_next = ?, history_next = ?, history_end = ?
+			WHERE group_id = ?`), low, high, now, p.TailNext, p.HistoryNext, p.HistoryEnd, g.ID)
+		return err
+	})
+	if err != nil && !errors.Is(err, lease.ErrNotFound) {
+		err = fmt.Errorf("plan ranges: %w", err)
+	}
+	return out, err
+}
+
+// lockPlan locks the group, as AddRanges does, and reads its plan.
+func (s *Store) lockPlan(ctx context.Context, tx *sqlx.Tx, g grouplease.Group) (planRow, error) {
+	var p planRow
+	if _, err := tx.ExecContext(ctx, s.q("SELECT id FROM groups WHERE id = ? {forupdate}"), g.ID); err != nil {
+		return p, err
+	}
+	err := tx.GetContext(ctx, &p, s.q("SELECT "+planCols+" FROM plans WHERE group_id = ?"), g.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, fmt.Errorf("plan ranges: group %q has no plan: %w", g.Name, lease.ErrNotFound)
+	}
+	return p, err
+}
+
+// clock reads the one clock inside tx, in microseconds.
+func (s *Store) clock(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
+	var now int64
+	err := sqlx.GetContext(ctx, q, &now, s.q("SELECT {now}"), s.now())
+	return now, err
+}
+
+// maxClashes bounds how many existing ranges one planning step reads.
+const maxClashes = 10000
+
+// planLane adds ranges of the group's range size over [from, to] in lane,
+// around the ranges the group has, at most as many as keep the lane's
+// unfinished ranges within PlanAhead. It returns them and the first article
+// left unplanned.
+func (s *Store) planLane(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, lane lease.Lane, from, to int64) ([]lease.Range, int64, error) {
+	if from > to {
+		return nil, from, nil
+	}
+	var open int
+	if err := tx.GetContext(ctx, &open, s.q(`SELECT COUNT(*) FROM ranges
+		WHERE group_id = ? AND lane = ? AND state IN ('pending', 'leased') AND NOT repair`), g.ID, string(lane)); err != nil {
+		return nil, from, err
+	}
+	budget := s.cfg.PlanAhead - open
+	if budget <= 0 {
+		return nil, from, nil
+	}
+	var clashes []lease.Span
+	if err := tx.SelectContext(ctx, &clashes, s.q(`SELECT start_n AS "from", end_n AS "to" FROM ranges
+		WHERE group_id = ? AND NOT repair AND start_n <= ? AND end_n >= ? ORDER BY start_n LIMIT ?`),
+		g.ID, to, from, maxClashes); err != nil {
+		return nil, from, err
+	}
+	if len(clashes) == maxClashes {
+		to = clashes[len(clashes)-1].To // the next pass reads on from there
+	}
+	var spans []lease.Span
+	cur := from
+	// fill plans [cur, end] until the budget is spent, leaving cur at the
+	// first article it did not plan.
+	fill := func(end int64) {
+		for cur <= end && len(spans) < budget {
+			e := min(end, cur+g.RangeSize-1)
+			spans = append(spans, lease.Span{From: cur, To: e})
+			cur = e + 1
+		}
+	}
+	for _, c := range clashes {
+		fill(min(c.From-1, to))
+		if cur < c.From {
+			break // the budget is spent before this range
+		}
+		cur = max(cur, c.To+1)
+	}
+	fill(to)
+	if len(spans) == 0 {
+		return nil, cur, nil
+	}
+	added, err := s.insertRanges(ctx, tx, g, lane, spans, false, false)
+	return added, cur, err
+}
+
+// PlanRepairs implements grouplease.PlanStore. Each group is planned in a
+// transaction of its own that locks the group.
+func (s *Store) PlanRepairs(ctx context.Context) ([]lease.Range, error) {
+	var groups []int64
+	if err := s.rdb.SelectContext(ctx, &groups,
+		"SELECT DISTINCT group_id FROM missing WHERE state IN ('waiting', 'repairing') ORDER BY group_id"); err != nil {
+		return nil, fmt.Errorf("plan repairs: %w", err)
+	}
+	var out []lease.Range
+	for _, id := range groups {
+		added, err := s.planRepairs(ctx, id)
+		if err != nil {
+			return out, fmt.Errorf("plan repairs: %w", err)
+		}
+		out = append(out, added...)
+	}
+	return out, nil
+}
+
+func (s *Store) planRepairs(ctx context.Context, groupID int64) ([]lease.Range, error) {
+	g, err := s.groupByID(ctx, s.rdb, groupID)
+	if err != nil {
+		return nil, err
+	}
+	var out []lease.Range
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		out = nil
+		if _, err := tx.ExecContext(ctx, s.q("SELECT id FROM groups WHERE id = ? {forupdate}"), g.ID); err != nil {
+			return err
+		}
+		now, err := s.clock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		// Below the low watermark an article has expired: it never comes.
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'lost'
+			WHERE group_id = ? AND state = 'waiting' AND number < (SELECT COALESCE(low, 0) FROM plans WHERE group_id = ?)`),
+			g.ID, g.ID); err != nil {
+			return err
+		}
+		// A repair range that failed counts as one try of its articles, due
+		// at once: the range's own attempts took their time.
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET `+retrySet+`
+			WHERE group_id = ? AND state = 'repairing'
+			  AND range_id IN (SELECT id FROM ranges WHERE group_id = ? AND repair AND state = 'failed')`),
+			s.cfg.RepairTries, now, g.ID, g.ID); err != nil {
+			return err
+		}
+		var open int
+		if err := tx.GetContext(ctx, &open, s.q(`SELECT COUNT(*) FROM ranges
+			WHERE group_id = ? AND repair AND state IN ('pending', 'leased')`), g.ID); err != nil {
+			return err
+		}
+		budget := s.cfg.PlanAhead - open
+		if budget <= 0 {
+			return nil
+		}
+		var due []struct {
+			Number int64  `db:"number"`
+			Lane   string `db:"lane"`
+		}
+		if err := tx.SelectContext(ctx, &due, s.q(`SELECT number, lane FROM missing
+			WHERE group_id = ? AND state = 'waiting' AND due_us <= ? ORDER BY number LIMIT ?`),
+			g.ID, now, int64(budget)*g.ChunkSize); err != nil {
+			return err
+		}
+		// Runs of consecutive numbers of one lane, a chunk at most each.
+		runs := map[lease.Lane][]lease.Span{}
+		var last *lease.Span
+		lastLane := lease.Lane("")
+		n := 0
+		for _, d := range due {
+			lane := lease.Lane(d.Lane)
+			if last != nil && lane == lastLane && d.Number == last.To+1 && d.Number-last.From < g.ChunkSize {
+				last.To = d.Number
+				continue
+			}
+			if n == budget {
+				break
+			}
+			runs[lane] = append(runs[lane], lease.Span{From: d.Number, To: d.Number})
+			last, lastLane = &runs[lane][len(runs[lane])-1], lane
+			n++
+		}
+		for _, lane := range []lease.Lane{lease.LaneTail, lease.LaneHistory} {
+			if len(runs[lane]) == 0 {
+				continue
+			}
+			added, err := s.insertRanges(ctx, tx, g, lane, runs[lane], false, true)
+			if err != nil {
+				return err
+			}
+			for _, r := range added {
+				if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'repairing', range_id = ?
+					WHERE group_id = ? AND state = 'waiting' AND number BETWEEN ? AND ?`), r.ID, g.ID, r.Start, r.End); err != nil {
+					return err
+				}
+			}
+			out = append(out, added...)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// retrySet counts one more try of a missing article: it waits for the next,
+// or is lost after the last. Its arguments are the tries and the due time.
+const retrySet = `state = CASE WHEN tries + 1 >= ? THEN 'lost' ELSE 'waiting' END, tries = tries + 1, range_id = NULL, due_us = ?`
+
+// putMissing records a stored batch's missing articles, inside its
+// transaction. On a plain range they wait for repair; on a repair range the
+// ones named again count a try, and the rest of the span arrived.
+func (s *Store) putMissing(ctx context.Context, tx *sqlx.Tx, r rangeRow, b batch.Batch) error {
+	if len(b.Missing) == 0 && !r.Repair {
+		return nil
+	}
+	now, err := s.clock(ctx, tx)
+	if err != nil {
+		return err
+	}
+	due := now + s.cfg.RepairDelay.Microseconds()
+	const perStatement = 500
+	for rest := b.Missing; len(rest) > 0; {
+		part := rest[:min(perStatement, len(rest))]
+		rest = rest[len(part):]
+		var sb strings.Builder
+		var args []any
+		if r.Repair {
+			sb.WriteString("UPDATE missing SET " + retrySet + " WHERE group_id = ? AND range_id = ? AND number IN (")
+			args = append(args, s.cfg.RepairTries, due, r.GroupID, r.ID)
+			for i, n := range part {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString("?")
+				args = append(args, n)
+			}
+			sb.WriteString(")")
+		} else {
+			sb.WriteString("INSERT INTO missing (group_id, number, lane, state, due_us) VALUES ")
+			for i, n := range part {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString("(?, ?, ?, 'waiting', ?)")
+				args = append(args, r.GroupID, n, r.Lane, due)
+			}
+			sb.WriteString(" ON CONFLICT (group_id, number) DO NOTHING")
+		}
+		if _, err := tx.ExecContext(ctx, s.bind(sb.String()), args...); err != nil {
+			return err
+		}
+	}
+	if r.Repair {
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'repaired', range_id = NULL
+			WHERE range_id = ? AND state = 'repairing' AND number BETWEEN ? AND ?`), r.ID, b.From, b.To)
+	}
+	return err
+}
