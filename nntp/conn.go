@@ -59,12 +59,12 @@ type conn struct {
 	authed   bool         // AUTHINFO succeeded
 	replied  bool         // a status line was read since the pool handed it out
 
-	zr    io.ReadCloser // the zlib reader, reset per compressed response
-	gzr   *gzip.Reader  // the gzip reader, likewise
-	zbuf  *bufio.Reader // buffers the inflated stream
-	long  []byte        // a line longer than the read buffer
-	lines   int         // lines read from the last block
-	skipped int         // lines too long to keep in the last block
+	zr      io.ReadCloser // the zlib reader, reset per compressed response
+	gzr     *gzip.Reader  // the gzip reader, likewise
+	zbuf    *bufio.Reader // buffers the inflated stream
+	long    []byte        // a line longer than the read buffer
+	lines   int           // lines read from the last block
+	skipped int           // lines too long to keep in the last block
 }
 
 // dial connects, reads the greeting, and negotiates: CAPABILITIES, MODE

@@ -91,6 +91,9 @@ type Config struct {
 	// CloseAfter, when set, closes the connection after that many lines
 	// of an OVER or XOVER block.
 	CloseAfter int
+	// IgnoreRange answers OVER and XOVER with every line of the group,
+	// whatever range was asked, as a broken server might.
+	IgnoreRange bool
 	// Endless follows an OVER block's lines with lines numbered past the
 	// range, forever: the block never ends.
 	Endless bool
@@ -455,10 +458,10 @@ func (ss *session) command(line string) bool {
 		ss.group = g
 		if g.reply != "" {
 			ss.reply(211, g.reply)
-		} else if len(g.nums) == 0 {
+		} else if k := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] >= 0 }); k == len(g.nums) {
 			ss.reply(211, "0 0 0 "+g.name)
 		} else {
-			ss.reply(211, fmt.Sprintf("%d %d %d %s", len(g.nums), g.nums[0], g.nums[len(g.nums)-1], g.name))
+			ss.reply(211, fmt.Sprintf("%d %d %d %s", len(g.nums)-k, g.nums[k], g.nums[len(g.nums)-1], g.name))
 		}
 	case "OVER", "XOVER":
 		if verb == "OVER" && cfg.NoOver {
@@ -563,6 +566,9 @@ func (ss *session) over(cfg Config, f []string) bool {
 		j = i
 	}
 	lines := g.lines[i:j]
+	if cfg.IgnoreRange {
+		i, lines = 0, g.lines
+	}
 	if len(lines) == 0 && !cfg.Endless {
 		switch cfg.EmptyReply {
 		case 0, 423:
