@@ -15,8 +15,9 @@
 //
 // As root, innd drops its privileges to the news user, so the directory is
 // made under os.TempDir (not t.TempDir, whose parents are root's and 0700)
-// and handed to news; it is removed when the test ends. As any other user the
-// instance runs as that user (inn.conf's runasuser and runasgroup).
+// and handed to news; it is removed when the test ends. innd runs only as root
+// or as the news user (it checks for news before it reads runasuser from
+// inn.conf): as any other user Start skips, like without INN.
 //
 // Reader connections are in transit mode first, because localhost is a peer:
 // send MODE READER to be handed to nnrpd (DialReader does).

@@ -70,15 +70,15 @@ func Available() error {
 // when EDGEINDEX_REQUIRE_INN=1.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	if err := Available(); err != nil {
+	owner, err := runAs()
+	if err == nil {
+		err = Available()
+	}
+	if err != nil {
 		if os.Getenv(RequireEnv) == "1" {
 			tb.Fatalf("inntest: INN is required (%s=1): %v", RequireEnv, err)
 		}
 		tb.Skipf("inntest: no INN server to test against: %v", err)
-	}
-	owner, err := runAs()
-	if err != nil {
-		tb.Fatalf("inntest: %v", err)
 	}
 	// Not t.TempDir: as root its parents are 0700 and the news user could not
 	// reach it. A short path also keeps the control socket's path well under
@@ -607,13 +607,20 @@ func runAs() (owner, error) {
 		}
 	} else if u, err = user.Current(); err != nil {
 		return owner{}, err
-	}
-	g, err := user.LookupGroupId(u.Gid)
-	if err != nil {
-		return owner{}, err
+	} else if u.Username != "news" {
+		// innd checks for the news user and group before it reads
+		// runasuser and runasgroup from inn.conf.
+		return owner{}, fmt.Errorf("innd runs only as root (it drops to news) or as the news user, not as %s", u.Username)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
+	if os.Geteuid() != 0 {
+		gid = os.Getegid() // INN checks the group the process runs as
+	}
+	g, err := user.LookupGroupId(strconv.Itoa(gid))
+	if err != nil {
+		return owner{}, err
+	}
 	return owner{user: u.Username, group: g.Name, uid: uid, gid: gid, chownFiles: os.Geteuid() == 0}, nil
 }
 
