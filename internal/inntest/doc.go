@@ -20,7 +20,11 @@
 // inn.conf): as any other user Start skips, like without INN.
 //
 // Reader connections are in transit mode first, because localhost is a peer:
-// send MODE READER to be handed to nnrpd (DialReader does).
+// send MODE READER to be handed to nnrpd (DialReader does). The connections
+// DialPeer and DialReader make set TCP_QUICKACK before every read: nnrpd
+// writes a status line and the text after it separately, without
+// TCP_NODELAY, so a client that delays its ACKs waits about 40 ms for every
+// ARTICLE (Nagle holds the text back until the ACK comes).
 //
 // When the INN binaries (/usr/lib/news/bin/innd) are missing, Start skips the
 // test, or fails it when EDGEINDEX_REQUIRE_INN=1 (CI sets it).
