@@ -65,3 +65,12 @@ func Example() {
 	// Output:
 	// 1 range, 5 batches, 5000 headers
 }
+
+// A handler reports the articles its chunk did not hold, so the
+// coordinator fetches them again later.
+func ExampleMissingFrom() {
+	present := []int64{100, 101, 104, 105, 109}
+	fmt.Println(edge.MissingFrom(100, 110, present))
+	// Output:
+	// [102 103 106 107 108 110]
+}

@@ -24,11 +24,37 @@ type Chunk struct {
 	Data []byte
 }
 
-// Output is what a handler found in one chunk: the items to post, and how
-// many overview lines it read.
+// Output is what a handler found in one chunk: the items to post, how many
+// overview lines it read, and which articles of [Chunk.From, Chunk.To] the
+// chunk did not hold.
 type Output struct {
 	Items   []batch.Item
 	Headers int64
+	// Missing lists, ascending, the article numbers of [Chunk.From,
+	// Chunk.To] that had no line in the chunk; MissingFrom computes it.
+	// The coordinator fetches them again later as repair ranges. Leave it
+	// empty to opt out of repair.
+	Missing []int64
+}
+
+// MissingFrom returns the numbers of [from, to] that are not in present,
+// which must ascend. It is what Output.Missing holds.
+func MissingFrom(from, to int64, present []int64) []int64 {
+	var out []int64
+	n := from
+	for _, p := range present {
+		if p < n || p > to {
+			continue
+		}
+		for ; n < p; n++ {
+			out = append(out, n)
+		}
+		n = p + 1
+	}
+	for ; n <= to; n++ {
+		out = append(out, n)
+	}
+	return out
 }
 
 // Handler is what a user implements: chunks in, items per batch out. The

@@ -502,7 +502,7 @@ func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, f edgef
 		}
 		return err
 	}
-	res, err := w.c.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: from, To: f.To, Headers: out.Headers, Items: out.Items})
+	res, err := w.c.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: from, To: f.To, Headers: out.Headers, Items: out.Items, Missing: out.Missing})
 	if err != nil {
 		return err
 	}

@@ -112,6 +112,7 @@ func FuzzDecodeBatch(f *testing.F) {
 
 		var std struct {
 			From, To, Headers *int64
+			Missing           []int64
 			Items             []struct {
 				Key   *string
 				Value json.RawMessage
@@ -123,6 +124,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		require.Equal(t, b.From, *std.From)
 		require.Equal(t, b.To, *std.To)
 		require.Equal(t, b.Headers, *std.Headers)
+		require.Equal(t, b.Missing, std.Missing)
 		require.Len(t, std.Items, len(b.Items))
 		for i, it := range std.Items {
 			require.Equal(t, b.Items[i].Key, *it.Key)

@@ -140,7 +140,9 @@ type line struct {
 // adds each binary part to its binary, and returns an item for each binary
 // that became complete, with all its parts, dropping it from the window;
 // then the incomplete items of FlushIncomplete and of eviction (see Config).
-// Headers counts the lines read in [From, To]. Items is never nil. An error
+// Headers counts the lines read in [From, To], and Missing lists the
+// numbers of [From, To] that had no line, for the coordinator to fetch
+// again. Items is never nil. An error
 // wraps spool.ErrBadChunk when the chunk does not inflate or parse.
 func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output, error) {
 	if err := ctx.Err(); err != nil {
@@ -169,7 +171,7 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 		}
 		sub, ok := ParseSubject(o.Subject)
 		if !ok {
-			lines = append(lines, line{skip: true})
+			lines = append(lines, line{number: o.Number, skip: true})
 			return nil
 		}
 		// As JSON would have them, so that Key of a decoded item is its key.
@@ -193,7 +195,12 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 	if out, ok := c.cached(ch); ok { // handled meanwhile by another caller
 		return out, nil
 	}
-	out := edge.Output{Items: []batch.Item{}, Headers: int64(len(lines))}
+	present := make([]int64, len(lines))
+	for i, l := range lines {
+		present[i] = l.number
+	}
+	slices.Sort(present) // a server may send lines out of order
+	out := edge.Output{Items: []batch.Item{}, Headers: int64(len(lines)), Missing: edge.MissingFrom(ch.From, ch.To, present)}
 	c.stats.Lines += int64(len(lines))
 	for i := range lines {
 		l := &lines[i]
@@ -245,6 +252,7 @@ func (c *Collator) cached(ch edge.Chunk) (edge.Output, bool) {
 
 func copyOutput(o edge.Output) edge.Output {
 	o.Items = slices.Clone(o.Items)
+	o.Missing = slices.Clone(o.Missing)
 	return o
 }
 

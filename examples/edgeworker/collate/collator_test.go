@@ -504,3 +504,14 @@ func TestMerge(t *testing.T) {
 	odd := collate.Merge(collate.Binary{Total: 2, Parts: []collate.Part{p(0), p(1)}}, collate.Binary{})
 	require.False(t, odd.Complete, "part 0 is not a part")
 }
+
+func TestCollateReportsMissing(t *testing.T) {
+	t.Parallel()
+	c := newCollator(t, collate.Config{})
+	data := gz(t, post(13, `a "x.rar" yEnc (2/2)`), post(11, `a "x.rar" yEnc (1/2)`), post(15, "not a binary"))
+	r := lease.Range{ID: 1, Group: group, Start: 1, End: 20}
+	out, err := c.HandleChunk(context.Background(), edge.Chunk{Range: r, From: 11, To: 17, Data: data})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), out.Headers)
+	require.Equal(t, []int64{12, 14, 16, 17}, out.Missing, "lines out of order and lines that are no binary count as present")
+}
