@@ -244,10 +244,10 @@ func TestGroupForms(t *testing.T) {
 	t.Parallel()
 	empty := []string{
 		"0 0 0 " + testGroup,
-		"0 5 4 " + testGroup,      // low = high+1
-		"0 10 3 " + testGroup,     // high < low
-		"0 7 9 " + testGroup,      // count 0, a range
-		"3 9 2 " + testGroup,      // high < low with a count
+		"0 5 4 " + testGroup,       // low = high+1
+		"0 10 3 " + testGroup,      // high < low
+		"0 7 9 " + testGroup,       // count 0, a range
+		"3 9 2 " + testGroup,       // high < low with a count
 		"0 0 0 " + testGroup + " ", // trailing space
 	}
 	groups := []nntptest.Group{}

@@ -1,0 +1,37 @@
+// Package nntp is a spool.ChunkSource on an NNTP provider, built on
+// net/textproto and the standard library only.
+//
+// A Source keeps a pool of up to Config.MaxConns connections (providers
+// limit them). Each connection is dialled plain or with TLS (nntps://),
+// reads the greeting (200 or 201; 400 and 502 are ErrRefused), asks
+// CAPABILITIES (a server that refuses it is fine), sends MODE READER only
+// when the server needs it (it lists MODE-READER, or no READER, or no
+// capabilities at all), upgrades with STARTTLS when offered (or required,
+// Config.StartTLS), logs in with AUTHINFO USER/PASS, and asks for XFEATURE
+// COMPRESS GZIP when Config.Compress is set. A connection remembers the
+// group it selected, so a run of chunks of one group costs one GROUP.
+//
+// Fetch sends OVER for the span, falling back to XOVER for good (per
+// Source) when the server answers OVER with 500, and writes the lines into
+// a gzip stream as they arrive: each dot-unstuffed, its CRLF made LF, its
+// bytes kept as sent (no UTF-8 is assumed). 423, 420 and an empty block are
+// an empty chunk. A compressed response is inflated on the way: gzip when
+// it starts with 0x1f 0x8b, zlib otherwise, with the terminating line
+// inside the compressed data or after it, as servers differ.
+//
+// Every read and write has a deadline (Config.Timeout); a context's end
+// closes the connection in use. A connection that saw an I/O error, a
+// timeout or anything out of step is closed, never reused; dialling again
+// after failures waits with exponential backoff and jitter. Article
+// numbers are int64 throughout.
+//
+// Errors: ErrNoSuchGroup (411, which is also spool.ErrNoSuchGroup),
+// ErrAuthRequired (480), ErrEncryptionRequired (483), ErrAuthFailed,
+// ErrRefused, ErrTLSUnavailable, ErrProtocol and ErrBadURL are sentinels for
+// errors.Is; other unexpected replies are a *ProtocolError with the code and
+// the server's text. The password is never in an error or in Config's
+// String.
+//
+// The package nntptest is a real NNTP server for tests, with knobs for
+// every failure above.
+package nntp
