@@ -23,6 +23,7 @@ import (
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
@@ -52,6 +53,11 @@ type Main struct {
 	Source string
 	Addr   string
 	TTL    time.Duration
+	// NNTPConns bounds the connections to an NNTP source; 0 keeps the
+	// URL's conns parameter or the nntp package's default.
+	NNTPConns int
+	// Poll is how often the provider's watermarks are read to plan ranges.
+	Poll time.Duration
 
 	// Ready, when set, is told the address serve listens on.
 	Ready func(addr string)
@@ -121,9 +127,10 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	return usagef("unknown command %q; try coordinator help", cmd)
 }
 
-const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--lease-ttl 60s]
+const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m] [--lease-ttl 60s]
 coordinator node add NAME | node rm NAME | node list
-coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N]
+coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
+coordinator group plan NAME --plan tail,history [--history N] [--margin M]
 coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 coordinator range retry GROUP [--failed | ID...]
 coordinator status [--json]
@@ -182,15 +189,47 @@ func (m *Main) adminToken() (string, error) {
 	return t, nil
 }
 
-// source returns the chunk source --source names.
-func source(raw string) (spool.ChunkSource, error) {
+// chunkSource is a source, how many fetches it takes at once (0: the
+// prefetcher's default), and what closes it.
+type chunkSource struct {
+	spool.ChunkSource
+	conns int
+	close func() error
+}
+
+// source returns the chunk source --source names. An NNTP source is
+// dialled and logged in to once, so a bad URL, a refused login or an
+// unreachable server stops the daemon at start with one sentence.
+func (m *Main) source(ctx context.Context) (chunkSource, error) {
+	raw := m.Source
 	switch {
 	case raw == "" || raw == "synthetic":
-		return spool.NewSynthetic(spool.SyntheticConfig{})
+		src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+		return chunkSource{ChunkSource: src, close: func() error { return nil }}, err
 	case strings.HasPrefix(raw, "nntp://"), strings.HasPrefix(raw, "nntps://"):
-		return nil, usagef("--source %s: the NNTP source is not built yet; use synthetic", redact(raw))
+		cfg, err := nntp.ParseURL(raw)
+		if err != nil {
+			return chunkSource{}, usagef("--source: %v", err)
+		}
+		if m.NNTPConns < 0 {
+			return chunkSource{}, usagef("--nntp-conns %d: at least 1", m.NNTPConns)
+		}
+		if m.NNTPConns > 0 {
+			cfg.MaxConns = m.NNTPConns
+		}
+		src, err := nntp.New(cfg)
+		if err != nil {
+			return chunkSource{}, usagef("--source %s: %v", redact(raw), err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := src.Check(cctx); err != nil {
+			src.Close()
+			return chunkSource{}, fmt.Errorf("--source %s: %w", redact(raw), err)
+		}
+		return chunkSource{ChunkSource: src, conns: src.MaxConns(), close: src.Close}, nil
 	}
-	return nil, usagef("--source %q: synthetic or nntp://host:port", raw)
+	return chunkSource{}, usagef("--source %q: synthetic or nntp://[user:pass@]host:port", raw)
 }
 
 func redact(raw string) string {
@@ -208,6 +247,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&m.Addr, "addr", "127.0.0.1:7070", "address to listen on")
 	fs.StringVar(&m.Source, "source", "synthetic", "where chunks come from: synthetic or nntp://[user:pass@]host:port")
 	fs.DurationVar(&m.TTL, "lease-ttl", coordinator.DefaultLeaseTTL, "lease TTL; workers heartbeat at TTL/3")
+	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "most connections to an NNTP source (default: the URL's conns, or 4)")
+	fs.DurationVar(&m.Poll, "poll", time.Minute, "how often to read the provider's watermarks and plan ranges")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -229,20 +270,30 @@ type running struct {
 	api      *coordinator.Server
 	listener net.Listener
 	served   chan error
-	prefetch chan error
+	bg       chan error // the prefetcher and the planner
 	cancel   context.CancelFunc
 	log      *slog.Logger
 	spool    *spool.Disk
 	corpus   *corpus.Disk
+	source   chunkSource
 }
 
 // start opens everything, binds the address (so a busy port fails at
 // once) and serves in the background.
-func (m *Main) start(ctx context.Context, log *slog.Logger) (*running, error) {
-	src, err := source(m.Source)
+func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err error) {
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i]()
+			}
+		}
+	}()
+	src, err := m.source(ctx)
 	if err != nil {
 		return nil, err
 	}
+	closers = append(closers, src.close)
 	token, err := m.adminToken()
 	if err != nil {
 		return nil, err
@@ -255,36 +306,39 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (*running, error) {
 	if err != nil {
 		return nil, err
 	}
+	closers = append(closers, sp.Close)
 	cp, err := corpus.Open(filepath.Join(m.Data, "corpus"), corpus.Config{})
 	if err != nil {
-		sp.Close()
 		return nil, err
 	}
+	closers = append(closers, cp.Close)
 	l, err := coordinator.Listen(m.Addr)
 	if err != nil {
-		sp.Close()
-		cp.Close()
 		return nil, err
 	}
+	closers = append(closers, l.Close)
 	owner, _ := os.Hostname()
 	pf, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: sp, Corpus: cp, Claims: store, Targets: store,
-		Owner: owner + "/" + l.Addr().String(), Logger: log})
+		Owner: owner + "/" + l.Addr().String(), Concurrency: src.conns, Logger: log})
 	if err != nil {
-		l.Close()
+		return nil, err
+	}
+	planner, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: store, Source: src, Interval: m.Poll, Planned: pf.Kick, Logger: log})
+	if err != nil {
 		return nil, err
 	}
 	metrics := coordinator.NewMetrics(func() map[string]float64 { return rangeStates(store) })
 	api, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Corpus: cp, SnapshotDir: filepath.Join(m.Data, "snapshots"),
 		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics})
 	if err != nil {
-		l.Close()
 		return nil, err
 	}
 	r := &running{http: coordinator.HTTPServer(api, log), api: api, listener: l, served: make(chan error, 1),
-		prefetch: make(chan error, 1), log: log, spool: sp, corpus: cp}
+		bg: make(chan error, 2), log: log, spool: sp, corpus: cp, source: src}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
-	go func() { r.prefetch <- pf.Run(pctx) }()
+	go func() { r.bg <- pf.Run(pctx) }()
+	go func() { r.bg <- planner.Run(pctx) }()
 	go func() { r.served <- r.http.Serve(l) }()
 	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact(m.DB), "data", m.Data)
 	if m.Ready != nil {
@@ -313,9 +367,11 @@ func (r *running) stop() error {
 	defer cancel()
 	err := r.http.Shutdown(ctx)
 	r.cancel()
-	<-r.prefetch
+	<-r.bg
+	<-r.bg
 	r.spool.Close()
 	r.corpus.Close()
+	r.source.close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -386,22 +442,53 @@ func (m *Main) groupCmd(ctx context.Context, args []string) error {
 	ordered := fs.Bool("ordered", false, "hand the group's ranges out in article order, per lane")
 	rangeSize := fs.Int64("range-size", grouplease.DefaultRangeSize, "articles per range")
 	chunkSize := fs.Int64("chunk-size", grouplease.DefaultChunkSize, "articles per chunk")
+	planLanes := fs.String("plan", "", "plan the group's ranges from the provider: tail, history or tail,history")
+	history := fs.Int64("history", 0, "with --plan history: how many articles back history goes (0: to the low watermark)")
+	margin := fs.Int64("margin", 0, "with --plan tail: how many of the newest articles to leave unplanned")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 || pos[0] != "add" {
-		return usagef("group add NAME [--ordered] [--range-size N] [--chunk-size N]")
+	const use = "group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M] | group plan NAME --plan tail,history [--history N] [--margin M]"
+	if len(pos) != 2 || (pos[0] != "add" && pos[0] != "plan") {
+		return usagef(use)
+	}
+	var plan *grouplease.GroupPlan
+	if *planLanes != "" || pos[0] == "plan" {
+		p := grouplease.GroupPlan{HistoryBack: *history, Margin: *margin}
+		for _, lane := range strings.Split(*planLanes, ",") {
+			switch lane {
+			case "tail":
+				p.Tail = true
+			case "history":
+				p.History = true
+			default:
+				return usagef("--plan %q: tail, history or tail,history", *planLanes)
+			}
+		}
+		if err := p.Check(); err != nil {
+			return usagef("%v", err)
+		}
+		plan = &p
 	}
 	store, err := m.open(ctx)
 	if err != nil {
 		return err
 	}
-	g, err := store.AddGroup(ctx, grouplease.Group{Name: pos[1], Ordered: *ordered, RangeSize: *rangeSize, ChunkSize: *chunkSize})
-	if err != nil {
+	if pos[0] == "add" {
+		g, err := store.AddGroup(ctx, grouplease.Group{Name: pos[1], Ordered: *ordered, RangeSize: *rangeSize, ChunkSize: *chunkSize})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "group %d %s: ranges of %d, chunks of %d, ordered %t\n", g.ID, g.Name, g.RangeSize, g.ChunkSize, g.Ordered)
+	}
+	if plan == nil {
+		return nil
+	}
+	if err := store.SetPlan(ctx, pos[1], *plan); err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "group %d %s: ranges of %d, chunks of %d, ordered %t\n", g.ID, g.Name, g.RangeSize, g.ChunkSize, g.Ordered)
+	fmt.Fprintf(m.Stdout, "group %s planned: tail %t, history %t (back %d), margin %d\n", pos[1], plan.Tail, plan.History, plan.HistoryBack, plan.Margin)
 	return nil
 }
 
@@ -487,10 +574,14 @@ func (m *Main) status(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	plans, err := store.Plans(ctx)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"lanes": lanes})
+		return enc.Encode(map[string]any{"lanes": lanes, "plans": plans})
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tLANE\tHOLDER\tNEXT\tPENDING\tLEASED\tDONE\tFAILED\tHEADERS")
@@ -501,6 +592,24 @@ func (m *Main) status(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", l.Group, l.Lane, holder, l.Next,
 			l.Ranges[lease.StatePending], l.Ranges[lease.StateLeased], l.Ranges[lease.StateDone], l.Ranges[lease.StateFailed], l.Headers)
+	}
+	if len(plans) == 0 {
+		return tw.Flush()
+	}
+	fmt.Fprintln(tw, "")
+	fmt.Fprintln(tw, "GROUP\tLOW\tHIGH\tLAG\tTAIL PLANNED TO\tHISTORY PLANNED\tMISSING (WAITING/REPAIRING/REPAIRED/LOST)\tPOLLED")
+	for _, p := range plans {
+		if !p.Polled {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\tnot yet\n", p.Group)
+			continue
+		}
+		history := "-"
+		if p.History {
+			history = fmt.Sprintf("to %d of %d", p.HistoryNext-1, p.HistoryEnd)
+		}
+		ms := p.Missing
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d/%d/%d/%d\t%s\n", p.Group, p.Low, p.High, p.Lag, p.TailNext-1, history,
+			ms.Waiting, ms.Repairing, ms.Repaired, ms.Lost, p.PolledAt.Format(time.RFC3339))
 	}
 	return tw.Flush()
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/edgeindex/edgeindex/nntp/nntptest"
 )
 
 func TestMain(m *testing.M) {
@@ -151,14 +155,47 @@ func TestServe(t *testing.T) {
 
 func TestSource(t *testing.T) {
 	t.Parallel()
-	_, err := source("nntp://user:secret@news.example:119")
-	require.ErrorIs(t, err, errUsage)
-	require.NotContains(t, err.Error(), "secret")
-	_, err = source("ftp://x")
-	require.ErrorIs(t, err, errUsage)
-	s, err := source("")
+	srv, err := nntptest.New(nntptest.Config{User: "user", Pass: "right", AuthFirst: true})
 	require.NoError(t, err)
-	require.NotNil(t, s)
+	t.Cleanup(func() { srv.Close() })
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadAddr := dead.Addr().String()
+	dead.Close()
+
+	for _, c := range []struct {
+		url   string
+		conns int
+		want  string
+		usage bool
+	}{
+		{url: "nntp://user:secret@", want: "host", usage: true},
+		{url: "nntp://user:secret@" + srv.Addr() + "/?conns=x", want: "conns", usage: true},
+		{url: "nntp://user:secret@" + srv.Addr(), conns: -1, want: "--nntp-conns", usage: true},
+		{url: "nntp://user:secret@" + srv.Addr(), want: "authentication failed"},
+		{url: "nntp://user:secret@" + deadAddr, want: "refused"},
+		{url: "ftp://x", want: "synthetic or nntp://", usage: true},
+	} {
+		m := NewMain(io.Discard, io.Discard)
+		m.Source, m.NNTPConns = c.url, c.conns
+		_, err := m.source(t.Context())
+		require.Error(t, err, c.url)
+		require.Equal(t, c.usage, errors.Is(err, errUsage), "%s: %v", c.url, err)
+		require.ErrorContains(t, err, c.want)
+		require.NotContains(t, err.Error(), "secret", "the password is never shown")
+		require.NotContains(t, err.Error(), "\n", "one sentence")
+	}
+
+	m := NewMain(io.Discard, io.Discard)
+	m.Source, m.NNTPConns = "nntp://user:right@"+srv.Addr(), 3
+	s, err := m.source(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 3, s.conns, "--nntp-conns bounds the prefetcher's fetches")
+	require.NoError(t, s.close())
+	m.Source = ""
+	s, err = m.source(t.Context())
+	require.NoError(t, err)
+	require.NotNil(t, s.ChunkSource)
 }
 
 func TestDemo(t *testing.T) {
@@ -177,4 +214,76 @@ func TestDemo(t *testing.T) {
 
 	_, err = run(t, t.TempDir(), "demo", "--articles", "0")
 	require.ErrorIs(t, err, errUsage)
+}
+
+// serveStatus reads status --json while serve runs.
+func serveStatus(t *testing.T, data string) (plans []struct {
+	Low, High, Lag, TailNext, HistoryNext, HistoryEnd int64
+	Polled                                            bool
+}) {
+	t.Helper()
+	out, err := run(t, data, "status", "--json")
+	require.NoError(t, err)
+	var st struct {
+		Plans []struct {
+			Low, High, Lag, TailNext, HistoryNext, HistoryEnd int64
+			Polled                                            bool
+		} `json:"plans"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	return st.Plans
+}
+
+// TestServePlansFromNNTP runs serve on the in-repo NNTP server: the planner
+// polls GROUP, plans history and the tail, and follows new posts.
+func TestServePlansFromNNTP(t *testing.T) {
+	t.Parallel()
+	srv, err := nntptest.New(nntptest.Config{Groups: []nntptest.Group{{Name: "alt.test", Lines: nntptest.Lines("alt.test", 1, 1000)}}})
+	require.NoError(t, err)
+	defer srv.Close()
+	data := t.TempDir()
+	_, err = run(t, data, "group", "add", "alt.test", "--range-size", "100", "--chunk-size", "50", "--plan", "tail,history", "--margin", "10")
+	require.NoError(t, err)
+	_, err = run(t, data, "group", "add", "bad", "--plan", "sideways")
+	require.ErrorIs(t, err, errUsage)
+	_, err = run(t, data, "group", "plan", "alt.test", "--plan", "tail", "--margin", "-1")
+	require.ErrorIs(t, err, errUsage)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	m := NewMain(io.Discard, io.Discard)
+	addr := make(chan string, 1)
+	m.Ready = func(a string) { addr <- a }
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--source", srv.URL(), "--poll", "20ms", "--nntp-conns", "2"})
+	}()
+	select {
+	case <-addr:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	require.Eventually(t, func() bool {
+		p := serveStatus(t, data)
+		return len(p) == 1 && p[0].Polled && p[0].HistoryNext == 991
+	}, 10*time.Second, 20*time.Millisecond, "history planned 1..990 from the first poll")
+	p := serveStatus(t, data)[0]
+	require.Equal(t, int64(1), p.Low)
+	require.Equal(t, int64(1000), p.High)
+	require.Equal(t, int64(991), p.TailNext, "the newest 10 are left for later")
+
+	srv.Update(func(c *nntptest.Config) { c.Groups[0].Lines = nntptest.Lines("alt.test", 1, 1500) })
+	require.Eventually(t, func() bool {
+		p := serveStatus(t, data)
+		return p[0].High == 1500 && p[0].TailNext == 1491
+	}, 10*time.Second, 20*time.Millisecond, "new posts are planned on the tail up to high − margin")
+	require.LessOrEqual(t, srv.Stats().MaxOpen, 2, "--nntp-conns bounds the connections")
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
 }

@@ -1,0 +1,112 @@
+package grouplease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Watermarker reports a group's lowest and highest article numbers, as NNTP
+// GROUP does. Every spool.ChunkSource is one.
+type Watermarker interface {
+	Watermarks(ctx context.Context, group string) (low, high int64, err error)
+}
+
+// PlannerConfig configures a Planner. Store and Source are required; the
+// zero value of every other field means its default.
+type PlannerConfig struct {
+	Store  PlanStore
+	Source Watermarker
+	// Interval is how often Run polls the provider. Default 1m.
+	Interval time.Duration
+	// Planned is called after a pass that added ranges, such as a
+	// prefetcher's Kick. Optional.
+	Planned func()
+	Logger  *slog.Logger
+}
+
+// Planner polls the provider for the watermarks of every group that has a
+// plan, plans their ranges, and turns missing articles that are due into
+// repair ranges.
+type Planner struct {
+	cfg PlannerConfig
+}
+
+// NewPlanner checks cfg and returns a Planner; Run starts it.
+func NewPlanner(cfg PlannerConfig) (*Planner, error) {
+	if cfg.Store == nil || cfg.Source == nil {
+		return nil, lease.Invalidf("planner: Store and Source are required")
+	}
+	if cfg.Interval < 0 {
+		return nil, lease.Invalidf("planner: Interval %s must not be negative", cfg.Interval)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Planner{cfg: cfg}, nil
+}
+
+// Run makes a pass at once and then every Interval until ctx ends. A failed
+// pass is logged; Run returns ctx's error.
+func (p *Planner) Run(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if _, err := p.Pass(ctx); err != nil && ctx.Err() == nil {
+			p.cfg.Logger.Warn("planner pass", "err", err)
+		}
+		t.Reset(p.cfg.Interval)
+	}
+}
+
+// Pass polls every planned group once, plans its ranges, then plans the
+// repairs that are due. It returns the ranges added. A group the provider
+// fails to answer for is skipped, and its error joined to the result.
+func (p *Planner) Pass(ctx context.Context) ([]lease.Range, error) {
+	plans, err := p.cfg.Store.Plans(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	var added []lease.Range
+	var errs []error
+	for _, pl := range plans {
+		low, high, err := p.cfg.Source.Watermarks(ctx, pl.Group)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
+			continue
+		}
+		rs, err := p.cfg.Store.PlanRanges(ctx, pl.GroupID, low, high)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
+			continue
+		}
+		if len(rs) > 0 {
+			p.cfg.Logger.Info("planned", "group", pl.Group, "ranges", len(rs), "low", low, "high", high)
+		}
+		added = append(added, rs...)
+	}
+	rs, err := p.cfg.Store.PlanRepairs(ctx)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("planner: %w", err))
+	}
+	if len(rs) > 0 {
+		p.cfg.Logger.Info("planned repairs", "ranges", len(rs))
+	}
+	added = append(added, rs...)
+	if len(added) > 0 && p.cfg.Planned != nil {
+		p.cfg.Planned()
+	}
+	return added, errors.Join(errs...)
+}
