@@ -570,3 +570,34 @@ func TestInvalidSpan(t *testing.T) {
 	_, err = src.Fetch(ctxT(t), testGroup, span(-1, 4))
 	require.Error(t, err)
 }
+
+func TestDialBackoff(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, nntptest.Config{Greeting: 400})
+	src := open(t, srv, func(c *nntp.Config) { c.DialBackoff, c.MaxDialBackoff = time.Hour, time.Hour })
+	require.ErrorIs(t, src.Check(ctxT(t)), nntp.ErrRefused)
+	require.Equal(t, int64(1), src.Stats().Dials)
+	// After a failure the next dial waits (here at least half an hour):
+	// a caller with a shorter deadline gets its context's error and the
+	// server sees no new connection.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := src.Check(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, int64(1), src.Stats().Dials)
+	require.Equal(t, 1, srv.Stats().Accepted)
+}
+
+func TestDialBackoffResets(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, nntptest.Config{Greeting: 400, Groups: oneGroup(nntptest.Lines(testGroup, 1, 3))})
+	src := open(t, srv, func(c *nntp.Config) { c.DialBackoff, c.MaxDialBackoff = time.Millisecond, 4*time.Millisecond })
+	for range 5 {
+		require.ErrorIs(t, src.Check(ctxT(t)), nntp.ErrRefused)
+	}
+	srv.Update(func(c *nntptest.Config) { c.Greeting = 200 })
+	require.NoError(t, src.Check(ctxT(t)), "dialling resumes once the server is back")
+	_, err := src.Fetch(ctxT(t), testGroup, span(1, 3))
+	require.NoError(t, err)
+	require.Equal(t, int64(6), src.Stats().Dials)
+}

@@ -1,12 +1,16 @@
 package nntp
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/spool"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -169,4 +173,24 @@ func FuzzOverviewNumber(f *testing.F) {
 			t.Fatalf("number %d, ParseOverview says %d", n, o)
 		}
 	})
+}
+
+func TestReadBlock(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("y", spool.MaxLineBytes+10)
+	in := "..leading dot\r\n...two\r\n.\x00x\r\nbare lf\n\xff\xfe invalid utf-8\r\n" + long + "\r\nafter\r\n\r\n.\r\nNEXT"
+	c := &conn{}
+	var got []string
+	r := bufio.NewReaderSize(strings.NewReader(in), 4096)
+	require.NoError(t, c.readBlock(r, func(l []byte) error { got = append(got, string(l)); return nil }))
+	require.Equal(t, []string{".leading dot", "..two", "\x00x", "bare lf", "\xff\xfe invalid utf-8", "after", ""}, got)
+	require.Equal(t, 1, c.skipped, "the over-long line is skipped")
+	rest, _ := io.ReadAll(r)
+	require.Equal(t, "NEXT", string(rest), "reading stops at the terminator")
+
+	for _, cut := range []string{"a\r\nb", "a\r\n", "", long} {
+		c := &conn{}
+		c.r = bufio.NewReaderSize(strings.NewReader(cut), 4096)
+		require.ErrorIs(t, c.readPlain(func([]byte) error { return nil }), io.ErrUnexpectedEOF, "%.20q", cut)
+	}
 }

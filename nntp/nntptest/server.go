@@ -621,10 +621,10 @@ func (ss *session) over(cfg Config, f []string) bool {
 			return false
 		}
 		if len(l) > 0 && l[0] == '.' {
-			body.Write([]byte{'.'})
+			body.Write(dot)
 		}
 		body.Write(l)
-		_, err := body.Write([]byte("\r\n"))
+		_, err := body.Write(crlf)
 		sent++
 		return err == nil
 	}
@@ -664,6 +664,8 @@ func (ss *session) over(cfg Config, f []string) bool {
 	}
 	return true
 }
+
+var dot, crlf = []byte("."), []byte("\r\n")
 
 func parseRange(s string) (from, to int64, ok bool) {
 	a, b, dash := strings.Cut(s, "-")
