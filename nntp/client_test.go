@@ -405,6 +405,23 @@ func TestLongLine(t *testing.T) {
 	}
 }
 
+// TestGroupSelectedAgainPastHigh: a server may fix a group's articles when
+// GROUP selects it, as INN's nnrpd does (nntptest's sessions too), so a
+// span past the high of the connection's last GROUP selects it again.
+func TestGroupSelectedAgainPastHigh(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, nntptest.Config{Groups: oneGroup(nntptest.Lines(testGroup, 1, 10))})
+	src := open(t, srv, func(c *nntp.Config) { c.MaxConns = 1 })
+	_, err := src.Fetch(ctxT(t), testGroup, span(1, 10))
+	require.NoError(t, err)
+	srv.Update(func(c *nntptest.Config) { c.Groups = oneGroup(nntptest.Lines(testGroup, 1, 20)) })
+	chunk, err := src.Fetch(ctxT(t), testGroup, span(11, 20))
+	require.NoError(t, err)
+	require.Equal(t, linesText(nntptest.Lines(testGroup, 11, 20)...), chunkText(t, chunk), "new articles are seen on the same connection")
+	require.Equal(t, 2, srv.Stats().Commands["GROUP"])
+	require.Equal(t, 1, srv.Stats().Accepted)
+}
+
 func TestGroupRemembered(t *testing.T) {
 	t.Parallel()
 	srv := serve(t, nntptest.Config{Groups: []nntptest.Group{

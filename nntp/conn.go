@@ -55,6 +55,7 @@ type conn struct {
 	tls      bool         // the connection is encrypted
 	compress bool         // XFEATURE COMPRESS GZIP was accepted
 	group    string       // the group GROUP last selected
+	high     int64        // its high watermark then
 	broken   bool         // an I/O error, a timeout or a desync: never reuse
 	used     bool         // it went back to the pool once
 	authed   bool         // AUTHINFO succeeded
@@ -368,7 +369,7 @@ func (c *conn) selectGroup(name string, force bool) (GroupInfo, error) {
 		c.broken = true
 		return GroupInfo{}, fmt.Errorf("nntp: GROUP %s: %w", name, err)
 	}
-	c.group = name
+	c.group, c.high = name, g.High
 	return g, nil
 }
 

@@ -148,7 +148,9 @@ func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]by
 	}
 	var out []byte
 	err := s.with(ctx, func(c *conn) error {
-		if _, err := c.selectGroup(group, false); err != nil {
+		// A server may fix a group's articles when GROUP selects it (INN's
+		// nnrpd does): a span past the high it saw selects the group again.
+		if _, err := c.selectGroup(group, span.To > c.high); err != nil {
 			return err
 		}
 		w := newChunkWriter(span)

@@ -58,6 +58,8 @@ type Main struct {
 	NNTPConns int
 	// Poll is how often the provider's watermarks are read to plan ranges.
 	Poll time.Duration
+	// Store tunes the database: repair tries and delay, from serve's flags.
+	Store sqlstore.Config
 
 	// Ready, when set, is told the address serve listens on.
 	Ready func(addr string)
@@ -127,7 +129,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 	return usagef("unknown command %q; try coordinator help", cmd)
 }
 
-const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m] [--lease-ttl 60s]
+const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
+                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s]
 coordinator node add NAME | node rm NAME | node list
 coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
 coordinator group plan NAME --plan tail,history [--history N] [--margin M]
@@ -155,7 +158,7 @@ func (m *Main) open(ctx context.Context) (*sqlstore.Store, error) {
 	if m.DB == "" {
 		m.DB = "sqlite://" + filepath.Join(m.Data, "edgeindex.db")
 	}
-	s, err := sqlstore.Open(ctx, m.DB, sqlstore.Config{})
+	s, err := sqlstore.Open(ctx, m.DB, m.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +252,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&m.TTL, "lease-ttl", coordinator.DefaultLeaseTTL, "lease TTL; workers heartbeat at TTL/3")
 	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "most connections to an NNTP source (default: the URL's conns, or 4)")
 	fs.DurationVar(&m.Poll, "poll", time.Minute, "how often to read the provider's watermarks and plan ranges")
+	fs.IntVar(&m.Store.RepairTries, "repair-tries", sqlstore.DefaultRepairTries, "how often a missing article is fetched again before it counts as lost")
+	fs.DurationVar(&m.Store.RepairDelay, "repair-delay", sqlstore.DefaultRepairDelay, "how long a missing article waits between tries")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

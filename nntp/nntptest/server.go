@@ -176,7 +176,8 @@ func (s *Server) ClientTLS() *tls.Config {
 }
 
 // Update changes the configuration; connections see the change at their
-// next command.
+// next command, but a group's articles as of their last GROUP, as INN's
+// nnrpd does.
 func (s *Server) Update(fn func(*Config)) {
 	s.mu.Lock()
 	cfg := s.cfg
