@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeindex/edgeindex/internal/quickack"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -91,7 +92,7 @@ func dial(ctx context.Context, cfg *Config) (_ *conn, err error) {
 			}
 		}
 	}()
-	var rw net.Conn = &deadlineConn{Conn: tcp, timeout: cfg.Timeout}
+	var rw net.Conn = &deadlineConn{Conn: quickack.Conn(tcp), timeout: cfg.Timeout}
 	if cfg.TLS {
 		tc := tls.Client(rw, cfg.TLSConfig)
 		if err := tc.HandshakeContext(ctx); err != nil {

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeindex/edgeindex/internal/quickack"
 )
 
 // Bin is where Debian's inn2 package puts innd, nnrpd, ctlinnd and makedbz.
@@ -181,7 +183,7 @@ func (s *Server) DialPeer(tb testing.TB) *textproto.Conn {
 	if err != nil {
 		tb.Fatalf("inntest: %v", err)
 	}
-	c := textproto.NewConn(newQuickAckConn(nc.(*net.TCPConn)))
+	c := textproto.NewConn(quickack.Conn(nc))
 	tb.Cleanup(func() { c.Close() })
 	if _, _, err := c.ReadCodeLine(200); err != nil {
 		tb.Fatalf("inntest: greeting: %v", err)

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package quickack
+
+const supported = false
+
+func setQuickAck(fd uintptr) {}
