@@ -12,4 +12,13 @@
 // goes to the new holder from its resume point, with a new range token, and
 // the old holder is fenced. SnapshotStore keeps the metadata of the worker's
 // window state per lane; its next never goes back.
+//
+// A group with a GroupPlan has its ranges planned by the coordinator, the
+// way NNTmux's update and backfill runs do: a Planner polls the provider's
+// watermarks (GROUP) every interval, and PlanStore.PlanRanges adds tail
+// ranges up to high − margin and history ranges from a target up to where
+// the tail started, in one transaction per group, so coordinators sharing
+// a database never plan a range twice. Articles a worker found absent from
+// their chunk (batch.Batch.Missing) are fetched again later as repair
+// ranges (PlanStore.PlanRepairs), a few times, then counted lost.
 package grouplease

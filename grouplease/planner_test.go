@@ -1,0 +1,108 @@
+package grouplease_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/sqlstore"
+)
+
+// watermarks is a provider whose high moves; a group named "down" fails.
+type watermarks struct {
+	mu   sync.Mutex
+	high int64
+}
+
+var errDown = errors.New("provider down")
+
+func (w *watermarks) Watermarks(ctx context.Context, group string) (int64, int64, error) {
+	if group == "down" {
+		return 0, 0, errDown
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return 1, w.high, nil
+}
+
+func TestPlanner(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
+	require.NoError(t, err)
+	defer st.Close()
+	for _, name := range []string{"g", "down"} {
+		_, err := st.AddGroup(ctx, grouplease.Group{Name: name, RangeSize: 100, ChunkSize: 10})
+		require.NoError(t, err)
+		require.NoError(t, st.SetPlan(ctx, name, grouplease.GroupPlan{Tail: true, History: true}))
+	}
+	_, err = st.AddGroup(ctx, grouplease.Group{Name: "unplanned"})
+	require.NoError(t, err)
+
+	src := &watermarks{high: 250}
+	kicks := 0
+	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: src, Planned: func() { kicks++ }})
+	require.NoError(t, err)
+
+	added, err := p.Pass(ctx)
+	require.ErrorIs(t, err, errDown, "a group the provider fails for is reported")
+	require.ErrorContains(t, err, `"down"`)
+	require.Len(t, added, 3, "the other group is planned all the same: history 1..250")
+	require.Equal(t, 1, kicks)
+	for _, r := range added {
+		require.Equal(t, "g", r.Group)
+		require.Equal(t, lease.LaneHistory, r.Lane)
+	}
+
+	added, _ = p.Pass(ctx)
+	require.Empty(t, added)
+	require.Equal(t, 1, kicks, "a pass that plans nothing kicks nobody")
+
+	src.mu.Lock()
+	src.high = 420
+	src.mu.Unlock()
+	added, _ = p.Pass(ctx)
+	require.Equal(t, []lease.Span{{From: 251, To: 350}, {From: 351, To: 420}}, []lease.Span{
+		{From: added[0].Start, To: added[0].End}, {From: added[1].Start, To: added[1].End}})
+	require.Equal(t, lease.LaneTail, added[0].Lane)
+}
+
+func TestPlannerRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100})
+	require.NoError(t, err)
+	require.NoError(t, st.SetPlan(ctx, "g", grouplease.GroupPlan{History: true}))
+	src := &watermarks{high: 10}
+	planned := make(chan struct{}, 16)
+	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: src, Interval: time.Millisecond,
+		Planned: func() { planned <- struct{}{} }})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	select {
+	case <-planned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run never planned")
+	}
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+}
+
+func TestPlannerConfig(t *testing.T) {
+	t.Parallel()
+	_, err := grouplease.NewPlanner(grouplease.PlannerConfig{})
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	_, err = grouplease.NewPlanner(grouplease.PlannerConfig{Store: (*sqlstore.Store)(nil), Source: &watermarks{}, Interval: -time.Second})
+	require.ErrorIs(t, err, lease.ErrInvalid)
+}
