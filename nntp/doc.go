@@ -9,7 +9,11 @@
 // capabilities at all), upgrades with STARTTLS when offered (or required,
 // Config.StartTLS), logs in with AUTHINFO USER/PASS, and asks for XFEATURE
 // COMPRESS GZIP when Config.Compress is set. A connection remembers the
-// group it selected, so a run of chunks of one group costs one GROUP.
+// group it selected and its high watermark then, so a run of chunks of one
+// group costs one GROUP; a span past that high selects the group again,
+// since a server may fix a group's articles at GROUP (INN's nnrpd does).
+// Reads ask for quick ACKs on Linux: nnrpd writes a reply's status line and
+// text apart with Nagle on, and a delayed ACK costs each short reply 40 ms.
 //
 // Fetch sends OVER for the span, falling back to XOVER for good (per
 // Source) when the server answers OVER with 500, and writes the lines into
