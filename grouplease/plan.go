@@ -7,6 +7,11 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
+// MaxArticle is the highest article number planning accepts from a
+// provider: 2^62, far above any real group, and far enough below int64's
+// end that no sum over article numbers overflows.
+const MaxArticle int64 = 1 << 62
+
 // GroupPlan says how the coordinator plans a group's ranges by itself, the way
 // NNTmux's update (tail) and backfill (history) runs do.
 //

@@ -127,8 +127,8 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 
 // PlanRanges implements grouplease.PlanStore.
 func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) ([]lease.Range, error) {
-	if low < 0 || high < 0 {
-		return nil, lease.Invalidf("plan ranges: watermarks %d..%d must not be negative", low, high)
+	if low < 0 || high < 0 || low > grouplease.MaxArticle || high > grouplease.MaxArticle {
+		return nil, lease.Invalidf("plan ranges: watermarks %d..%d must be 0 to %d", low, high, grouplease.MaxArticle)
 	}
 	g, err := s.groupByID(ctx, s.rdb, groupID)
 	if err != nil {
@@ -235,7 +235,10 @@ func (s *Store) planLane(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, l
 	// first article it did not plan.
 	fill := func(end int64) {
 		for cur <= end && len(spans) < budget {
-			e := min(end, cur+g.RangeSize-1)
+			e := end
+			if end-cur >= g.RangeSize { // written so that no sum overflows
+				e = cur + g.RangeSize - 1
+			}
 			spans = append(spans, lease.Span{From: cur, To: e})
 			cur = e + 1
 		}
@@ -316,9 +319,14 @@ func (s *Store) planRepairs(ctx context.Context, groupID int64) ([]lease.Range, 
 			Number int64  `db:"number"`
 			Lane   string `db:"lane"`
 		}
+		// Enough numbers for budget runs of a chunk, at most maxDue a pass.
+		limit := int64(maxDue)
+		if g.ChunkSize < limit/int64(budget) {
+			limit = int64(budget) * g.ChunkSize
+		}
 		if err := tx.SelectContext(ctx, &due, s.q(`SELECT number, lane FROM missing
 			WHERE group_id = ? AND state = 'waiting' AND due_us <= ? ORDER BY number LIMIT ?`),
-			g.ID, now, int64(budget)*g.ChunkSize); err != nil {
+			g.ID, now, limit); err != nil {
 			return err
 		}
 		// Runs of consecutive numbers of one lane, a chunk at most each.
@@ -359,6 +367,9 @@ func (s *Store) planRepairs(ctx context.Context, groupID int64) ([]lease.Range, 
 	})
 	return out, err
 }
+
+// maxDue bounds the missing articles one repair pass of a group reads.
+const maxDue = 100_000
 
 // retrySet counts one more try of a missing article: it waits for the next,
 // or is lost after the last. Its arguments are the tries and the due time.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"testing"
@@ -181,8 +182,17 @@ func testPlanBadInput(t *testing.T, e *env) {
 	_, err = e.PlanRanges(e.ctx, g.ID+1000, 1, 100)
 	require.ErrorIs(t, err, lease.ErrNotFound, "no such group")
 	require.NoError(t, e.SetPlan(e.ctx, "g", grouplease.GroupPlan{Tail: true}))
-	_, err = e.PlanRanges(e.ctx, g.ID, -1, 100)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	for _, w := range [][2]int64{{-1, 100}, {1, -5}, {1, math.MaxInt64}, {math.MaxInt64, math.MaxInt64}} {
+		_, err = e.PlanRanges(e.ctx, g.ID, w[0], w[1])
+		require.ErrorIs(t, err, lease.ErrInvalid, "a provider's garbage watermarks %v", w)
+	}
+	// A range size near int64's end plans one range, not an overflow.
+	huge, err := e.AddGroup(e.ctx, grouplease.Group{Name: "huge", RangeSize: math.MaxInt64})
+	require.NoError(t, err)
+	require.NoError(t, e.SetPlan(e.ctx, "huge", grouplease.GroupPlan{History: true}))
+	added, err := e.PlanRanges(e.ctx, huge.ID, 1, grouplease.MaxArticle)
+	require.NoError(t, err)
+	require.Equal(t, []lease.Span{{From: 1, To: grouplease.MaxArticle}}, spansOf(added))
 	all, err := e.Ranges(e.ctx, grouplease.RangeFilter{Group: "g"})
 	require.NoError(t, err)
 	require.Empty(t, all, "refused calls plan nothing")
