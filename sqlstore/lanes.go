@@ -69,7 +69,7 @@ func (s *Store) GrantLane(ctx context.Context, node string, lane lease.Lane, ttl
 				WHERE g.ordered AND l.lane = ? AND (l.node IS NULL OR l.expires_us < {now})
 				  AND (SELECT r.state FROM ranges r WHERE r.group_id = l.group_id AND r.lane = l.lane AND r.state <> 'done' AND NOT r.repair
 				       ORDER BY r.start_n LIMIT 1) IN ('pending', 'leased')
-				ORDER BY l.group_id LIMIT 1 {skiplocked})
+				ORDER BY l.group_id LIMIT 1 `+s.skipLockedOf("l")+`)
 			AND lane = ?
 			RETURNING `+laneCols), node, now, ttlUS, string(lane), now, string(lane))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -93,6 +93,17 @@ func (s *Store) GrantLane(ctx context.Context, node string, lane lease.Lane, ttl
 		return nil
 	})
 	return gl, err
+}
+
+// skipLockedOf is {skiplocked} for a query that joins tables: on
+// PostgreSQL it locks only the rows of the table aliased alias, so a grant
+// does not skip a lane because its group's row is locked (by range add, by
+// planning, or by the grant of the group's other lane).
+func (s *Store) skipLockedOf(alias string) string {
+	if s.d.skip == "" {
+		return ""
+	}
+	return "FOR NO KEY UPDATE OF " + alias + " SKIP LOCKED"
 }
 
 // lockLane reads a lane row inside tx, locking it on PostgreSQL, and checks

@@ -1,0 +1,41 @@
+package sqlstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/internal/pgtest"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/sqlstore"
+)
+
+// Range add and planning lock a group's row (FOR NO KEY UPDATE), and so did
+// the grant of the group's other lane, when a lane grant locked every row
+// of its join. A lane grant locks only the lane's row: it must not answer
+// "no work" while the group's row is locked.
+func TestGrantLaneNotHiddenByGroupLock(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.URL(t), sqlstore.Config{})
+	ctx := t.Context()
+	g, err := s.AddGroup(ctx, grouplease.Group{Name: "o", Ordered: true, RangeSize: 100, ChunkSize: 10})
+	require.NoError(t, err)
+	_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "o", From: 1, To: 100, Lane: lease.LaneHistory})
+	require.NoError(t, err)
+	_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "o", From: 101, To: 200, Lane: lease.LaneTail})
+	require.NoError(t, err)
+
+	tx, err := s.DB().BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, "SELECT id FROM groups WHERE id = $1 FOR NO KEY UPDATE", g.ID)
+	require.NoError(t, err)
+
+	for _, lane := range []lease.Lane{lease.LaneHistory, lease.LaneTail} {
+		gl, err := s.GrantLane(ctx, "n", lane, time.Minute)
+		require.NoError(t, err, "the %s lane is granted while its group's row is locked", lane)
+		require.Equal(t, g.ID, gl.Group.ID)
+	}
+}
