@@ -206,7 +206,21 @@ func (c *Client) Lease(ctx context.Context) (lease.Lease, bool, error) {
 // caller reads it with Next and must Close it. Only the opening is retried;
 // a stream cut later is reopened by the caller, from the range's next.
 func (c *Client) Stream(ctx context.Context, rangeID, token int64) (*Stream, error) {
+	return c.StreamFrom(ctx, rangeID, token, 0)
+}
+
+// StreamFrom is Stream, asking the coordinator to begin at the chunk that
+// holds article from (GET /v1/ranges/{id}/stream?from=N) rather than at the
+// range's next, so that a lane's new holder can hand the chunks an earlier
+// holder stored to its handler again, to rebuild the window. from must lie
+// between the range's start and its next; 0 or less sends no from, which
+// is Stream. A coordinator that does not know from begins at next: the
+// caller sees it in the first chunk frame.
+func (c *Client) StreamFrom(ctx context.Context, rangeID, token, from int64) (*Stream, error) {
 	cl := c.rangeCall(http.MethodGet, rangeID, "stream", token)
+	if from > 0 {
+		cl.query = url.Values{"from": {strconv.FormatInt(from, 10)}}
+	}
 	cl.accept = edgeframe.ContentType
 	cl.retry = true
 	var resp *http.Response

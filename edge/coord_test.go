@@ -54,6 +54,10 @@ type coord struct {
 	abortMsg string        // when set, streams send this error frame instead of chunks
 	keep     bool          // a keepalive before every chunk
 	data     map[int64][]byte
+	// ignoreFrom makes streams ignore ?from=, as a coordinator that does
+	// not know it; froms records the from of every stream opened (0: none).
+	ignoreFrom bool
+	froms      []int64
 }
 
 type crange struct {
@@ -214,6 +218,31 @@ func (c *coord) setSnapshot(gid int64, gz []byte, next int64) {
 	}
 }
 
+func (c *coord) setState(id int64, st lease.State) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ranges[id-1].State = st
+}
+
+// expireLane lets a lane's grant lapse, as its TTL passing would: its ranges
+// stay leased under the old grant until the next grant's next hands them on.
+func (c *coord) expireLane(gid int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.lanes {
+		if l.gid == gid {
+			l.held = false
+		}
+	}
+}
+
+// streamFroms returns the from asked by every stream opened (0: none).
+func (c *coord) streamFroms() []int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.froms)
+}
+
 func (c *coord) callLog() []string {
 	c.logMu.Lock()
 	defer c.logMu.Unlock()
@@ -283,6 +312,23 @@ func (c *coord) stream(w http.ResponseWriter, req *http.Request) {
 	if len(c.cutAt) > 0 {
 		cut, c.cutAt = c.cutAt[0], c.cutAt[1:]
 	}
+	// ?from=N begins at the chunk holding N instead of next; N must lie in
+	// [start, next].
+	from := min(rg.Next, rg.End)
+	var asked int64
+	if raw := req.URL.Query().Get("from"); raw != "" {
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < rg.Start || n > rg.Next {
+			c.mu.Unlock()
+			writeErr(w, 400, fmt.Sprintf("range %d: from %q is not in %d..%d", rg.ID, raw, rg.Start, rg.Next))
+			return
+		}
+		asked = n
+		if !c.ignoreFrom {
+			from = min(n, rg.End)
+		}
+	}
+	c.froms = append(c.froms, asked)
 	c.mu.Unlock()
 
 	w.Header().Set("Content-Type", edgeframe.ContentType)
@@ -292,7 +338,7 @@ func (c *coord) stream(w http.ResponseWriter, req *http.Request) {
 		fw.Error(abort)
 		return
 	}
-	first, _ := lease.SpanAt(rg.Start, rg.End, c.chunk, min(rg.Next, rg.End))
+	first, _ := lease.SpanAt(rg.Start, rg.End, c.chunk, from)
 	sent := 0
 	for _, s := range lease.Spans(rg.Start, rg.End, c.chunk) {
 		if s.From < first.From {

@@ -81,6 +81,23 @@
 // range behind. Windows are managed only for lanes: a Windowed handler's
 // state is left alone for ranges of unordered groups.
 //
-// Stats reports progress counters (ranges, batches, items, headers, bytes),
-// kept with atomics, for progress bars.
+// A range of a lane whose holder died in the middle of it comes to the next
+// holder with a next past the snapshot's: the batches of [snapshot next,
+// next) are stored, but the window loaded has not seen them. The worker
+// then opens the stream with ?from= the snapshot's next
+// (Client.StreamFrom) and hands those chunks to the handler again, with
+// Chunk.Replay set, dropping their output (it was stored: posting it would
+// only be answered as a duplicate); then it goes on from next as usual. So
+// the window, and every item after, are the ones an uninterrupted holder
+// would have had. The cost falls on the takeover only: at most one range
+// is read again. A coordinator that does not know from streams from next;
+// the worker logs that the window lacks the chunks it was not sent, and
+// carries on. A window older than the range's start is rebuilt from the
+// range's start only, since earlier ranges are done. A worker that stops in
+// the middle of a range (shutdown, or an error that gives the range back)
+// saves the window at next first when every chunk it handed the handler
+// has its batch stored, so the next holder has nothing to replay.
+//
+// Stats reports progress counters (ranges, batches, items, headers, bytes,
+// replayed chunks), kept with atomics, for progress bars.
 package edge

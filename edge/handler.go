@@ -18,6 +18,11 @@ type Chunk struct {
 	// handler's window carries on to the lane's next range, through the
 	// lane's snapshots. On a plain range nothing carries over its end.
 	Ordered bool
+	// Replay is true when the batch of [From, To] was stored already, by an
+	// earlier holder of the lane: the chunk is handed again only to rebuild
+	// the window (see Windowed), and the Output is dropped, not posted. It
+	// is set only for a Windowed handler on an ordered lane.
+	Replay bool
 	// Data is the gzip of the chunk's overview lines, as stored: it may
 	// start before From. spool.ReadChunk reads it. It is valid only until
 	// HandleChunk returns: copy it to keep it.
@@ -74,7 +79,12 @@ func (f HandlerFunc) HandleChunk(ctx context.Context, c Chunk) (Output, error) {
 // Windowed is a Handler that carries state from range to range of an
 // ordered group's lane, such as binaries whose parts straddle two ranges.
 // The client saves the window as the lane's snapshot after each finished
-// range, and loads it when it is granted a lane.
+// range (and before giving back a range it stops in the middle of), and
+// loads it when it is granted a lane. When the snapshot is behind the range's
+// next, because its last holder died in the middle of it, the client hands
+// the chunks between the two to HandleChunk again, with Chunk.Replay set,
+// before going on: the window must depend only on the chunks handed to it,
+// in order, for the new holder's to be the one the last holder had.
 type Windowed interface {
 	Handler
 	// SaveWindow returns the window state; the client gzips it.

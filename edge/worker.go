@@ -107,10 +107,13 @@ type Stats struct {
 	Released   int64 // ranges given back
 	Lost       int64 // ranges whose lease (or lane) was lost
 	Corrupt    int64 // chunks reported corrupt
+	// Replayed counts chunks of a lane handed to the handler again, their
+	// batches stored already by an earlier holder, to rebuild its window.
+	Replayed int64
 }
 
 type counters struct {
-	ranges, batches, duplicates, items, headers, bytes, released, lost, corrupt atomic.Int64
+	ranges, batches, duplicates, items, headers, bytes, released, lost, corrupt, replayed atomic.Int64
 }
 
 // Worker works ranges with a Handler: it leases them, streams their chunks,
@@ -140,6 +143,7 @@ func (w *Worker) Stats() Stats {
 		Ranges: w.n.ranges.Load(), Batches: w.n.batches.Load(), Duplicates: w.n.duplicates.Load(),
 		Items: w.n.items.Load(), Headers: w.n.headers.Load(), Bytes: w.n.bytes.Load(),
 		Released: w.n.released.Load(), Lost: w.n.lost.Load(), Corrupt: w.n.corrupt.Load(),
+		Replayed: w.n.replayed.Load(),
 	}
 }
 
@@ -239,11 +243,30 @@ type badChunk struct {
 func (e *badChunk) Error() string { return e.err.Error() }
 func (e *badChunk) Unwrap() error { return e.err }
 
+// laneWindow is what the worker knows of a Windowed handler's window while
+// it holds a lane grant.
+type laneWindow struct {
+	gl grouplease.GroupLease
+	// next is the first article of the lane the window has not seen. 0
+	// means an empty window that belongs nowhere: the lane had no snapshot,
+	// or none that loaded.
+	next int64
+	// saved is the next of the snapshot stored under this grant or loaded
+	// with it; 0 when none.
+	saved int64
+	// dirty is set while a chunk handed to the handler has no batch known
+	// to be stored: the window may then be ahead of next.
+	dirty bool
+}
+
 // work works one held range: it streams from next, posts a batch per chunk,
-// and then finishes it (calling snap first, for a lane's window), or gives
-// it back. The error it returns is for Run to back off on; what happened to
-// the range is logged and counted.
-func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, snap func(context.Context) error) (outcome, error) {
+// and then finishes it, or gives it back. For a range of a lane whose
+// handler keeps a window (win not nil), the stream starts where the window
+// ends when that is below next, to rebuild it; the window is saved before
+// the finish, and before a release when it is in step with next. The error
+// it returns is for Run to back off on; what happened to the range is
+// logged and counted.
+func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow) (outcome, error) {
 	r := l.Range
 	log := w.log.With("range", r.ID, "group", r.Group, "lane", r.Lane, "token", l.Token)
 	start := w.cfg.Now()
@@ -258,7 +281,7 @@ func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, snap fun
 	defer stop()
 
 	next := r.Next
-	err := w.stream(rctx, l, ordered, &next, log)
+	err := w.stream(rctx, l, ordered, win, &next, log)
 	if rctx.Err() != nil {
 		// A heartbeat of the range (or of its lane) found the lease gone.
 		if cause := context.Cause(rctx); verdict(cause) {
@@ -270,12 +293,12 @@ func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, snap fun
 		stop()
 		fctx, done := w.detachIfDone(rctx, ctx)
 		defer done()
-		return w.finish(fctx, l, snap, log, start)
+		return w.finish(fctx, l, win, log, start)
 	case verdict(err):
 		return w.fenced(l, err, log)
 	case ctx.Err() != nil:
 		log.Info("edge: stopping; giving the range back", "next", next)
-		return w.release(ctx, l, nil, log)
+		return w.release(ctx, l, win, next, nil, log)
 	}
 	if bad, ok := errors.AsType[*badChunk](err); ok {
 		state, attempts, cerr := w.c.Corrupt(rctx, r.ID, l.Token, bad.from)
@@ -291,7 +314,7 @@ func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, snap fun
 		err = errors.Join(err, cerr)
 	}
 	log.Warn("edge: giving the range back", "next", next, "err", err)
-	return w.release(ctx, l, err, log)
+	return w.release(ctx, l, win, next, err, log)
 }
 
 // detachIfDone returns ctx, or when parent (Run's context) is done, a
@@ -304,10 +327,11 @@ func (w *Worker) detachIfDone(ctx, parent context.Context) (context.Context, con
 	return context.WithTimeout(context.WithoutCancel(parent), w.cfg.StopTimeout)
 }
 
-// finish saves the lane's window (snap, when not nil) and finishes the range.
-func (w *Worker) finish(ctx context.Context, l lease.Lease, snap func(context.Context) error, log *slog.Logger, start time.Time) (outcome, error) {
-	if snap != nil {
-		if err := snap(ctx); err != nil {
+// finish saves the lane's window (win, when not nil) at the range's end + 1
+// and finishes the range.
+func (w *Worker) finish(ctx context.Context, l lease.Lease, win *laneWindow, log *slog.Logger, start time.Time) (outcome, error) {
+	if win != nil {
+		if err := w.saveWindow(ctx, win, l.Range.End+1); err != nil {
 			if verdict(err) {
 				return w.fenced(l, err, log)
 			}
@@ -326,7 +350,7 @@ func (w *Worker) finish(ctx context.Context, l lease.Lease, snap func(context.Co
 		return w.fenced(l, err, log)
 	}
 	log.Warn("edge: finishing failed; giving the range back", "err", err)
-	return w.release(ctx, l, err, log)
+	return w.release(ctx, l, nil, 0, err, log)
 }
 
 // fenced stops a range whose lease is gone, writing nothing more.
@@ -345,10 +369,22 @@ func (w *Worker) fenced(l lease.Lease, err error, log *slog.Logger) (outcome, er
 }
 
 // release gives the range back. why is the error that made it necessary,
-// returned so Run backs off; nil on shutdown.
-func (w *Worker) release(ctx context.Context, l lease.Lease, why error, log *slog.Logger) (outcome, error) {
+// returned so Run backs off; nil on shutdown. When the range is a lane's
+// (win not nil) and the window is in step with next, the window is saved at
+// next first, so the lane's next holder goes on from there without
+// rebuilding it.
+func (w *Worker) release(ctx context.Context, l lease.Lease, win *laneWindow, next int64, why error, log *slog.Logger) (outcome, error) {
 	rctx, done := w.detachIfDone(ctx, ctx)
 	defer done()
+	if win != nil && !win.dirty && win.next == next && next > win.saved {
+		if err := w.saveWindow(rctx, win, next); err != nil {
+			if verdict(err) {
+				_, ferr := w.fenced(l, err, log)
+				return lost, errors.Join(why, ferr)
+			}
+			log.Warn("edge: saving the window before giving the range back failed", "next", next, "err", err)
+		}
+	}
 	if err := w.c.Release(rctx, l.Range.ID, l.Token); err != nil {
 		if verdict(err) {
 			_, ferr := w.fenced(l, err, log)
@@ -403,11 +439,15 @@ func (w *Worker) keepAlive(ctx context.Context, lost context.CancelCauseFunc, ev
 }
 
 // stream reads the range's chunks from next until every batch is stored,
-// reopening the stream when it is cut. It returns nil once next > end.
-func (w *Worker) stream(ctx context.Context, l lease.Lease, ordered bool, next *int64, log *slog.Logger) error {
+// reopening the stream when it is cut. It returns nil once next > end and
+// the window, when there is one, has seen every article below next.
+func (w *Worker) stream(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, log *slog.Logger) error {
+	if win != nil {
+		placeWindow(win, l.Range, *next, log)
+	}
 	cuts := 0
-	for *next <= l.Range.End {
-		progressed, err := w.streamOnce(ctx, l, ordered, next)
+	for streaming(l.Range, win, *next) {
+		progressed, err := w.streamOnce(ctx, l, ordered, win, next, log)
 		if err == nil {
 			continue
 		}
@@ -430,13 +470,54 @@ func (w *Worker) stream(ctx context.Context, l lease.Lease, ordered bool, next *
 	return nil
 }
 
+// placeWindow decides where the window of a lane's range r, granted with
+// next, is rebuilt from: win.next, when it lies in [r.Start, next). A window
+// that ends before the range, or belongs nowhere, is rebuilt from the
+// range's start; one ahead of next cannot be helped.
+func placeWindow(win *laneWindow, r lease.Range, next int64, log *slog.Logger) {
+	switch {
+	case win.next > next:
+		log.Warn("edge: the lane's window has seen articles past the range's next; it will see them again",
+			"window", win.next, "next", next)
+		win.next = next
+	case win.next < r.Start:
+		if win.next > 0 && next > r.Start {
+			log.Info("edge: the lane's window ends before the range's start", "window", win.next, "start", r.Start)
+		}
+		win.next = r.Start
+	}
+	if win.next < next {
+		log.Info("edge: handing the range's stored chunks to the handler again, to rebuild the window",
+			"from", win.next, "next", next)
+	}
+}
+
+// streaming reports whether the range has chunks left to work: batches to
+// post, or stored chunks that the window has not seen.
+func streaming(r lease.Range, win *laneWindow, next int64) bool {
+	return next <= r.End || (win != nil && win.next < next)
+}
+
+// missed moves a window that is being rebuilt past articles the coordinator
+// did not stream, up to upto, saying so: the window lacks them.
+func missed(win *laneWindow, upto int64, log *slog.Logger) {
+	log.Warn("edge: the coordinator did not stream stored chunks the window needs; it lacks their articles",
+		"from", win.next, "to", upto-1)
+	win.next = upto
+}
+
 // streamOnce opens the stream once and works its chunks until next > end
-// or the stream stops. It reports whether any batch was stored.
-func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, next *int64) (progressed bool, err error) {
+// (and the window has caught up) or the stream stops. It reports whether
+// any batch was stored or any chunk handed again to the window.
+func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, log *slog.Logger) (progressed bool, err error) {
 	r := l.Range
 	sctx, scancel := context.WithCancelCause(ctx)
 	defer scancel(nil)
-	st, err := w.c.Stream(sctx, r.ID, l.Token) // retried inside the client
+	var from int64
+	if win != nil && win.next < *next {
+		from = win.next
+	}
+	st, err := w.c.StreamFrom(sctx, r.ID, l.Token, from) // retried inside the client
 	if err != nil {
 		return false, err
 	}
@@ -447,7 +528,7 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, ne
 		watchdog = time.AfterFunc(idle, func() { scancel(errStreamIdle) })
 		defer watchdog.Stop()
 	}
-	for *next <= r.End {
+	for streaming(r, win, *next) {
 		if watchdog != nil {
 			watchdog.Reset(idle)
 		}
@@ -470,10 +551,24 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, ne
 		case edgeframe.TypeError:
 			return progressed, fmt.Errorf("edge: stream of range %d: %w", r.ID, f.Err())
 		case edgeframe.TypeEnd:
+			if *next > r.End { // only the window was behind: it lacks the rest
+				missed(win, *next, log)
+				return progressed, nil
+			}
 			return progressed, fmt.Errorf("edge: stream of range %d: %w: it ended with batches stored up to %d of %d..%d",
 				r.ID, ErrProtocol, *next-1, r.Start, r.End)
 		}
 		w.n.bytes.Add(int64(len(f.Data)))
+		if ctx.Err() != nil { // stopping: hand the handler nothing more
+			return progressed, context.Cause(ctx)
+		}
+		if win != nil && win.next < *next {
+			did, err := w.replay(ctx, l, win, f, *next, log)
+			if err != nil {
+				return progressed, err
+			}
+			progressed = progressed || did
+		}
 		if f.To < *next {
 			continue // stored by an earlier holder or attempt
 		}
@@ -481,7 +576,7 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, ne
 			return progressed, fmt.Errorf("edge: stream of range %d: %w: chunk %d-%d does not continue from next %d within end %d",
 				r.ID, ErrProtocol, f.From, f.To, *next, r.End)
 		}
-		if err := w.chunk(ctx, l, ordered, f, next); err != nil {
+		if err := w.chunk(ctx, l, ordered, win, f, next); err != nil {
 			return progressed, err
 		}
 		progressed = true
@@ -489,17 +584,51 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, ne
 	return progressed, nil
 }
 
+// replay hands the part of chunk f below next that the window has not seen
+// to the handler, to rebuild the window, and drops its output: an earlier
+// holder stored those batches already. It reports whether it handed any.
+func (w *Worker) replay(ctx context.Context, l lease.Lease, win *laneWindow, f edgeframe.Frame, next int64, log *slog.Logger) (bool, error) {
+	if f.From > win.next {
+		missed(win, min(f.From, next), log)
+	}
+	if win.next >= next || f.To < win.next {
+		return false, nil
+	}
+	r := l.Range
+	r.Next = next
+	to := min(f.To, next-1)
+	win.dirty = true
+	if _, err := w.handle(ctx, Chunk{Range: r, From: win.next, To: to, Ordered: true, Replay: true, Data: f.Data}, f.From); err != nil {
+		return false, err
+	}
+	win.next, win.dirty = to+1, false
+	w.n.replayed.Add(1)
+	return true, nil
+}
+
+// handle calls the handler on c, a chunk that starts at chunkFrom.
+func (w *Worker) handle(ctx context.Context, c Chunk, chunkFrom int64) (Output, error) {
+	out, err := w.cfg.Handler.HandleChunk(ctx, c)
+	if err != nil {
+		err = fmt.Errorf("edge: handler, range %d chunk %d-%d: %w", c.Range.ID, chunkFrom, c.To, err)
+		if errors.Is(err, spool.ErrBadChunk) {
+			return Output{}, &badChunk{from: chunkFrom, err: err}
+		}
+		return Output{}, err
+	}
+	return out, nil
+}
+
 // chunk hands one chunk to the handler and posts its batch.
-func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, f edgeframe.Frame, next *int64) error {
+func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, f edgeframe.Frame, next *int64) error {
 	r := l.Range
 	r.Next = *next
 	from := max(f.From, *next)
-	out, err := w.cfg.Handler.HandleChunk(ctx, Chunk{Range: r, From: from, To: f.To, Ordered: ordered, Data: f.Data})
+	if win != nil {
+		win.dirty = true
+	}
+	out, err := w.handle(ctx, Chunk{Range: r, From: from, To: f.To, Ordered: ordered, Data: f.Data}, f.From)
 	if err != nil {
-		err = fmt.Errorf("edge: handler, range %d chunk %d-%d: %w", r.ID, f.From, f.To, err)
-		if errors.Is(err, spool.ErrBadChunk) {
-			return &badChunk{from: f.From, err: err}
-		}
 		return err
 	}
 	res, err := w.c.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: from, To: f.To, Headers: out.Headers, Items: out.Items, Missing: out.Missing})
@@ -507,6 +636,10 @@ func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, f edgef
 		return err
 	}
 	*next = f.To + 1
+	if win != nil {
+		// Stored now, or before: the window has seen up to To either way.
+		win.next, win.dirty = f.To+1, false
+	}
 	if res.Duplicate {
 		w.n.duplicates.Add(1)
 		if res.Next > *next {
@@ -570,7 +703,8 @@ func (w *Worker) workLane(ctx context.Context, lane lease.Lane) (bool, error) {
 // lane loads the lane's window and works its ranges in article order until
 // none is ready or one does not finish.
 func (w *Worker) lane(ctx context.Context, gl grouplease.GroupLease, log *slog.Logger) error {
-	if err := w.loadWindow(ctx, gl, log); err != nil {
+	win, err := w.loadWindow(ctx, gl, log)
+	if err != nil {
 		return err
 	}
 	for ctx.Err() == nil {
@@ -578,12 +712,7 @@ func (w *Worker) lane(ctx context.Context, gl grouplease.GroupLease, log *slog.L
 		if err != nil || !ok {
 			return err
 		}
-		var snap func(context.Context) error
-		if w.windowed != nil {
-			end := l.Range.End
-			snap = func(sctx context.Context) error { return w.saveWindow(sctx, gl, end+1) }
-		}
-		out, err := w.work(ctx, l, true, snap)
+		out, err := w.work(ctx, l, true, win)
 		if err != nil || out != finished {
 			return err
 		}
@@ -592,43 +721,40 @@ func (w *Worker) lane(ctx context.Context, gl grouplease.GroupLease, log *slog.L
 }
 
 // loadWindow gives a Windowed handler the lane's snapshot, or an empty
-// window when there is none. A snapshot that cannot be read or loaded is
+// window when there is none, and returns where the window stands; nil when
+// the handler keeps no window. A snapshot that cannot be read or loaded is
 // logged and replaced by an empty window, so it never blocks the lane.
-func (w *Worker) loadWindow(ctx context.Context, gl grouplease.GroupLease, log *slog.Logger) error {
+func (w *Worker) loadWindow(ctx context.Context, gl grouplease.GroupLease, log *slog.Logger) (*laneWindow, error) {
 	if w.windowed == nil {
-		return nil
+		return nil, nil
 	}
 	if gl.Snapshot != nil {
 		gz, next, found, err := w.c.GetSnapshot(ctx, gl.Group.ID, gl.Lane, gl.Token)
 		switch {
 		case err != nil:
-			return err
+			return nil, err
 		case !found:
 			log.Warn("edge: the lane's snapshot is gone; starting with an empty window")
 		default:
-			if next != gl.Next {
-				log.Warn("edge: the snapshot was taken at a different point than the lane's next",
-					"snapshotNext", next, "next", gl.Next)
-			}
 			state, err := gunzip(gz)
 			if err == nil {
 				err = w.windowed.LoadWindow(state)
 			}
 			if err == nil {
-				log.Info("edge: window loaded", "snapshotNext", next, "bytes", len(state))
-				return nil
+				log.Info("edge: window loaded", "snapshotNext", next, "next", gl.Next, "bytes", len(state))
+				return &laneWindow{gl: gl, next: next, saved: next}, nil
 			}
 			log.Error("edge: the lane's snapshot does not load; starting with an empty window", "err", err)
 		}
 	}
 	if err := w.windowed.LoadWindow(nil); err != nil {
-		return fmt.Errorf("edge: loading an empty window: %w", err)
+		return nil, fmt.Errorf("edge: loading an empty window: %w", err)
 	}
-	return nil
+	return &laneWindow{gl: gl}, nil
 }
 
 // saveWindow stores the handler's window as the lane's snapshot at next.
-func (w *Worker) saveWindow(ctx context.Context, gl grouplease.GroupLease, next int64) error {
+func (w *Worker) saveWindow(ctx context.Context, win *laneWindow, next int64) error {
 	state, err := w.windowed.SaveWindow()
 	if err != nil {
 		return fmt.Errorf("edge: saving the window: %w", err)
@@ -641,8 +767,12 @@ func (w *Worker) saveWindow(ctx context.Context, gl grouplease.GroupLease, next 
 	if err := zw.Close(); err != nil {
 		return err
 	}
-	_, err = w.c.PutSnapshot(ctx, gl.Group.ID, gl.Lane, gl.Token, next, buf.Bytes())
-	return err
+	gl := win.gl
+	if _, err := w.c.PutSnapshot(ctx, gl.Group.ID, gl.Lane, gl.Token, next, buf.Bytes()); err != nil {
+		return err
+	}
+	win.saved = max(win.saved, next)
+	return nil
 }
 
 func gunzip(gz []byte) ([]byte, error) {

@@ -124,14 +124,18 @@ func lines(c edge.Chunk) (int64, error) {
 // counter is a Handler that counts lines and posts one item per chunk; it
 // records the chunks it was given.
 type counter struct {
-	mu     sync.Mutex
-	chunks []lease.Span
-	hook   func(ctx context.Context, c edge.Chunk) error
+	mu      sync.Mutex
+	chunks  []lease.Span
+	replays []lease.Span // the chunks handed with Replay set
+	hook    func(ctx context.Context, c edge.Chunk) error
 }
 
 func (h *counter) HandleChunk(ctx context.Context, c edge.Chunk) (edge.Output, error) {
 	h.mu.Lock()
 	h.chunks = append(h.chunks, lease.Span{From: c.From, To: c.To})
+	if c.Replay {
+		h.replays = append(h.replays, lease.Span{From: c.From, To: c.To})
+	}
 	h.mu.Unlock()
 	if h.hook != nil {
 		if err := h.hook(ctx, c); err != nil {

@@ -68,6 +68,9 @@ type Stats struct {
 	Flushed   int64 // incomplete items emitted at a range's end (FlushIncomplete)
 	Evicted   int64 // incomplete items emitted because the window was full
 	Dropped   int64 // binaries LoadWindow dropped beyond MaxBinaries
+	// Replayed counts the chunks handed again to rebuild the window
+	// (edge.Chunk.Replay); what they read and emitted is not counted above.
+	Replayed int64
 }
 
 // windowPart is a part in the window: it remembers the range it was read in,
@@ -195,6 +198,7 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 	if out, ok := c.cached(ch); ok { // handled meanwhile by another caller
 		return out, nil
 	}
+	counted := c.stats // a replay changes the window as before, not the counters
 	present := make([]int64, len(lines))
 	for i, l := range lines {
 		present[i] = l.number
@@ -229,6 +233,10 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 		return edge.Output{}, err
 	}
 	out.Items = append(out.Items, items...)
+	if ch.Replay {
+		c.stats = counted
+		c.stats.Replayed++
+	}
 	c.cache[c.next] = cached{rangeID: ch.Range.ID, from: ch.From, to: ch.To, out: out}
 	c.next = (c.next + 1) % cacheSize
 	return copyOutput(out), nil
