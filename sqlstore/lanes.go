@@ -19,8 +19,8 @@ type laneRow struct {
 	Token      int64          `db:"token"`
 	Node       sql.NullString `db:"node"`
 	Expires    sql.NullInt64  `db:"expires_us"`
-	Headers    int64          `db:"headers"`
-	RangesDone int64          `db:"ranges_done"`
+	Headers    int64          `db:"headers"`     // no longer written: Lanes counts from the ranges
+	RangesDone int64          `db:"ranges_done"` // likewise
 	SnapNext   sql.NullInt64  `db:"snap_next"`
 	SnapSize   sql.NullInt64  `db:"snap_size"`
 	SnapToken  sql.NullInt64  `db:"snap_token"`
@@ -77,6 +77,17 @@ func (s *Store) GrantLane(ctx context.Context, node string, lane lease.Lane, ttl
 		}
 		if err != nil {
 			return fmt.Errorf("grant lane: %w", err)
+		}
+		// Lanes fence their ranges: a range still leased under an older
+		// grant of the lane gets a new token and goes back to pending, so
+		// the old holder's next write to it is refused, and the new holder
+		// gets it through Next, from its next. Repair ranges are no part
+		// of the lane: plain grants lease them (lane_token 0), and they
+		// keep their holder.
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE ranges SET state = 'pending', token = token + 1, node = NULL, expires_us = NULL
+			WHERE group_id = ? AND lane = ? AND state = 'leased' AND NOT repair AND lane_token < ?`),
+			l.GroupID, l.Lane, l.Token); err != nil {
+			return fmt.Errorf("grant lane: fence ranges: %w", err)
 		}
 		var head rangeRow
 		if err := tx.GetContext(ctx, &head, s.q(headOf), l.GroupID, l.Lane); err != nil {
@@ -256,9 +267,11 @@ func (s *Store) Snapshot(ctx context.Context, groupID int64, lane lease.Lane, f 
 // Lanes implements grouplease.Store.
 func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatus, error) {
 	query := "SELECT " + laneCols + " FROM lanes"
-	countQuery := `SELECT group_id, lane, state, COUNT(*) AS n,
+	// Progress is counted from the ranges, not kept in the lane row: a
+	// counter there would be a hot row on the finish path.
+	countQuery := `SELECT group_id, lane, state, repair, COUNT(*) AS n, CAST(SUM(headers) AS BIGINT) AS headers,
 		CASE WHEN state = 'done' THEN MAX(end_n) + 1 ELSE MIN(next_n) END AS next_n
-		FROM ranges WHERE NOT repair`
+		FROM ranges WHERE TRUE`
 	var args []any
 	if group != "" {
 		g, err := s.Group(ctx, group)
@@ -278,23 +291,35 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 		lane  string
 	}
 	type agg struct {
-		State string `db:"state"`
-		N     int64  `db:"n"`
-		Group int64  `db:"group_id"`
-		Lane  string `db:"lane"`
-		Next  int64  `db:"next_n"`
+		State   string `db:"state"`
+		Repair  bool   `db:"repair"`
+		N       int64  `db:"n"`
+		Headers int64  `db:"headers"`
+		Group   int64  `db:"group_id"`
+		Lane    string `db:"lane"`
+		Next    int64  `db:"next_n"`
 	}
 	// Counts by state, and the lane's next: the head range's next, or one
-	// past the last range when every range is done.
+	// past the last range when every range is done. Repair ranges count
+	// only in the headers and ranges done, as every finished range does.
 	var counts []agg
-	if err := s.rdb.SelectContext(ctx, &counts, s.q(countQuery+" GROUP BY group_id, lane, state"), args...); err != nil {
+	if err := s.rdb.SelectContext(ctx, &counts, s.q(countQuery+" GROUP BY group_id, lane, state, repair"), args...); err != nil {
 		return nil, fmt.Errorf("lanes: %w", err)
 	}
 	byLane := map[key]map[lease.State]int64{}
 	nextOf := map[key]int64{}
 	doneNext := map[key]int64{}
+	type progress struct{ headers, done int64 }
+	done := map[key]progress{}
 	for _, c := range counts {
 		k := key{c.Group, c.Lane}
+		if c.State == string(lease.StateDone) {
+			p := done[k]
+			done[k] = progress{p.headers + c.Headers, p.done + c.N}
+		}
+		if c.Repair {
+			continue
+		}
 		if byLane[k] == nil {
 			byLane[k] = map[lease.State]int64{}
 		}
@@ -318,7 +343,7 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 		}
 		st := grouplease.LaneStatus{
 			GroupID: l.GroupID, Group: g.Name, Lane: lease.Lane(l.Lane), Token: l.Token,
-			Next: next, Headers: l.Headers, RangesDone: l.RangesDone, Snapshot: l.snapshot(), Ranges: byLane[k],
+			Next: next, Headers: done[k].headers, RangesDone: done[k].done, Snapshot: l.snapshot(), Ranges: byLane[k],
 		}
 		if l.Node.Valid {
 			st.Holder = l.Node.String
