@@ -13,7 +13,16 @@ import (
 
 var _ spool.Claims = (*Store)(nil)
 
-// ClaimChunk implements spool.Claims.
+// ClaimChunk implements spool.Claims. A claim is taken over by its own
+// owner at any time (its copy was lost), and by anyone once it expired,
+// fetched or not. A coordinator asks only for a chunk its spool lacks
+// (spool.Prefetcher), so an expired claim of another owner means the chunk
+// is not where this coordinator can serve it: that owner's spool is lost, is
+// not shared with this one, or the owner came back under another name.
+// Before expiry a claim holds, fetched or not: its chunk is being fetched,
+// or was just stored in its owner's spool, which other coordinators may
+// share (a bucket), and is not fetched twice. The fetched flag decides
+// nothing any more; it only tells which claims were completed.
 func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, owner string, ttl time.Duration) (bool, error) {
 	if owner == "" || span.From > span.To {
 		return false, lease.Invalidf("claim chunk: an owner and a span with from <= to are required")
@@ -27,7 +36,7 @@ func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, 
 	err = s.db.GetContext(ctx, &got, s.q(`
 		INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us) VALUES (?, ?, ?, ?, {now} + ?)
 		ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.owner, expires_us = excluded.expires_us, fetched = FALSE
-		WHERE chunk_claims.owner = excluded.owner OR (NOT chunk_claims.fetched AND chunk_claims.expires_us < {now})
+		WHERE chunk_claims.owner = excluded.owner OR chunk_claims.expires_us < {now}
 		RETURNING owner`), rangeID, span.From, span.To, owner, now, ttlUS, now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil

@@ -105,6 +105,7 @@ func Run(t *testing.T, open Open) {
 		{"Nodes", testNodes},
 		{"RangesList", testRangesList},
 		{"ChunkClaims", testChunkClaims},
+		{"ChunkClaimOfAnotherOwner", testChunkClaimOfAnotherOwner},
 		{"FleetReads", testFleetReads},
 		{"PlanTailAndHistory", testPlanTailAndHistory},
 		{"PlanHistoryBack", testPlanHistoryBack},

@@ -1,0 +1,39 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// A coordinator asks to claim only a chunk its spool lacks. A claim of
+// another owner, fetched or not, holds until it expires: the chunk is in that
+// coordinator's spool, or is being fetched, and is not fetched twice. Past
+// its expiry, the claim goes to whoever asks, so a coordinator that lost its
+// spool, or came back under another name, fetches the chunk again rather
+// than waiting forever.
+func testChunkClaimOfAnotherOwner(t *testing.T, e *env) {
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 100, lease.LaneHistory)
+	id := e.grant(t, "w").Range.ID
+	c1 := lease.Span{From: 1, To: 10}
+	claim := func(owner string) bool {
+		t.Helper()
+		ok, err := e.ClaimChunk(e.ctx, id, c1, owner, time.Minute)
+		require.NoError(t, err)
+		return ok
+	}
+	require.True(t, claim("coord-a"))
+	require.NoError(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"))
+	e.clock.Advance(time.Minute - time.Second)
+	require.False(t, claim("coord-b"), "a fetched chunk is not fetched again before its claim expires")
+	e.clock.Advance(2 * time.Second)
+	require.True(t, claim("coord-b"), "an expired claim goes to the next asker, fetched or not")
+	require.ErrorIs(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"), lease.ErrLeaseLost, "the old owner holds no claim")
+	require.False(t, claim("coord-a"), "the new claim holds")
+	require.NoError(t, e.ChunkFetched(e.ctx, id, c1, "coord-b"))
+	require.True(t, claim("coord-b"), "an owner may claim again a chunk it fetched: its copy was lost")
+}
