@@ -20,6 +20,7 @@ type Claims interface {
 	ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, owner string, ttl time.Duration) (bool, error)
 	// ChunkFetched marks owner's claimed chunk as fetched.
 	ChunkFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) error
-	// ForgetChunk drops the chunk's claim, so it is fetched again.
-	ForgetChunk(ctx context.Context, rangeID int64, span lease.Span) error
+	// ForgetChunk drops owner's claim of the chunk, so it is fetched again
+	// (owner's fetch failed). A claim owner no longer holds is left alone.
+	ForgetChunk(ctx context.Context, rangeID int64, span lease.Span, owner string) error
 }

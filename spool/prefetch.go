@@ -250,7 +250,7 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int,
 	if err != nil {
 		// Give the claim back, so this or another coordinator tries again.
 		return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err),
-			p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span))
+			p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span, p.cfg.Owner))
 	}
 	if t.Range.Capture && p.cfg.Corpus != nil {
 		err = p.cfg.Corpus.Put(t.Range.Group, span, data)
@@ -258,7 +258,7 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int,
 		err = p.cfg.Spool.Put(id, span, data)
 	}
 	if err != nil {
-		return 0, errors.Join(err, p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span))
+		return 0, errors.Join(err, p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span, p.cfg.Owner))
 	}
 	if err := p.cfg.Claims.ChunkFetched(ctx, id, span, p.cfg.Owner); err != nil {
 		return 0, err

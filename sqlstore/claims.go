@@ -60,9 +60,12 @@ func (s *Store) ChunkFetched(ctx context.Context, rangeID int64, span lease.Span
 	return nil
 }
 
-// ForgetChunk implements spool.Claims.
-func (s *Store) ForgetChunk(ctx context.Context, rangeID int64, span lease.Span) error {
-	if _, err := s.db.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ? AND from_n = ?"), rangeID, span.From); err != nil {
+// ForgetChunk implements spool.Claims. Only owner's claim is dropped: a
+// coordinator whose fetch failed after its claim expired and went to
+// another must not free the chunk for a third.
+func (s *Store) ForgetChunk(ctx context.Context, rangeID int64, span lease.Span, owner string) error {
+	if _, err := s.db.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ? AND from_n = ? AND owner = ?"),
+		rangeID, span.From, owner); err != nil {
 		return fmt.Errorf("forget chunk: %w", err)
 	}
 	return nil

@@ -788,7 +788,7 @@ func testChunkClaims(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.True(t, claim(c1, "coord-a"))
 	require.NoError(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"))
-	require.NoError(t, e.ForgetChunk(e.ctx, id, c1))
+	require.NoError(t, e.ForgetChunk(e.ctx, id, c1, "coord-a"))
 	require.True(t, claim(c1, "coord-b"))
 
 	_, err = e.ClaimChunk(e.ctx, id, lease.Span{From: 5, To: 4}, "x", time.Minute)

@@ -37,3 +37,26 @@ func testChunkClaimOfAnotherOwner(t *testing.T, e *env) {
 	require.NoError(t, e.ChunkFetched(e.ctx, id, c1, "coord-b"))
 	require.True(t, claim("coord-b"), "an owner may claim again a chunk it fetched: its copy was lost")
 }
+
+// A coordinator gives back only its own claim: one whose fetch failed after
+// its claim expired and went to another does not drop the other's claim,
+// which would let a third fetch the chunk too.
+func testChunkClaimForgetOwn(t *testing.T, e *env) {
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 100, lease.LaneHistory)
+	id := e.grant(t, "w").Range.ID
+	c1 := lease.Span{From: 1, To: 10}
+	claim := func(owner string) bool {
+		t.Helper()
+		ok, err := e.ClaimChunk(e.ctx, id, c1, owner, time.Minute)
+		require.NoError(t, err)
+		return ok
+	}
+	require.True(t, claim("coord-a"))
+	e.clock.Advance(2 * time.Minute)
+	require.True(t, claim("coord-b"))
+	require.NoError(t, e.ForgetChunk(e.ctx, id, c1, "coord-a"), "giving back a claim one does not hold is no error")
+	require.False(t, claim("coord-c"), "coord-a's late give-back leaves coord-b's claim")
+	require.NoError(t, e.ForgetChunk(e.ctx, id, c1, "coord-b"))
+	require.True(t, claim("coord-c"), "the owner's give-back frees the chunk at once")
+}

@@ -106,6 +106,7 @@ func Run(t *testing.T, open Open) {
 		{"RangesList", testRangesList},
 		{"ChunkClaims", testChunkClaims},
 		{"ChunkClaimOfAnotherOwner", testChunkClaimOfAnotherOwner},
+		{"ChunkClaimForgetOwn", testChunkClaimForgetOwn},
 		{"FleetReads", testFleetReads},
 		{"PlanTailAndHistory", testPlanTailAndHistory},
 		{"PlanHistoryBack", testPlanHistoryBack},
