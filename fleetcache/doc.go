@@ -31,7 +31,9 @@
 // Seats is a keyed cache of smaller reads that belong to one generation of the
 // main read: an entry is reused only by callers of the same generation, within
 // a TTL (10 s), at most 64 of them, least recently used evicted first.
-// Concurrent callers of one key share one read.
+// Concurrent callers of one key share one read. Generation 0, which a Cache
+// gives every read it did not keep, belongs to no main read: a seat read for
+// it is its caller's alone and is never kept.
 //
 // Server is the read-only reader's HTTP server: GET and HEAD on the configured
 // routes, 404 for an unknown path, 405 with "Allow: GET, HEAD" for any other

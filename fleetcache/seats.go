@@ -61,6 +61,9 @@ type seatEntry[K comparable, T any] struct {
 type seatKey[K comparable] struct {
 	key K
 	gen uint64
+	// solo numbers each read of generation 0, so that it is shared with
+	// no other caller.
+	solo uint64
 }
 
 type seatFlight[T any] struct {
@@ -75,7 +78,9 @@ type seatFlight[T any] struct {
 // that pass the same generation, only within the TTL, and at most MaxEntries
 // are kept, least recently used evicted first. Only good reads are kept.
 // Concurrent callers for the same key and generation share one read, which
-// runs detached from their contexts.
+// runs detached from their contexts. Generation 0 belongs to no main read
+// (a Cache gives it to every read it did not keep): a read for it is made
+// for its caller alone, and never kept.
 //
 // Seats is safe for concurrent use. Create it with NewSeats.
 type Seats[K comparable, T any] struct {
@@ -88,6 +93,7 @@ type Seats[K comparable, T any] struct {
 	entries map[K]*list.Element // values are *seatEntry[K, T]
 	lru     *list.List          // front is the most recently used
 	flights map[seatKey[K]]*seatFlight[T]
+	solos   uint64 // the last seatKey.solo given
 }
 
 // NewSeats returns Seats that read with read. A read is kept only when good
@@ -113,7 +119,8 @@ func NewSeats[K comparable, T any](read SeatReadFunc[K, T], good func(T) bool, c
 
 // Get returns the value for key in generation gen: the kept read when it
 // belongs to gen and is younger than the TTL, or else a new read, shared with
-// concurrent callers of the same key and gen. A read that fails is not kept
+// concurrent callers of the same key and gen. For gen 0 it is always a new
+// read of the caller's own, which is not kept. A read that fails is not kept
 // and its error is returned wrapped; when Good rejected it, the error wraps
 // ErrRejected and the Answer holds the rejected value. A cancelled ctx stops
 // the waiting, never the read.
@@ -122,7 +129,7 @@ func (s *Seats[K, T]) Get(ctx context.Context, key K, gen uint64) (Answer[T], er
 	s.mu.Lock()
 	if el, ok := s.entries[key]; ok {
 		e := el.Value.(*seatEntry[K, T])
-		if e.gen == gen && now.Sub(e.readAt) < s.cfg.TTL {
+		if e.gen == gen && gen != 0 && now.Sub(e.readAt) < s.cfg.TTL {
 			s.lru.MoveToFront(el)
 			s.mu.Unlock()
 			return s.answer(e.value, gen, e.readAt, now, true), nil
@@ -132,6 +139,10 @@ func (s *Seats[K, T]) Get(ctx context.Context, key K, gen uint64) (Answer[T], er
 		}
 	}
 	fk := seatKey[K]{key: key, gen: gen}
+	if gen == 0 {
+		s.solos++
+		fk.solo = s.solos
+	}
 	f := s.flights[fk]
 	if f == nil {
 		f = &seatFlight[T]{done: make(chan struct{})}
@@ -181,7 +192,7 @@ func (s *Seats[K, T]) run(ctx context.Context, fk seatKey[K], f *seatFlight[T]) 
 
 	s.mu.Lock()
 	delete(s.flights, fk)
-	if err == nil {
+	if err == nil && fk.gen != 0 {
 		s.keep(&seatEntry[K, T]{key: fk.key, gen: fk.gen, value: v, readAt: start})
 	}
 	f.value, f.readAt, f.err = v, start, err

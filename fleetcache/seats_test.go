@@ -219,3 +219,54 @@ func TestSeatsCancelledCallerDoesNotCancelTheRead(t *testing.T) {
 	require.True(t, a.Meta.FromCache)
 	require.Equal(t, int64(1), calls.Load())
 }
+
+// Generation 0 is what a Cache gives every read it did not keep: two such
+// reads are different main reads, so a seat read under one is never reused
+// under another, nor shared with a concurrent caller.
+func TestSeatsGenerationZeroNeverKept(t *testing.T) {
+	t.Parallel()
+	r := &seatReader{}
+	s := newSeats(t, r.read, nil, SeatConfig{})
+
+	a := seatValue(t, s, "h/n", 0)
+	require.Equal(t, "h/n#1", a.Value)
+	require.False(t, a.Meta.FromCache)
+	require.Zero(t, a.Generation)
+	require.Zero(t, s.Len(), "a read of generation 0 is not kept")
+	a = seatValue(t, s, "h/n", 0)
+	require.Equal(t, "h/n#2", a.Value, "a later main read that was not kept reads again")
+	require.False(t, a.Meta.FromCache)
+
+	// A kept generation's entry is not served to generation 0 either, and
+	// stays for its own.
+	require.Equal(t, "h/n#3", seatValue(t, s, "h/n", 1).Value)
+	require.Equal(t, "h/n#4", seatValue(t, s, "h/n", 0).Value)
+	require.Equal(t, "h/n#3", seatValue(t, s, "h/n", 1).Value)
+
+	// Concurrent callers of generation 0 each get a read of their own.
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(2)
+	var n atomic.Int64
+	slow := newSeats(t, func(_ context.Context, key string) (string, error) {
+		started.Done()
+		<-release
+		return fmt.Sprintf("%s#%d", key, n.Add(1)), nil
+	}, nil, SeatConfig{})
+	got := make(chan string, 2)
+	for range 2 {
+		go func() {
+			a, err := slow.Get(context.Background(), "h/n", 0)
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- a.Value
+		}()
+	}
+	started.Wait() // both reads run at once: neither waits for the other's
+	close(release)
+	vals := []string{<-got, <-got}
+	require.ElementsMatch(t, []string{"h/n#1", "h/n#2"}, vals)
+	require.Zero(t, slow.Len())
+}

@@ -352,6 +352,30 @@ func TestSeat(t *testing.T) {
 	require.Equal(t, int64(5), a.nodeReqs.Load(), "only the unknown node reached the coordinator")
 }
 
+// Issue 9, defect 11: while a host fails, no fleet read is kept and every
+// one has generation 0; a seat read under one of them is not kept, so a
+// later failed fleet read never gets it.
+func TestSeatUnderFailedFleetReadsNotReused(t *testing.T) {
+	t.Parallel()
+	a := newCoord(t)
+	a.populate("alt.binaries.a", "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.url, deadURL(t)}})
+
+	for i := range 3 {
+		r := rd.do("GET", "/v1/seat?key="+url.QueryEscape(a.host+"/edge-1"))
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		var s struct {
+			Served fleetcache.Meta `json:"served"`
+		}
+		require.NoError(t, json.Unmarshal(r.body, &s), "%s", r.body)
+		require.False(t, s.Served.FromCache, "seat %d", i)
+		require.Equal(t, "no-store", r.header.Get("Cache-Control"), "a seat that is not kept is not cached downstream either")
+		require.Equal(t, int64(i+1), a.fleetReqs.Load(), "each seat request waited for a fleet read of its own")
+		require.Equal(t, int64(i+1), a.nodeReqs.Load(), "seat %d is read under its own fleet read", i)
+	}
+	require.Zero(t, rd.m.seats.Len())
+}
+
 func TestSeatUpstreamFailures(t *testing.T) {
 	t.Parallel()
 	a := newCoord(t)

@@ -107,8 +107,10 @@ func (m *Main) handleSeat(r *http.Request) (fleetcache.Reply, error) {
 	if err != nil {
 		return fleetcache.Reply{}, err
 	}
-	// A seat belongs to the fleet read it was made under.
-	fa, _, err := m.fleetAnswer(r)
+	// A seat belongs to the fleet read it was made under. A fleet read that
+	// was not kept has generation 0, which no other fleet read shares: the
+	// seat is read for this request alone, and not kept.
+	fa, kept, err := m.fleetAnswer(r)
 	if err != nil {
 		return fleetcache.Reply{}, err
 	}
@@ -120,11 +122,14 @@ func (m *Main) handleSeat(r *http.Request) (fleetcache.Reply, error) {
 		}
 		return fleetcache.Reply{}, err
 	}
-	return fleetcache.Reply{
+	reply := fleetcache.Reply{
 		Value: struct {
 			*seatRead
 			Served fleetcache.Meta `json:"served"`
 		}{a.Value, a.Meta},
-		Meta: a.Meta,
-	}, nil
+	}
+	if kept {
+		reply.Meta = a.Meta // Cache-Control and Age; a seat not kept is no-store
+	}
+	return reply, nil
 }
