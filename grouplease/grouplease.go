@@ -155,7 +155,10 @@ type LaneStatus struct {
 // Store grants the lanes of ordered groups and hands their ranges out in
 // article order. Every call with a Fence checks the lane's token and holder.
 type Store interface {
-	// GrantLane leases a lane that is free or expired and has work; lease.ErrNoWork when none.
+	// GrantLane leases a lane that is free or expired and has work;
+	// lease.ErrNoWork when none. In the same transaction it fences every
+	// range still leased under an older grant of the lane: the old holder's
+	// writes to it fail with lease.ErrLeaseLost, and Next grants it again.
 	GrantLane(ctx context.Context, node string, lane lease.Lane, ttl time.Duration) (GroupLease, error)
 	// Next returns the lane's next range in article order as a range lease.
 	// A range already leased under this lane grant is handed back with its

@@ -65,11 +65,13 @@ func (s *Store) RemoveNode(ctx context.Context, name string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("remove node %q: %w", name, lease.ErrNotFound)
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE ranges SET state = 'pending', node = NULL, expires_us = NULL
-			WHERE node = ? AND state = 'leased'`), name); err != nil {
+		// Lanes before ranges, the order lane grants lock them in, so the
+		// two never deadlock on PostgreSQL.
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE lanes SET node = NULL, expires_us = NULL WHERE node = ?"), name); err != nil {
 			return fmt.Errorf("remove node: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE lanes SET node = NULL, expires_us = NULL WHERE node = ?"), name); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE ranges SET state = 'pending', node = NULL, expires_us = NULL
+			WHERE node = ? AND state = 'leased'`), name); err != nil {
 			return fmt.Errorf("remove node: %w", err)
 		}
 		return nil
