@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sqlstore"
+)
+
+// coord is a coordinator wired as cmd/coordinator's serve wires it (store,
+// disk spool, prefetcher on the Synthetic source, the HTTP API on a
+// loopback port), in this process.
+type coord struct {
+	store *sqlstore.Store
+	spool *spool.Disk
+	api   *coordinator.Server
+	http  *http.Server
+	url   string
+
+	cancel context.CancelFunc
+	bg     chan error
+	served chan error
+}
+
+type coordConfig struct {
+	DB       string // sqlstore URL
+	Dir      string // spool and snapshots
+	Prefetch bool   // run the prefetcher (serve always does)
+	LeaseTTL time.Duration
+}
+
+func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
+	c := &coord{bg: make(chan error, 1), served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	c.store, err = sqlstore.Open(ctx, cfg.DB, sqlstore.Config{})
+	if err != nil {
+		return nil, err
+	}
+	c.spool, err = spool.Open(filepath.Join(cfg.Dir, "spool"), spool.Config{})
+	if err != nil {
+		return nil, err
+	}
+	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	if err != nil {
+		return nil, err
+	}
+	l, err := coordinator.Listen("127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	var pf *spool.Prefetcher
+	if cfg.Prefetch {
+		pf, err = spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: c.spool, Claims: c.store, Targets: c.store,
+			Owner: "bench/" + l.Addr().String()})
+		if err != nil {
+			l.Close()
+			return nil, err
+		}
+	}
+	c.api, err = coordinator.New(coordinator.Config{Store: c.store, Spool: c.spool, SnapshotDir: filepath.Join(cfg.Dir, "snapshots"),
+		Prefetcher: pf, LeaseTTL: cfg.LeaseTTL})
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	c.http = coordinator.HTTPServer(c.api, nil)
+	c.url = "http://" + l.Addr().String()
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
+	if pf != nil {
+		go func() { c.bg <- pf.Run(pctx) }()
+	} else {
+		c.bg <- nil
+	}
+	go func() { c.served <- c.http.Serve(l) }()
+	return c, nil
+}
+
+// Close stops the server and the prefetcher and closes the spool and store.
+func (c *coord) Close() error {
+	var errs []error
+	if c.http != nil {
+		c.api.Drain()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c.http.Shutdown(sctx)
+		cancel()
+		if err := <-c.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if c.cancel != nil {
+		c.cancel()
+		if err := <-c.bg; err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, fmt.Errorf("prefetcher: %w", err))
+		}
+	}
+	if c.spool != nil {
+		errs = append(errs, c.spool.Close())
+	}
+	if c.store != nil {
+		errs = append(errs, c.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// client adds a node and returns a client for it that tries each call
+// attempts times (0: the client's default), with an HTTP transport
+// of its own: each worker is as a process of its own would be, keeping its
+// connection alive (a shared http.DefaultTransport keeps only two idle
+// connections per host, so 32 goroutines sharing it would reconnect).
+func (c *coord) client(ctx context.Context, name string, attempts int) (*edge.Client, error) {
+	token, err := node.NewToken()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.store.AddNode(ctx, name, node.HashToken(token)); err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 4
+	return edge.NewClient(edge.Config{BaseURL: c.url, Token: token, HTTP: &http.Client{Transport: tr}, Attempts: attempts})
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// benchCycles adds n ranges of one article (range and chunk size 1) to an
+// unordered group, then times workers goroutines, each with an edge.Client
+// of its own, doing lease → one batch of one item → finish through the
+// HTTP API until no range is left.
+func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetch bool) (result, error) {
+	c, err := startCoord(ctx, coordConfig{DB: dbURL, Dir: dir, Prefetch: prefetch})
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close()
+	const group = "alt.binaries.bench.cycles"
+	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: 1, ChunkSize: 1}); err != nil {
+		return result{}, err
+	}
+	if _, err := c.store.AddRanges(ctx, grouplease.NewRanges{Group: group, From: 1, To: int64(n)}); err != nil {
+		return result{}, err
+	}
+	if c.store.Backend() == "postgres" {
+		if _, err := c.store.DB().ExecContext(ctx, "ANALYZE"); err != nil {
+			return result{}, err
+		}
+	}
+	clients := make([]*edge.Client, workers)
+	for i := range clients {
+		if clients[i], err = c.client(ctx, fmt.Sprintf("w%d", i+1), 1); err != nil {
+			return result{}, err
+		}
+	}
+	value := json.RawMessage(`{"subject":"bench","parts":1}`)
+	var cycles atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for _, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				l, ok, err := cl.Lease(ctx)
+				if err != nil {
+					errs <- fmt.Errorf("lease: %w", err)
+					return
+				}
+				if !ok {
+					return
+				}
+				r := l.Range
+				if _, err := cl.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1,
+					Items: []batch.Item{{Key: fmt.Sprint(r.ID), Value: value}}}); err != nil {
+					errs <- fmt.Errorf("batch: %w", err)
+					return
+				}
+				if err := cl.Finish(ctx, r.ID, l.Token); err != nil {
+					errs <- fmt.Errorf("finish: %w", err)
+					return
+				}
+				cycles.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return result{}, err
+	}
+	if err := allDone(ctx, c, group); err != nil {
+		return result{}, err
+	}
+	if got := cycles.Load(); got != int64(n) {
+		return result{}, fmt.Errorf("%d cycles for %d ranges", got, n)
+	}
+	return result{rate: float64(n) / elapsed.Seconds(), elapsed: elapsed, detail: fmt.Sprintf("%d ranges", n)}, nil
+}
+
+// allDone checks that no range of group is left pending or leased.
+func allDone(ctx context.Context, c *coord, group string) error {
+	for _, st := range []lease.State{lease.StatePending, lease.StateLeased} {
+		rs, err := c.store.Ranges(ctx, grouplease.RangeFilter{Group: group, State: st, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(rs) > 0 {
+			return fmt.Errorf("range %d of %s is still %s", rs[0].ID, group, st)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
+	"github.com/edgeindex/edgeindex/grouplease"
+)
+
+const ingestGroup = "alt.binaries.bench.ingest"
+
+// ingestItems returns n items whose values are collator items (a binary
+// with 2 to 33 parts): about 500 B to 4 KiB of JSON each.
+func ingestItems(n int) (items []batch.Item, minSize, maxSize, total int64) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	items = make([]batch.Item, n)
+	minSize = 1 << 62
+	article := int64(1_000_000)
+	for i := range items {
+		parts := 2 + rng.IntN(32)
+		b := collate.Binary{
+			Subject: fmt.Sprintf(`Quiet.River.%d.1080p.WEB-DL.x264-SYN [%02d/27] - "Quiet.River.%d.part%02d.rar" yEnc`, i, i%27+1, i, i%27+1),
+			Name:    fmt.Sprintf("Quiet.River.%d.part%02d.rar", i, i%27+1),
+			Poster:  "poster <poster@example.invalid>", Group: ingestGroup,
+			Date: "Mon, 01 Jan 2024 12:00:00 +0000", Total: parts, Complete: true,
+		}
+		for p := 1; p <= parts; p++ {
+			article++
+			b.Parts = append(b.Parts, collate.Part{N: p, Article: article,
+				MessageID: fmt.Sprintf("<%d@%s.synthetic>", article, ingestGroup), Bytes: 739_000 + int64(rng.IntN(2000))})
+		}
+		v, err := json.Marshal(b)
+		if err != nil {
+			panic(err)
+		}
+		items[i] = batch.Item{Key: b.Key(), Value: v}
+		size := int64(len(v))
+		minSize, maxSize, total = min(minSize, size), max(maxSize, size), total+size
+	}
+	return items, minSize, maxSize, total
+}
+
+// benchIngest posts batches batches of the items through the batch
+// endpoint, one after another, each to a range of its own leased first;
+// only the POST is timed. No prefetcher runs: nobody streams.
+func benchIngest(ctx context.Context, dbURL, dir string, batches int, items []batch.Item) (result, error) {
+	c, err := startCoord(ctx, coordConfig{DB: dbURL, Dir: dir})
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close()
+	size := int64(len(items))
+	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: ingestGroup, RangeSize: size, ChunkSize: size}); err != nil {
+		return result{}, err
+	}
+	if _, err := c.store.AddRanges(ctx, grouplease.NewRanges{Group: ingestGroup, From: 1, To: int64(batches) * size}); err != nil {
+		return result{}, err
+	}
+	cl, err := c.client(ctx, "ingest", 1)
+	if err != nil {
+		return result{}, err
+	}
+	var posting time.Duration
+	for range batches {
+		l, ok, err := cl.Lease(ctx)
+		if err != nil || !ok {
+			return result{}, fmt.Errorf("lease: %v (granted %v)", err, ok)
+		}
+		r := l.Range
+		start := time.Now()
+		res, err := cl.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1, Items: items})
+		posting += time.Since(start)
+		if err != nil {
+			return result{}, fmt.Errorf("batch: %w", err)
+		}
+		if res.Duplicate || res.Next != r.End+1 {
+			return result{}, fmt.Errorf("batch: answered %+v", res)
+		}
+		if err := cl.Finish(ctx, r.ID, l.Token); err != nil {
+			return result{}, fmt.Errorf("finish: %w", err)
+		}
+	}
+	n := batches * len(items)
+	return result{rate: float64(n) / posting.Seconds(), elapsed: posting, detail: fmt.Sprintf("%d batches of %d items", batches, len(items))}, nil
+}
+
+// benchCopy is ingest's baseline: the same rows, batches times, each a
+// COPY (pgx CopyFrom) in a transaction of its own into a plain table with
+// the items' columns and a primary key.
+func benchCopy(ctx context.Context, dbURL string, batches int, items []batch.Item) (result, error) {
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return result{}, err
+	}
+	defer pool.Close()
+	if err := createRawItems(ctx, pool); err != nil {
+		return result{}, err
+	}
+	var copying time.Duration
+	for b := range batches {
+		start := time.Now()
+		if err := copyItems(ctx, pool, 1, int64(b+1), int64(b*len(items)+1), int64((b+1)*len(items)), items); err != nil {
+			return result{}, err
+		}
+		copying += time.Since(start)
+	}
+	n := batches * len(items)
+	return result{rate: float64(n) / copying.Seconds(), elapsed: copying, detail: fmt.Sprintf("%d COPYs of %d rows", batches, len(items))}, nil
+}
+
+func createRawItems(ctx context.Context, pool *pgxpool.Pool) error {
+	_, err := pool.Exec(ctx, `CREATE TABLE raw_items (id BIGSERIAL PRIMARY KEY, group_id BIGINT NOT NULL, range_id BIGINT NOT NULL,
+		from_n BIGINT NOT NULL, to_n BIGINT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL)`)
+	return err
+}
+
+// copyItems stores items with one COPY, in a transaction of its own.
+func copyItems(ctx context.Context, pool *pgxpool.Pool, group, rangeID, from, to int64, items []batch.Item) error {
+	rows := make([][]any, len(items))
+	for i, it := range items {
+		rows[i] = []any{group, rangeID, from, to, it.Key, string(it.Value)}
+	}
+	n, err := pool.CopyFrom(ctx, pgx.Identifier{"raw_items"}, []string{"group_id", "range_id", "from_n", "to_n", "key", "value"},
+		pgx.CopyFromRows(rows))
+	if err != nil {
+		return fmt.Errorf("copy: %w", err)
+	}
+	if n != int64(len(items)) {
+		return fmt.Errorf("copy: %d rows of %d", n, len(items))
+	}
+	return nil
+}

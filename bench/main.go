@@ -1,0 +1,320 @@
+// Command bench measures edgeindex against outside baselines in one run,
+// on one throwaway PostgreSQL (or TEST_DATABASE_URL's): River's no-op jobs,
+// raw SQL SKIP LOCKED cycles and raw COPY, and a one-process pipeline. It
+// is a module of its own so that River never becomes a dependency of the
+// SDK. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/edgeindex/edgeindex/batch"
+)
+
+type options struct {
+	n, workers, count   int
+	quick, prefetch     bool
+	only                string
+	ingestBatches       int
+	batchItems          int
+	articles, rangeSize int64
+	pipeWorkers         int
+	waits               bool
+	riverCooldown       time.Duration
+	cpuprofile          string
+
+	load        bool
+	duration    time.Duration
+	loadWorkers int
+	think       time.Duration
+	loadItems   int
+}
+
+// result is one measurement.
+type result struct {
+	rate    float64
+	elapsed time.Duration
+	detail  string
+}
+
+var phases = []string{"river", "edgeindex", "sqlite", "rawsql", "ingest", "pipeline"}
+
+func main() {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	fs.IntVar(&o.n, "n", 20_000, "jobs (River), ranges (edgeindex) and rows (raw SQL) per cycle run")
+	fs.IntVar(&o.workers, "workers", 32, "workers of the cycle runs")
+	fs.IntVar(&o.count, "count", 1, "runs of each measurement; figures and ratios are medians")
+	fs.BoolVar(&o.quick, "quick", false, "a fast smoke run: small sizes (overrides -n, -ingest-batches, -articles, -duration)")
+	fs.BoolVar(&o.prefetch, "prefetch", true, "run the coordinator's prefetcher in the cycle runs, as serve does")
+	fs.StringVar(&o.only, "only", "", "comma-separated phases to run: "+strings.Join(phases, ","))
+	fs.IntVar(&o.ingestBatches, "ingest-batches", 10, "batches posted (and COPYs) in the ingest runs")
+	fs.IntVar(&o.batchItems, "batch-items", 10_000, "items per ingest batch")
+	fs.Int64Var(&o.articles, "articles", 200_000, "articles through the pipeline")
+	fs.Int64Var(&o.rangeSize, "range-size", 10_000, "articles per range in the pipeline")
+	fs.IntVar(&o.pipeWorkers, "pipeline-workers", 4, "workers of the pipeline and goroutines of its baseline")
+	fs.DurationVar(&o.riverCooldown, "river-fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown (its poll interval is 10×): 2ms as River's own benchmark; River's default is 100ms")
+	fs.BoolVar(&o.waits, "waits", false, "sample pg_stat_activity during PostgreSQL runs and print what sessions wait on")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (coordinator, workers, baselines) to this file")
+	fs.BoolVar(&o.load, "load", false, "run the load test (deliverable 5) instead of the comparisons")
+	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the load test runs")
+	fs.IntVar(&o.loadWorkers, "load-workers", 200, "concurrent workers of the load test")
+	fs.DurationVar(&o.think, "think", 200*time.Millisecond, "load test: mean pause after each call of a worker (jittered ±50%); 0: none")
+	fs.IntVar(&o.loadItems, "load-items", 10, "load test: items per batch")
+	fs.Parse(os.Args[1:])
+	if fs.NArg() > 0 || o.n < 1 || o.workers < 1 || o.count < 1 || o.ingestBatches < 1 || o.batchItems < 1 ||
+		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond {
+		fmt.Fprintln(os.Stderr, "bench: sizes must be positive, and there are no arguments (see -h)")
+		os.Exit(2)
+	}
+	if o.quick {
+		o.n, o.ingestBatches, o.articles = 2000, 2, 40_000
+		if !isSet(fs, "duration") {
+			o.duration = 10 * time.Second
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills at once
+	}()
+	err := run(ctx, os.Stdout, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// run starts PostgreSQL, runs what o asks and stops PostgreSQL, whatever
+// happens.
+func run(ctx context.Context, out io.Writer, o options) (err error) {
+	want := map[string]bool{}
+	if o.only != "" {
+		for _, p := range strings.Split(o.only, ",") {
+			if !slices.Contains(phases, p) {
+				return fmt.Errorf("-only: unknown phase %q (want some of %s)", p, strings.Join(phases, ","))
+			}
+			want[p] = true
+		}
+	} else {
+		for _, p := range phases {
+			want[p] = true
+		}
+	}
+	tmp, err := os.MkdirTemp("", "edgeindex-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	pg, err := startPostgres()
+	if err != nil {
+		return err
+	}
+	defer pg.Close()
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	desc, err := pg.describe(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "bench: %s; %s %s/%s, GOMAXPROCS %d, %d CPUs\n", desc, runtime.Version(), runtime.GOOS, runtime.GOARCH,
+		runtime.GOMAXPROCS(0), runtime.NumCPU())
+
+	dirs := 0
+	newDir := func() (string, error) {
+		dirs++
+		d := filepath.Join(tmp, fmt.Sprint(dirs))
+		return d, os.MkdirAll(d, 0o755)
+	}
+	// onPG runs f on a new schema of the server, after a checkpoint,
+	// sampling what sessions wait on when -waits is set.
+	onPG := func(name string, f func(url string) (result, error)) (result, error) {
+		url, drop, err := pg.schema(ctx, strings.NewReplacer("/", "_", "-", "_").Replace(name))
+		if err != nil {
+			return result{}, err
+		}
+		defer drop()
+		pg.quiesce(ctx)
+		var w *waitSampler
+		if o.waits {
+			w = startWaits(ctx, pg.base)
+		}
+		r, err := f(url)
+		if w != nil {
+			w.stop(out, name)
+		}
+		return r, err
+	}
+
+	if o.load {
+		dir, err := newDir()
+		if err != nil {
+			return err
+		}
+		_, err = onPG("load", func(url string) (result, error) {
+			return result{}, runLoad(ctx, out, url, dir, loadConfig{Workers: o.loadWorkers, Duration: o.duration, Think: o.think, Items: o.loadItems})
+		})
+		return err
+	}
+
+	fmt.Fprintf(out, "bench: cycles: %d workers, %d jobs/ranges/rows; ingest: %d batches of %d items; pipeline: %d articles, ranges of %d, %d workers; %d run(s) each\n",
+		o.workers, o.n, o.ingestBatches, o.batchItems, o.articles, o.rangeSize, o.pipeWorkers, o.count)
+	var items []batch.Item
+	var minItem, maxItem, itemBytes int64
+	if want["ingest"] {
+		items, minItem, maxItem, itemBytes = ingestItems(o.batchItems)
+	}
+	type measure struct {
+		name, unit string
+		f          func() (result, error)
+	}
+	var ms []measure
+	add := func(phase, name, unit string, f func() (result, error)) {
+		if want[phase] {
+			ms = append(ms, measure{name, unit, f})
+		}
+	}
+	add("river", "river", "jobs/s", func() (result, error) {
+		return onPG("river", func(url string) (result, error) { return benchRiver(ctx, url, o.n, o.workers, o.riverCooldown) })
+	})
+	add("edgeindex", "edgeindex/postgres", "cycles/s", func() (result, error) {
+		dir, err := newDir()
+		if err != nil {
+			return result{}, err
+		}
+		return onPG("edgeindex", func(url string) (result, error) { return benchCycles(ctx, url, dir, o.n, o.workers, o.prefetch) })
+	})
+	add("rawsql", "rawsql", "cycles/s", func() (result, error) {
+		return onPG("rawsql", func(url string) (result, error) { return benchRawSQL(ctx, url, o.n, o.workers) })
+	})
+	add("sqlite", "edgeindex/sqlite", "cycles/s", func() (result, error) {
+		dir, err := newDir()
+		if err != nil {
+			return result{}, err
+		}
+		return benchCycles(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), dir, o.n, o.workers, o.prefetch)
+	})
+	add("ingest", "ingest/batch", "items/s", func() (result, error) {
+		dir, err := newDir()
+		if err != nil {
+			return result{}, err
+		}
+		return onPG("ingest", func(url string) (result, error) { return benchIngest(ctx, url, dir, o.ingestBatches, items) })
+	})
+	add("ingest", "ingest/copy", "items/s", func() (result, error) {
+		return onPG("copy", func(url string) (result, error) { return benchCopy(ctx, url, o.ingestBatches, items) })
+	})
+	var edgeRun, baseRun pipelineRun
+	add("pipeline", "pipeline/edgeindex", "articles/s", func() (result, error) {
+		dir, err := newDir()
+		if err != nil {
+			return result{}, err
+		}
+		return onPG("pipeline", func(url string) (r result, err error) {
+			r, edgeRun, err = benchPipeline(ctx, url, dir, o.articles, o.rangeSize, o.pipeWorkers)
+			return r, err
+		})
+	})
+	add("pipeline", "pipeline/baseline", "articles/s", func() (result, error) {
+		return onPG("baseline", func(url string) (r result, err error) {
+			r, baseRun, err = benchBaseline(ctx, url, o.articles, o.rangeSize, o.pipeWorkers)
+			if err == nil && edgeRun.items != 0 && baseRun.items != edgeRun.items {
+				err = fmt.Errorf("baseline: %d items, the edgeindex pipeline %d: they do not do the same work", baseRun.items, edgeRun.items)
+			}
+			return r, err
+		})
+	})
+	if want["ingest"] {
+		fmt.Fprintf(out, "bench: ingest items: %d a batch, values of %d to %d B of JSON, %.0f B on average\n",
+			len(items), minItem, maxItem, float64(itemBytes)/float64(len(items)))
+	}
+
+	rates := map[string][]float64{}
+	for run := 1; run <= o.count; run++ {
+		for _, m := range ms {
+			r, err := m.f()
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			rates[m.name] = append(rates[m.name], r.rate)
+			tag := ""
+			if o.count > 1 {
+				tag = fmt.Sprintf(" [run %d]", run)
+			}
+			fmt.Fprintf(out, "%-20s %12.0f %-10s (%s in %s)%s\n", m.name, r.rate, m.unit, r.detail, r.elapsed.Round(time.Millisecond), tag)
+		}
+	}
+	med := map[string]float64{}
+	if o.count > 1 {
+		for _, m := range ms {
+			med[m.name] = median(rates[m.name])
+			fmt.Fprintf(out, "%-20s %12.0f %-10s median of %d: %s\n", m.name, med[m.name], m.unit, o.count, fmtRates(rates[m.name]))
+		}
+	} else {
+		for k, v := range rates {
+			med[k] = v[0]
+		}
+	}
+	for _, r := range []struct{ label, a, b string }{
+		{"edgeindex/river", "edgeindex/postgres", "river"},
+		{"edgeindex/rawsql", "edgeindex/postgres", "rawsql"},
+		{"ingest/copy", "ingest/batch", "ingest/copy"},
+		{"pipeline/baseline", "pipeline/edgeindex", "pipeline/baseline"},
+	} {
+		a, okA := med[r.a]
+		b, okB := med[r.b]
+		if okA && okB && b > 0 {
+			fmt.Fprintf(out, "RATIO %s = %.2f\n", r.label, a/b)
+		}
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func fmtRates(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(parts, " ")
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+const pipelineGroup = "alt.binaries.edgeindex.demo"
+
+// pipelineRun is what one pipeline run did, to compare both sides.
+type pipelineRun struct {
+	headers, items int64
+}
+
+// benchPipeline is the demo's pipeline on PostgreSQL: the coordinator
+// with its spool and prefetcher on the Synthetic source, and workers
+// edge.Workers, each with a collate.Collator, over loopback HTTP. It times
+// from the workers' start until every range is done.
+func benchPipeline(ctx context.Context, dbURL, dir string, articles, rangeSize int64, workers int) (result, pipelineRun, error) {
+	c, err := startCoord(ctx, coordConfig{DB: dbURL, Dir: dir, Prefetch: true})
+	if err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	defer c.Close()
+	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: pipelineGroup, RangeSize: rangeSize}); err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	rs, err := c.store.AddRanges(ctx, grouplease.NewRanges{Group: pipelineGroup, From: 1, To: articles})
+	if err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	ws := make([]*edge.Worker, workers)
+	for i := range ws {
+		cl, err := c.client(ctx, fmt.Sprintf("worker-%d", i+1), 0)
+		if err != nil {
+			return result{}, pipelineRun{}, err
+		}
+		h, err := collate.New(collate.Config{})
+		if err != nil {
+			return result{}, pipelineRun{}, err
+		}
+		if ws[i], err = edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: h, Idle: 50 * time.Millisecond}); err != nil {
+			return result{}, pipelineRun{}, err
+		}
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var g errgroup.Group
+	start := time.Now()
+	for _, w := range ws {
+		g.Go(func() error { return w.Run(wctx) })
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var st edge.Stats
+	for {
+		st = edge.Stats{}
+		for _, w := range ws {
+			s := w.Stats()
+			st.Ranges += s.Ranges
+			st.Headers += s.Headers
+			st.Items += s.Items
+		}
+		if st.Ranges >= int64(len(rs)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			stop()
+			g.Wait()
+			return result{}, pipelineRun{}, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	elapsed := time.Since(start)
+	stop()
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return result{}, pipelineRun{}, err
+	}
+	if st.Headers != articles {
+		return result{}, pipelineRun{}, fmt.Errorf("pipeline: %d headers for %d articles", st.Headers, articles)
+	}
+	if err := allDone(ctx, c, pipelineGroup); err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	return result{rate: float64(articles) / elapsed.Seconds(), elapsed: elapsed,
+			detail: fmt.Sprintf("%d articles, %d ranges, %d items, %d workers", articles, len(rs), st.Items, workers)},
+		pipelineRun{headers: st.Headers, items: st.Items}, nil
+}
+
+// benchBaseline is the pipeline's fair one-process baseline: the same
+// ranges and chunks, from the same Synthetic source, inflated, parsed and
+// collated by the same collate.Collator, and the same items stored in the
+// same database with one COPY per chunk; workers goroutines take ranges
+// as the workers do. No HTTP, no leases, no spool.
+func benchBaseline(ctx context.Context, dbURL string, articles, rangeSize int64, workers int) (result, pipelineRun, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	cfg.MaxConns = int32(workers + 1)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	defer pool.Close()
+	if err := createRawItems(ctx, pool); err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	if err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	ranges := lease.Spans(1, articles, rangeSize)
+	var next atomic.Int64
+	var headers, items atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			col, err := collate.New(collate.Config{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(ranges)) || ctx.Err() != nil {
+					return
+				}
+				rs := ranges[i]
+				r := lease.Range{ID: i + 1, Group: pipelineGroup, GroupID: 1, Lane: lease.LaneHistory, Start: rs.From, End: rs.To, Next: rs.From}
+				for _, span := range lease.Spans(rs.From, rs.To, grouplease.DefaultChunkSize) {
+					data, err := src.Fetch(ctx, pipelineGroup, span)
+					if err != nil {
+						errs <- err
+						return
+					}
+					out, err := col.HandleChunk(ctx, edge.Chunk{Range: r, From: span.From, To: span.To, Data: data})
+					if err != nil {
+						errs <- err
+						return
+					}
+					if len(out.Items) > 0 {
+						if err := copyItems(ctx, pool, 1, r.ID, span.From, span.To, out.Items); err != nil {
+							errs <- err
+							return
+						}
+					}
+					headers.Add(out.Headers)
+					items.Add(int64(len(out.Items)))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	var stored int64
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM raw_items").Scan(&stored); err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	if headers.Load() != articles || stored != items.Load() {
+		return result{}, pipelineRun{}, fmt.Errorf("baseline: %d headers for %d articles, %d items stored of %d", headers.Load(), articles, stored, items.Load())
+	}
+	return result{rate: float64(articles) / elapsed.Seconds(), elapsed: elapsed,
+			detail: fmt.Sprintf("%d articles, %d ranges, %d items, %d goroutines", articles, len(ranges), items.Load(), workers)},
+		pipelineRun{headers: headers.Load(), items: items.Load()}, nil
+}

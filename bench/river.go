@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// noopArgs is River's job: it does nothing.
+type noopArgs struct{}
+
+func (noopArgs) Kind() string { return "noop" }
+
+// benchRiver inserts n no-op jobs with InsertMany, then starts a River
+// client with MaxWorkers workers and times from Start until every job's
+// completion has been reported (River reports a completion once its
+// completer has stored it).
+//
+// cooldown is River's FetchCooldown, and the poll interval is ten times
+// it: River's own benchmark (river bench) uses 2 ms and 20 ms, "much
+// better than the client's default values". With the defaults (100 ms,
+// 1 s) a client fetches at most MaxWorkers jobs per 100 ms, so 32 workers
+// top out at 320 jobs/s whatever the database can do.
+func benchRiver(ctx context.Context, dbURL string, n, workers int, cooldown time.Duration) (result, error) {
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return result{}, err
+	}
+	defer pool.Close()
+	driver := riverpgxv5.New(pool)
+	mig, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return result{}, err
+	}
+	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return result{}, fmt.Errorf("river migrate: %w", err)
+	}
+	ws := river.NewWorkers()
+	river.AddWorker(ws, river.WorkFunc(func(context.Context, *river.Job[noopArgs]) error { return nil }))
+	client, err := river.NewClient(driver, &river.Config{
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:           ws,
+		FetchCooldown:     cooldown,
+		FetchPollInterval: 10 * cooldown,
+		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return result{}, err
+	}
+	for i := 0; i < n; i += 5000 {
+		params := make([]river.InsertManyParams, min(5000, n-i))
+		for j := range params {
+			params[j] = river.InsertManyParams{Args: noopArgs{}}
+		}
+		if _, err := client.InsertMany(ctx, params); err != nil {
+			return result{}, fmt.Errorf("river insert: %w", err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE river_job"); err != nil {
+		return result{}, err
+	}
+	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: n + 1})
+	defer cancel()
+
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		return result{}, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		client.Stop(sctx)
+	}()
+	timeout := time.NewTimer(10*time.Minute + time.Duration(n)*time.Millisecond)
+	defer timeout.Stop()
+	for done := 0; done < n; {
+		select {
+		case <-events:
+			done++
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		case <-timeout.C:
+			return result{}, fmt.Errorf("river: %d of %d jobs completed before the timeout", done, n)
+		}
+	}
+	elapsed := time.Since(start)
+	var completed int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE state = 'completed'").Scan(&completed); err != nil {
+		return result{}, err
+	}
+	if completed != n {
+		return result{}, fmt.Errorf("river: %d completion events but %d completed jobs in the table, want %d", n, completed, n)
+	}
+	return result{rate: float64(n) / elapsed.Seconds(), elapsed: elapsed, detail: fmt.Sprintf("%d jobs, FetchCooldown %s", n, cooldown)}, nil
+}
