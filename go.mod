@@ -3,6 +3,7 @@ module github.com/edgeindex/edgeindex
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/chromedp v0.23.0
 	github.com/jmoiron/sqlx v1.4.0
 	github.com/lib/pq v1.12.3
