@@ -45,7 +45,7 @@ func (s *Server) handleRanges(w http.ResponseWriter, r *http.Request) error {
 	if rs == nil {
 		rs = []lease.Range{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ranges": rs, "next": next})
+	s.writeJSON(w, http.StatusOK, map[string]any{"ranges": rs, "next": next})
 	return nil
 }
 
@@ -63,6 +63,6 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) error {
 	if page.Next != "" {
 		next = &page.Next
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"results": page.Results, "next": next})
+	s.writeJSON(w, http.StatusOK, map[string]any{"results": page.Results, "next": next})
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
@@ -26,6 +27,7 @@ type Store interface {
 	grouplease.Catalog
 	grouplease.Store
 	grouplease.SnapshotStore
+	grouplease.SnapshotFiles
 	node.Store
 	spool.Claims
 	Ping(ctx context.Context) error
@@ -36,6 +38,8 @@ const (
 	DefaultLeaseTTL    = 60 * time.Second
 	DefaultMaxBody     = 64 << 20
 	DefaultMaxSnapshot = 64 << 20
+	// DefaultWriteTimeout bounds one write to a client.
+	DefaultWriteTimeout = 30 * time.Second
 )
 
 // Config configures a Server. Store, Spool and SnapshotDir are required;
@@ -58,6 +62,16 @@ type Config struct {
 	MaxBody int64
 	// MaxSnapshot caps a snapshot body (413 above it). Default 64 MiB.
 	MaxSnapshot int64
+	// MaxBatchBytes bounds the bytes of batch bodies decoded and stored at
+	// once (a body of unknown length counts as MaxBody); a batch with no
+	// room gets 503 busy with Retry-After. Decoding takes a few times a
+	// body's size in memory, so this bounds the memory batches take. At
+	// least MaxBody; default 2 × MaxBody.
+	MaxBatchBytes int64
+	// WriteTimeout bounds each write to a client: a piece of a stream or of
+	// a snapshot (spool.WritePiece bytes), or a JSON answer. A worker that
+	// stops reading loses its stream after it. Default 30s.
+	WriteTimeout time.Duration
 	// Keepalive and WaitLimit tune streams (spool.StreamConfig); defaults 20s and 1h.
 	Keepalive, WaitLimit time.Duration
 	Logger               *slog.Logger
@@ -78,11 +92,17 @@ func (c *Config) validate() error {
 	if c.MaxSnapshot == 0 {
 		c.MaxSnapshot = DefaultMaxSnapshot
 	}
+	if c.MaxBatchBytes == 0 && c.MaxBody > 0 {
+		c.MaxBatchBytes = 2 * c.MaxBody
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.LeaseTTL < time.Second || c.MaxBody < 1 || c.MaxSnapshot < 1 {
-		return lease.Invalidf("coordinator: LeaseTTL must be at least 1s, MaxBody and MaxSnapshot at least 1")
+	if c.LeaseTTL < time.Second || c.MaxBody < 1 || c.MaxSnapshot < 1 || c.MaxBatchBytes < c.MaxBody || c.WriteTimeout < 0 {
+		return lease.Invalidf("coordinator: LeaseTTL must be at least 1s, MaxBody and MaxSnapshot at least 1, MaxBatchBytes at least MaxBody, WriteTimeout not negative")
 	}
 	return nil
 }
@@ -92,8 +112,9 @@ func (c *Config) validate() error {
 type Server struct {
 	cfg       Config
 	mux       *http.ServeMux
-	snaps     snapshotFiles
+	snaps     *snapshotFiles
 	adminHash [32]byte
+	batches   budget
 
 	streams    context.Context // cancelled by Drain: streams end with an error frame
 	stopStream context.CancelFunc
@@ -110,7 +131,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), snaps: snaps, adminHash: sha256.Sum256([]byte(cfg.AdminToken))}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), snaps: snaps, adminHash: sha256.Sum256([]byte(cfg.AdminToken)),
+		batches: budget{max: cfg.MaxBatchBytes}}
 	s.streams, s.stopStream = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
@@ -140,17 +162,21 @@ func (s *Server) routes() {
 	admin("GET /v1/nodes/{name}", s.handleNode)
 	admin("GET /v1/ranges", s.handleRanges)
 	admin("GET /v1/results", s.handleResults)
+	admin("DELETE /v1/groups/{id}/snapshot", s.handleResetSnapshot)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+		s.writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
 	s.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := s.cfg.Store.Ping(ctx); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "the database does not answer: " + err.Error()})
+			// No driver error, address or user name goes to the client.
+			s.cfg.Logger.Warn("readyz: the database does not answer", "err", err)
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+			s.writeError(w, http.StatusServiceUnavailable, CodeBusy, "the database does not answer; the coordinator's log has the detail")
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+		s.writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
 	if s.cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", s.cfg.Metrics.Handler())
@@ -167,10 +193,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
 		}
 		if rec.status == http.StatusMethodNotAllowed {
-			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
+			s.writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path))
 			return
 		}
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		s.writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -239,8 +265,8 @@ func (s *Server) asAdmin(h func(http.ResponseWriter, *http.Request) error) http.
 }
 
 // HTTPServer returns an http.Server for h with the coordinator's timeouts.
-// WriteTimeout is zero: streams are long; each stream sets its own write
-// deadlines through its keepalives.
+// Its WriteTimeout is zero, as streams are long: the Server sets a write
+// deadline before each write it makes instead (Config.WriteTimeout).
 func HTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	srv := &http.Server{
 		Handler:           h,

@@ -42,6 +42,7 @@ type harness struct {
 	src    *spool.Synthetic
 	srv    *coordinator.Server
 	http   *httptest.Server
+	snaps  string // the snapshot directory
 	token  string // node "edge-1"
 	token2 string // node "edge-2"
 }
@@ -67,9 +68,12 @@ func newHarness(t *testing.T, url string, tweak func(*coordinator.Config)) *harn
 	}
 	srv, err := coordinator.New(cfg)
 	require.NoError(t, err)
-	hs := httptest.NewServer(srv)
+	// The coordinator's own http.Server settings (timeouts, header limit).
+	hs := httptest.NewUnstartedServer(srv)
+	hs.Config = coordinator.HTTPServer(srv, nil)
+	hs.Start()
 	t.Cleanup(func() { srv.Drain(); hs.Close() })
-	h := &harness{t: t, store: st, spool: sp, corpus: cp, src: src, srv: srv, http: hs}
+	h := &harness{t: t, store: st, spool: sp, corpus: cp, src: src, srv: srv, http: hs, snaps: cfg.SnapshotDir}
 	h.token = h.addNode("edge-1")
 	h.token2 = h.addNode("edge-2")
 	return h
@@ -399,7 +403,7 @@ func TestLanes(t *testing.T) {
 		g := h.group("o", true, 1, 200, lease.LaneTail)
 		r := h.do("POST", "/v1/groups/lease?lane=x", h.token, 0, nil)
 		require.Equal(t, http.StatusBadRequest, r.status)
-		require.JSONEq(t, `{"error": "lane: history or tail, not \"x\""}`, string(r.body))
+		require.JSONEq(t, `{"error": "lane: history or tail, not \"x\"", "code": "invalid"}`, string(r.body))
 		require.Equal(t, http.StatusNoContent, h.do("POST", "/v1/groups/lease", h.token, 0, nil).status, "history has no work")
 		r = h.do("POST", "/v1/groups/lease?lane=tail", h.token, 0, nil)
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)

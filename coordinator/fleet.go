@@ -132,7 +132,7 @@ func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, f)
+	s.writeJSON(w, http.StatusOK, f)
 	return nil
 }
 
@@ -169,6 +169,6 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) error {
 		c := strconv.FormatInt(recs[len(recs)-1].ID, 10)
 		d.Next = &c
 	}
-	writeJSON(w, http.StatusOK, d)
+	s.writeJSON(w, http.StatusOK, d)
 	return nil
 }

@@ -1,17 +1,19 @@
 package coordinator
 
 import (
-	"bytes"
-	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
 )
 
 func (s *Server) handleLaneLease(w http.ResponseWriter, r *http.Request, n string) error {
@@ -28,7 +30,7 @@ func (s *Server) handleLaneLease(w http.ResponseWriter, r *http.Request, n strin
 		return err
 	}
 	s.cfg.Metrics.leased()
-	writeJSON(w, http.StatusOK, gl)
+	s.writeJSON(w, http.StatusOK, gl)
 	return nil
 }
 
@@ -60,7 +62,7 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request, n string) er
 		return err
 	}
 	s.kick()
-	writeJSON(w, http.StatusOK, l)
+	s.writeJSON(w, http.StatusOK, l)
 	return nil
 }
 
@@ -73,7 +75,7 @@ func (s *Server) handleLaneHeartbeat(w http.ResponseWriter, r *http.Request, n s
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]time.Time{"expiresAt": exp})
+	s.writeJSON(w, http.StatusOK, map[string]time.Time{"expiresAt": exp})
 	return nil
 }
 
@@ -85,16 +87,17 @@ func (s *Server) handleLaneRelease(w http.ResponseWriter, r *http.Request, n str
 	if err := s.cfg.Store.ReleaseLane(r.Context(), id, ln, f); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	s.writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	return nil
 }
 
-// handlePutSnapshot stores a lane's window state. The bytes go to a file
-// named after the snapshot's next and the grant's token first (temporary
-// file, fsync, rename), then the fenced metadata update makes them current,
-// then the lane's other files go. A crash leaves the old snapshot or the new
-// one, never half of one, and a fenced-out holder's file never becomes
-// current.
+// handlePutSnapshot stores a lane's window state. The lane's fence, the
+// next's bounds and its order are checked before a byte is read; the bytes
+// then go to a new file of their own (temporary file, fsync, rename), and
+// the fenced metadata update alone makes that file current. A refused or
+// failed upload removes its file; a stored one removes the lane's others.
+// A crash leaves the old snapshot or the new one, never half of one, and no
+// upload ever touches the current file.
 func (s *Server) handlePutSnapshot(w http.ResponseWriter, r *http.Request, n string) error {
 	id, ln, f, err := laneCall(r, n)
 	if err != nil {
@@ -107,7 +110,30 @@ func (s *Server) handlePutSnapshot(w http.ResponseWriter, r *http.Request, n str
 	if !ok {
 		return lease.Invalidf("next: the article the snapshot resumes at is required")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.cfg.MaxSnapshot))
+	if next < 1 {
+		return lease.Invalidf("next: the article the snapshot resumes at is at least 1, not %d", next)
+	}
+	if r.ContentLength > s.cfg.MaxSnapshot {
+		return fmt.Errorf("%w: a snapshot of at most %d bytes", errTooLarge, s.cfg.MaxSnapshot)
+	}
+	unlock, err := s.snaps.lock(r.Context(), id, ln)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	chk, err := s.cfg.Store.CheckSnapshot(r.Context(), id, ln, f)
+	if err != nil {
+		return err
+	}
+	if next > chk.End+1 {
+		return lease.Invalidf("next %d is past the end of the lane's last planned range + 1 (%d)", next, chk.End+1)
+	}
+	if chk.Current != nil && next < chk.Current.Next {
+		return fmt.Errorf("%w: next %d is before the stored %d", grouplease.ErrSnapshotOlder, next, chk.Current.Next)
+	}
+
+	name := newName(id, ln, next, f.Token)
+	size, err := s.snaps.write(name, http.MaxBytesReader(nil, r.Body, s.cfg.MaxSnapshot))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -115,39 +141,36 @@ func (s *Server) handlePutSnapshot(w http.ResponseWriter, r *http.Request, n str
 		}
 		return err
 	}
-	if err := checkGzip(body); err != nil {
+	// The client may be gone by now; the update and the cleanup still run,
+	// so the file's fate is known.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+	defer cancel()
+	snap := grouplease.SnapshotFile{Snapshot: grouplease.Snapshot{Next: next, Size: size, Token: f.Token}, File: name}
+	if err := s.cfg.Store.PutSnapshotFile(ctx, id, ln, f, snap); err != nil {
+		if refused(err) {
+			if rerr := s.snaps.remove(name); rerr != nil {
+				s.cfg.Logger.Warn("remove a refused snapshot", "file", name, "err", rerr)
+			}
+		} else {
+			// Maybe stored: the file stays, and the next upload prunes it
+			// if it did not become current.
+			s.cfg.Logger.Warn("snapshot metadata update failed; its file stays", "file", name, "err", err)
+		}
 		return err
 	}
-	// Refuse a stale holder before writing anything; the write itself is
-	// fenced again below.
-	if _, err := s.cfg.Store.Snapshot(r.Context(), id, ln, f); err != nil && !errors.Is(err, lease.ErrNotFound) {
-		return err
-	}
-	snap := grouplease.Snapshot{Next: next, Size: int64(len(body)), Token: f.Token}
-	if err := s.snaps.write(id, ln, snap, body); err != nil {
-		return err
-	}
-	// A refused upload's file is left for the lane's next snapshot to prune,
-	// never removed here: a holder fenced out between the check above and
-	// this write may share the current file's name (the same next and grant).
-	if err := s.cfg.Store.PutSnapshot(r.Context(), id, ln, f, snap); err != nil {
-		return err
-	}
-	s.snaps.prune(id, ln, snap)
-	writeJSON(w, http.StatusOK, map[string]int64{"next": snap.Next, "size": snap.Size})
+	s.snaps.prune(id, ln, name)
+	s.writeJSON(w, http.StatusOK, map[string]int64{"next": snap.Next, "size": snap.Size})
 	return nil
 }
 
-// checkGzip refuses a body that is not a whole gzip stream.
-func checkGzip(body []byte) error {
-	zr, err := gzip.NewReader(bytes.NewReader(body))
-	if err == nil {
-		_, err = io.Copy(io.Discard, zr)
+// refused reports whether the store surely wrote nothing.
+func refused(err error) bool {
+	for _, e := range []error{lease.ErrLeaseLost, lease.ErrConflict, lease.ErrInvalid, lease.ErrNotFound} {
+		if errors.Is(err, e) {
+			return true
+		}
 	}
-	if err != nil {
-		return lease.Invalidf("snapshot: the body must be gzip (%v)", err)
-	}
-	return nil
+	return false
 }
 
 func (s *Server) handleGetSnapshot(w http.ResponseWriter, r *http.Request, n string) error {
@@ -155,19 +178,68 @@ func (s *Server) handleGetSnapshot(w http.ResponseWriter, r *http.Request, n str
 	if err != nil {
 		return err
 	}
-	snap, err := s.cfg.Store.Snapshot(r.Context(), id, ln, f)
-	if err != nil {
-		return err
-	}
-	file, err := s.snaps.open(id, ln, snap)
-	if err != nil {
-		return err
+	// An upload may make another file current, and remove this one, between
+	// the read of the metadata and the open: read it again.
+	var (
+		snap grouplease.SnapshotFile
+		file *os.File
+	)
+	for try := 0; file == nil; try++ {
+		chk, err := s.cfg.Store.CheckSnapshot(r.Context(), id, ln, f)
+		if err != nil {
+			return err
+		}
+		if chk.Current == nil {
+			return fmt.Errorf("snapshot: group %d %s lane has none: %w", id, ln, lease.ErrNotFound)
+		}
+		snap = *chk.Current
+		name, err := s.snaps.name(id, ln, snap)
+		if err != nil {
+			return err
+		}
+		file, err = s.snaps.open(name)
+		if err != nil && (!errors.Is(err, fs.ErrNotExist) || try == 2) {
+			return fmt.Errorf("snapshot: %w", err)
+		}
 	}
 	defer file.Close()
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(snap.Size, 10))
 	w.Header().Set("X-Snapshot-Next", strconv.FormatInt(snap.Next, 10))
+	rc := http.NewResponseController(w)
+	dw := spool.NewDeadlineWriter(w, rc.SetWriteDeadline, s.cfg.WriteTimeout)
+	dw.Arm()
 	w.WriteHeader(http.StatusOK)
-	_, err = io.Copy(w, file)
+	if _, err := io.Copy(dw, io.LimitReader(file, snap.Size)); err != nil {
+		s.cfg.Logger.Info("snapshot not sent whole", "group", id, "lane", ln, "node", n, "err", err)
+	}
+	return nil
+}
+
+// handleResetSnapshot is the admin's DELETE /v1/groups/{id}/snapshot?lane=:
+// the lane's snapshot is forgotten and its file removed.
+func (s *Server) handleResetSnapshot(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	ln, err := lane(r)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.snaps.lock(r.Context(), id, ln)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, err := ResetSnapshot(r.Context(), s.cfg.Store, s.snaps.dir, id, ln)
+	if err != nil {
+		return err
+	}
+	var was *int64
+	if old != nil {
+		was = &old.Next
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"reset": old != nil, "next": was})
 	return nil
 }

@@ -28,7 +28,7 @@ func NewMetrics(state func() map[string]float64) *Metrics {
 	m := &Metrics{
 		reg:        prometheus.NewRegistry(),
 		leases:     prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeindex_leases_granted_total", Help: "Range and lane leases granted."}),
-		batches:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeindex_batches_total", Help: "Batches by outcome: stored, duplicate or refused."}, []string{"outcome"}),
+		batches:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "edgeindex_batches_total", Help: "Batches by outcome: stored, duplicate, refused, or busy (no room in the batch budget)."}, []string{"outcome"}),
 		items:      prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeindex_items_stored_total", Help: "Items stored."}),
 		bytes:      prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeindex_stream_bytes_total", Help: "Bytes streamed to workers."}),
 		keepalives: prometheus.NewCounter(prometheus.CounterOpts{Name: "edgeindex_stream_keepalives_total", Help: "Keepalive frames sent."}),
@@ -37,7 +37,7 @@ func NewMetrics(state func() map[string]float64) *Metrics {
 	}
 	m.reg.MustRegister(m.leases, m.batches, m.items, m.bytes, m.keepalives, m.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, o := range []string{"stored", "duplicate", "refused"} {
+	for _, o := range []string{"stored", "duplicate", "refused", "busy"} {
 		m.batches.WithLabelValues(o)
 	}
 	if state != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -31,7 +32,7 @@ func (s *Server) handleLease(w http.ResponseWriter, r *http.Request, n string) e
 	}
 	s.kick()
 	s.cfg.Metrics.leased()
-	writeJSON(w, http.StatusOK, l)
+	s.writeJSON(w, http.StatusOK, l)
 	return nil
 }
 
@@ -79,13 +80,13 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, n string) 
 			return err
 		},
 		RenewEvery: s.cfg.LeaseTTL / 3,
-		Flush: func() error {
-			// A worker that stops reading must not hold the stream forever.
-			rc.SetWriteDeadline(time.Now().Add(s.cfg.LeaseTTL))
-			return rc.Flush()
-		},
-		SetLength:  func(n int64) { w.Header().Set("Content-Length", strconv.FormatInt(n, 10)) },
-		Keepalives: s.cfg.Metrics.keepalive,
+		Flush:      rc.Flush,
+		// A worker that stops reading ends its stream within one
+		// WriteTimeout, and its lease is no longer renewed.
+		SetWriteDeadline: rc.SetWriteDeadline,
+		WriteTimeout:     s.cfg.WriteTimeout,
+		SetLength:        func(n int64) { w.Header().Set("Content-Length", strconv.FormatInt(n, 10)) },
+		Keepalives:       s.cfg.Metrics.keepalive,
 	}
 	if s.cfg.Prefetcher != nil {
 		cfg.Notify = s.cfg.Prefetcher.Notify
@@ -116,11 +117,32 @@ func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
 	return n, err
 }
 
+// handleBatch stores a batch. The fence is checked before the body is
+// read, so a stale holder's body costs nothing; the body's bytes are then
+// taken from the batch budget (MaxBatchBytes) while it is decoded and
+// stored, and a batch the budget has no room for gets 503 busy.
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) error {
 	id, f, err := rangeCall(r, n)
 	if err != nil {
 		return err
 	}
+	if _, err := s.cfg.Store.Check(r.Context(), id, f); err != nil {
+		s.cfg.Metrics.batch("refused", 0)
+		return err
+	}
+	size := r.ContentLength
+	if size > s.cfg.MaxBody {
+		s.cfg.Metrics.batch("refused", 0)
+		return fmt.Errorf("%w: a batch of at most %d bytes", errTooLarge, s.cfg.MaxBody)
+	}
+	if size < 0 { // unknown length: the most it may be
+		size = s.cfg.MaxBody
+	}
+	if !s.batches.take(size) {
+		s.cfg.Metrics.batch("busy", 0)
+		return fmt.Errorf("%w: batches being stored hold the coordinator's batch memory; try again", errBusy)
+	}
+	defer s.batches.give(size)
 	b, err := edgeframe.DecodeBatch(r.Body, s.cfg.MaxBody)
 	if err != nil {
 		s.cfg.Metrics.batch("refused", 0)
@@ -136,8 +158,31 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	} else {
 		s.cfg.Metrics.batch("stored", len(b.Items))
 	}
-	writeJSON(w, http.StatusOK, res)
+	s.writeJSON(w, http.StatusOK, res)
 	return nil
+}
+
+// budget bounds the bytes of batch bodies being decoded and stored at once.
+type budget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+// take takes n bytes if there is room for them.
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
 }
 
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, n string) error {
@@ -149,7 +194,7 @@ func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, n strin
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]time.Time{"expiresAt": exp})
+	s.writeJSON(w, http.StatusOK, map[string]time.Time{"expiresAt": exp})
 	return nil
 }
 
@@ -164,7 +209,7 @@ func (s *Server) handleFinish(w http.ResponseWriter, r *http.Request, n string) 
 	if err := s.cfg.Spool.Drop(id); err != nil {
 		s.cfg.Logger.Warn("drop spool", "range", id, "err", err)
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	s.writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	return nil
 }
 
@@ -196,7 +241,7 @@ func (s *Server) handleCorrupt(w http.ResponseWriter, r *http.Request, n string)
 		}
 	}
 	s.kick()
-	writeJSON(w, http.StatusOK, map[string]any{"state": rg.State, "attempts": rg.Attempts})
+	s.writeJSON(w, http.StatusOK, map[string]any{"state": rg.State, "attempts": rg.Attempts})
 	return nil
 }
 
@@ -208,6 +253,6 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request, n string)
 	if err := s.cfg.Store.Release(r.Context(), id, f); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	s.writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	return nil
 }

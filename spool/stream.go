@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/edgeindex/edgeindex/corpus"
@@ -47,6 +48,15 @@ type StreamConfig struct {
 	WaitLimit time.Duration
 	// Flush pushes written frames to the worker (http.ResponseController's).
 	Flush func() error
+	// SetWriteDeadline, when set, is called before every write to the
+	// worker and before every Flush with WriteTimeout from now
+	// (http.ResponseController's): a worker that stops reading ends the
+	// stream within one WriteTimeout, and its lease is no longer renewed.
+	// Writes go out in pieces of at most WritePiece bytes, each with its
+	// own deadline, so a slow worker that keeps reading is never cut.
+	SetWriteDeadline func(time.Time) error
+	// WriteTimeout bounds one piece of a write. Default 30s.
+	WriteTimeout time.Duration
 	// Keepalives, when set, is called for every keepalive sent (metrics).
 	Keepalives func()
 	// SetLength, when set, is told the stream's exact length before the
@@ -74,6 +84,7 @@ func (c *StreamConfig) validate() error {
 	setDefault(&c.RenewEvery, 20*time.Second)
 	setDefault(&c.Keepalive, 20*time.Second)
 	setDefault(&c.WaitLimit, time.Hour)
+	setDefault(&c.WriteTimeout, 30*time.Second)
 	if c.Clock == nil {
 		c.Clock = realClock{}
 	}
@@ -100,6 +111,20 @@ func Stream(ctx context.Context, w io.Writer, r lease.Range, chunkSize int64, cf
 	var spans []lease.Span
 	if first, ok := lease.SpanAt(r.Start, r.End, chunkSize, r.Next); ok {
 		spans = lease.Spans(first.From, r.End, chunkSize)
+	}
+	if cfg.SetWriteDeadline != nil {
+		dw := NewDeadlineWriter(w, cfg.SetWriteDeadline, cfg.WriteTimeout)
+		// Once ctx ends (the coordinator drains), every write gets a short
+		// grace: the error frame still reaches a worker that reads, and a
+		// write blocked on one that does not ends soon.
+		stop := context.AfterFunc(ctx, func() { dw.Shorten(DrainGrace) })
+		defer stop()
+		w = dw
+		flush := cfg.Flush
+		cfg.Flush = func() error {
+			dw.Arm()
+			return flush()
+		}
 	}
 	now := cfg.Clock.Now()
 	s := &streamer{cfg: cfg, lastRenew: now, lastSent: now}
@@ -284,4 +309,100 @@ func (s *streamer) chunk(ctx context.Context, r lease.Range, span lease.Span) er
 		case <-s.cfg.Clock.After(wait):
 		}
 	}
+}
+
+// WritePiece is the most a DeadlineWriter writes under one deadline.
+const WritePiece = 256 << 10
+
+// DrainGrace is the write deadline of a stream whose context ended.
+const DrainGrace = time.Second
+
+// DeadlineWriter bounds every write to a peer that may stop reading. Before
+// each piece of at most WritePiece bytes it sets the write deadline Timeout
+// from now, so a peer that stops reading costs at most one Timeout, and one
+// that reads slowly but steadily is never cut. ReadFrom keeps the
+// underlying writer's ReadFrom (sendfile) for each piece. Errors from the
+// deadline setter are ignored: a writer that takes no deadline cannot be
+// bounded.
+type DeadlineWriter struct {
+	w       io.Writer
+	set     func(time.Time) error
+	timeout time.Duration
+
+	mu    sync.Mutex
+	grace time.Duration // > 0 once Shorten was called
+}
+
+// NewDeadlineWriter returns a DeadlineWriter that writes to w and sets
+// deadlines with set, timeout from the start of each piece.
+func NewDeadlineWriter(w io.Writer, set func(time.Time) error, timeout time.Duration) *DeadlineWriter {
+	return &DeadlineWriter{w: w, set: set, timeout: timeout}
+}
+
+// Arm sets the deadline of the next write: Timeout from now, or the grace
+// from now once Shorten was called.
+func (d *DeadlineWriter) Arm() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t := d.timeout
+	if d.grace > 0 {
+		t = min(t, d.grace)
+	}
+	d.set(time.Now().Add(t))
+}
+
+// Shorten makes the write in progress, and every later one, end within
+// grace from now. It is safe to call from another goroutine.
+func (d *DeadlineWriter) Shorten(grace time.Duration) {
+	d.mu.Lock()
+	d.grace = max(grace, time.Nanosecond)
+	d.mu.Unlock()
+	d.Arm()
+}
+
+// Write writes p in pieces, each under its own deadline.
+func (d *DeadlineWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), WritePiece)
+		d.Arm()
+		m, err := d.w.Write(p[:n])
+		written += m
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
+}
+
+// ReadFrom copies r in pieces, each under its own deadline. A limited
+// reader is unwrapped, so each piece is one *io.LimitedReader over the
+// source and the kernel can still send a file.
+func (d *DeadlineWriter) ReadFrom(r io.Reader) (int64, error) {
+	src, remain := r, int64(-1)
+	if lr, ok := r.(*io.LimitedReader); ok {
+		if lr.N <= 0 {
+			return 0, nil
+		}
+		src, remain = lr.R, lr.N
+		defer func() { lr.N = remain }()
+	}
+	var total int64
+	for remain != 0 {
+		n := int64(WritePiece)
+		if remain > 0 {
+			n = min(n, remain)
+		}
+		d.Arm()
+		m, err := io.Copy(d.w, &io.LimitedReader{R: src, N: n})
+		total += m
+		if remain > 0 {
+			remain -= m
+		}
+		if err != nil || m < n {
+			return total, err
+		}
+	}
+	return total, nil
 }

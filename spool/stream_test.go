@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -301,4 +303,166 @@ func TestStreamKnownLength(t *testing.T) {
 		SetLength: func(int64) { called = true }})
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, called)
+}
+
+// stallConn is a connection to a worker that reads accept bytes, then
+// stops reading: a write blocks until its deadline passes. Without a
+// deadline it would block forever.
+type stallConn struct {
+	mu        sync.Mutex
+	accept    int
+	got       int
+	deadline  time.Time
+	changed   chan struct{} // closed and replaced when the deadline moves
+	deadlines int
+}
+
+func newStallConn(accept int) *stallConn {
+	return &stallConn{accept: accept, changed: make(chan struct{})}
+}
+
+func (c *stallConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadline = t
+	c.deadlines++
+	close(c.changed)
+	c.changed = make(chan struct{})
+	return nil
+}
+
+func (c *stallConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	n := min(len(p), c.accept-c.got)
+	c.got += n
+	c.mu.Unlock()
+	if n == len(p) {
+		return n, nil
+	}
+	for {
+		c.mu.Lock()
+		d, changed := c.deadline, c.changed
+		c.mu.Unlock()
+		var expired <-chan time.Time
+		if !d.IsZero() {
+			expired = time.After(time.Until(d))
+		}
+		select {
+		case <-expired:
+			return n, os.ErrDeadlineExceeded
+		case <-changed:
+		}
+	}
+}
+
+// Defect 4: a worker that stops reading costs the stream at most one write
+// timeout, on the known-length path too (the chunk goes out whole,
+// through sendfile, in one call when nothing bounds it).
+func TestStreamStalledReader(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	big := make([]byte, 4<<20)
+	for _, span := range lease.Spans(e.r.Start, e.r.End, 10) {
+		require.NoError(t, e.spool.Put(e.r.ID, span, big))
+	}
+	for _, known := range []bool{true, false} {
+		conn := newStallConn(64 << 10)
+		renewed := 0
+		cfg := spool.StreamConfig{Spool: e.spool, SetWriteDeadline: conn.SetWriteDeadline, WriteTimeout: 50 * time.Millisecond,
+			Renew: func(context.Context) error { renewed++; return nil }, RenewEvery: time.Nanosecond}
+		if known {
+			cfg.SetLength = func(int64) {}
+		}
+		start := time.Now()
+		done := make(chan error, 1)
+		go func() { done <- spool.Stream(t.Context(), conn, e.r, 10, cfg) }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, os.ErrDeadlineExceeded, "known length %t", known)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("known length %t: the stream is still blocked on a worker that does not read", known)
+		}
+		require.Less(t, time.Since(start), 5*time.Second)
+		require.Zero(t, renewed, "known length %t: a stalled stream does not renew the lease", known)
+	}
+}
+
+// Defect 4: when the coordinator drains, a write blocked on a worker that
+// does not read ends within the grace, whatever the write timeout.
+func TestStreamStalledReaderDrain(t *testing.T) {
+	t.Parallel()
+	e := newStreamEnv(t)
+	big := make([]byte, 1<<20)
+	for _, span := range lease.Spans(e.r.Start, e.r.End, 10) {
+		require.NoError(t, e.spool.Put(e.r.ID, span, big))
+	}
+	conn := newStallConn(64 << 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- spool.Stream(ctx, conn, e.r, 10, spool.StreamConfig{Spool: e.spool, SetWriteDeadline: conn.SetWriteDeadline,
+			WriteTimeout: time.Hour, SetLength: func(int64) {}})
+	}()
+	require.Eventually(t, func() bool {
+		conn.mu.Lock()
+		defer conn.mu.Unlock()
+		return conn.got == conn.accept
+	}, 5*time.Second, time.Millisecond)
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drained stream is still blocked")
+	}
+	require.Less(t, time.Since(start), spool.DrainGrace+2*time.Second)
+}
+
+// pieceSink records the writes and ReadFroms a DeadlineWriter makes.
+type pieceSink struct {
+	writes, deadlines int
+	max               int
+	sources           []io.Reader
+}
+
+func (p *pieceSink) Write(b []byte) (int, error) {
+	p.writes++
+	p.max = max(p.max, len(b))
+	return len(b), nil
+}
+
+func (p *pieceSink) ReadFrom(r io.Reader) (int64, error) {
+	p.sources = append(p.sources, r)
+	return io.Copy(io.Discard, r)
+}
+
+func TestDeadlineWriterPieces(t *testing.T) {
+	t.Parallel()
+	sink := &pieceSink{}
+	dw := spool.NewDeadlineWriter(sink, func(time.Time) error { sink.deadlines++; return nil }, time.Second)
+	n, err := dw.Write(make([]byte, 3*spool.WritePiece+1))
+	require.NoError(t, err)
+	require.Equal(t, 3*spool.WritePiece+1, n)
+	require.Equal(t, 4, sink.writes)
+	require.Equal(t, 4, sink.deadlines, "a deadline before every piece")
+	require.Equal(t, spool.WritePiece, sink.max)
+
+	path := filepath.Join(t.TempDir(), "chunk")
+	require.NoError(t, os.WriteFile(path, make([]byte, 2*spool.WritePiece+10), 0o600))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	lr := &io.LimitedReader{R: f, N: 2*spool.WritePiece + 5}
+	copied, err := io.Copy(dw, lr)
+	require.NoError(t, err)
+	require.Equal(t, int64(2*spool.WritePiece+5), copied)
+	require.Zero(t, lr.N)
+	require.Len(t, sink.sources, 3)
+	for _, src := range sink.sources {
+		l, ok := src.(*io.LimitedReader)
+		require.True(t, ok)
+		require.Same(t, f, l.R, "each piece reads the file itself, so the kernel can send it")
+	}
+	require.Equal(t, 7, sink.deadlines)
 }

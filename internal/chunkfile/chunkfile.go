@@ -6,6 +6,7 @@ package chunkfile
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -113,4 +114,45 @@ func WriteAtomic(root, final string, data []byte) error {
 		return err
 	}
 	return SyncDir(dir)
+}
+
+// WriteAtomicFrom is WriteAtomic for data copied from r; it returns how
+// many bytes it wrote. check, when not nil, reads the temporary file back
+// (from its start) before it is synced and renamed. When the copy or check
+// fails, nothing is left behind. The file's mode is 0600.
+func WriteAtomicFrom(root, final string, r io.Reader, check func(f *os.File) error) (int64, error) {
+	dir := filepath.Dir(final)
+	created, err := Mkdir(dir)
+	if err != nil {
+		return 0, err
+	}
+	if created {
+		if err := SyncDir(root); err != nil {
+			return 0, err
+		}
+	}
+	tmp, err := os.CreateTemp(dir, TempPrefix+filepath.Base(final)+"-*")
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(tmp, r)
+	if err == nil && check != nil {
+		if _, err = tmp.Seek(0, io.SeekStart); err == nil {
+			err = check(tmp)
+		}
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), final)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return n, err
+	}
+	return n, SyncDir(dir)
 }

@@ -1,9 +1,13 @@
 package chunkfile_test
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
 
@@ -39,4 +43,29 @@ func TestWriteAtomic(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "no temporary file is left")
 	require.Error(t, chunkfile.WriteAtomic(root, filepath.Join(root, "missing", "deeper", "x"), nil))
+}
+
+func TestWriteAtomicFrom(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	final := filepath.Join(root, "x.gz")
+	n, err := chunkfile.WriteAtomicFrom(root, final, strings.NewReader("hello"), func(f *os.File) error {
+		b, err := io.ReadAll(f)
+		require.Equal(t, "hello", string(b), "check reads the file from its start")
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(5), n)
+	info, err := os.Stat(final)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	refused := errors.New("refused")
+	_, err = chunkfile.WriteAtomicFrom(root, filepath.Join(root, "y.gz"), strings.NewReader("bad"), func(*os.File) error { return refused })
+	require.ErrorIs(t, err, refused)
+	_, err = chunkfile.WriteAtomicFrom(root, filepath.Join(root, "z.gz"), iotest.ErrReader(refused), nil)
+	require.ErrorIs(t, err, refused)
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "a refused or failed write leaves nothing behind")
 }
