@@ -167,6 +167,8 @@ func runLinearizable(t *testing.T, e *env, cfg LinearizeConfig, seed int64) {
 // setup adds the world: an unordered group and an ordered group with
 // ranges in both lanes, enough that the clients do not run out of work.
 func (r *linRunner) setup(t *testing.T) {
+	// A plain worker stores about 2000 articles in 200 calls; a lane
+	// moves slower, one holder at a time.
 	n := int64(max(4, r.cfg.Clients*r.cfg.Ops/100))
 	var err error
 	r.plain, err = r.e.AddGroup(r.e.ctx, grouplease.Group{Name: "lin.plain", RangeSize: linRangeSize, ChunkSize: linChunkSize})
@@ -175,7 +177,7 @@ func (r *linRunner) setup(t *testing.T) {
 	require.NoError(t, err)
 	r.model = &linModel{init: map[string]any{}, objs: map[int64]string{}, skipLocked: r.cfg.SkipLocked, maxAttempts: r.cfg.MaxAttempts}
 
-	plain, err := r.e.AddRanges(r.e.ctx, grouplease.NewRanges{Group: r.plain.Name, From: 1, To: n * linRangeSize})
+	plain, err := r.e.AddRanges(r.e.ctx, grouplease.NewRanges{Group: r.plain.Name, From: 1, To: 4 * n * linRangeSize})
 	require.NoError(t, err)
 	for _, rg := range plain {
 		obj := fmt.Sprintf("r%d", rg.ID)
@@ -327,8 +329,12 @@ func explain(m *linModel, parts [][]porcupine.Operation, info porcupine.Lineariz
 			states = next
 		}
 		fmt.Fprintf(&b, "partition %s: %d of %d calls linearize; after them the state is one of:\n", obj, len(longest), len(parts[p]))
+		seen := map[string]bool{}
 		for _, s := range states {
-			fmt.Fprintf(&b, "    %s\n", describeState(s))
+			if d := describeState(s); !seen[d] {
+				seen[d] = true
+				fmt.Fprintf(&b, "    %s\n", d)
+			}
 		}
 		in := map[porcupine.Operation]bool{}
 		for _, op := range longest {
@@ -550,6 +556,14 @@ func (c *linClient) grant() {
 	if !out.Unknown && out.Err == errNone {
 		c.hold(heldRange{id: l.Range.ID, token: l.Token, start: l.Range.Start, end: l.Range.End, next: l.Range.Next})
 	}
+	c.backoff(out)
+}
+
+// backoff waits a little after "no work", as a worker would.
+func (c *linClient) backoff(out linOutput) {
+	if out.Err == errNoWork {
+		time.Sleep(time.Duration(c.rng.Intn(1000)) * time.Microsecond)
+	}
 }
 
 func (c *linClient) grantLane() {
@@ -568,6 +582,7 @@ func (c *linClient) grantLane() {
 			c.lanes = c.lanes[1:]
 		}
 	}
+	c.backoff(out)
 }
 
 func (c *linClient) laneCall(kind opKind, fn func(ctx context.Context, lane lease.Lane, f lease.Fence) (linOutput, error)) (int, linOutput) {
