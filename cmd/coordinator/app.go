@@ -18,6 +18,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/corpus"
@@ -60,6 +61,10 @@ type Main struct {
 	Poll time.Duration
 	// Store tunes the database: repair tries and delay, from serve's flags.
 	Store sqlstore.Config
+	// ID is this coordinator's identity as the owner of chunk claims
+	// (serve --id). Empty: the one kept in <data>/coordinator.id, made on
+	// the first start.
+	ID string
 
 	// Ready, when set, is told the address serve listens on.
 	Ready func(addr string)
@@ -120,6 +125,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.rangeCmd(ctx, args)
 	case "status":
 		return m.status(ctx, args)
+	case "snapshot":
+		return m.snapshotCmd(ctx, args)
 	case "demo":
 		return m.demo(ctx, args)
 	case "help", "-h", "--help":
@@ -130,12 +137,13 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 }
 
 const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
-                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s]
+                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s] [--id NAME]
 coordinator node add NAME | node rm NAME | node list
 coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
 coordinator group plan NAME --plan tail,history [--history N] [--margin M]
 coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 coordinator range retry GROUP [--failed | ID...]
+coordinator snapshot reset GROUP [--lane history|tail]
 coordinator status [--json]
 coordinator demo [--articles N] [--workers N]
 `
@@ -150,12 +158,16 @@ func (m *Main) Close() error {
 	return nil
 }
 
-// open opens the database (applying the migrations) under --data.
+// open opens the database (applying the migrations) under --data. A
+// SQLite database's files are made 0600, in a data directory of 0700.
 func (m *Main) open(ctx context.Context) (*sqlstore.Store, error) {
 	if m.store != nil {
 		return m.store, nil
 	}
 	if m.DB == "" {
+		if err := m.dataDir(); err != nil {
+			return nil, err
+		}
 		m.DB = "sqlite://" + filepath.Join(m.Data, "edgeindex.db")
 	}
 	s, err := sqlstore.Open(ctx, m.DB, m.Store)
@@ -163,16 +175,58 @@ func (m *Main) open(ctx context.Context) (*sqlstore.Store, error) {
 		return nil, err
 	}
 	m.store = s
+	if path, ok := strings.CutPrefix(m.DB, "sqlite://"); ok {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			if err := tighten(path+suffix, 0o600); err != nil {
+				return nil, fmt.Errorf("database: %w", err)
+			}
+		}
+	}
 	return s, nil
 }
 
+// dataDir makes the data directory, or tightens it, to 0700: it holds the
+// database (results, token hashes) and admin.token.
+func (m *Main) dataDir() error {
+	if err := os.MkdirAll(m.Data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if err := tighten(m.Data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	return nil
+}
+
+// tighten takes from path's mode every bit that perm does not have; a
+// missing path is fine.
+func tighten(path string, perm os.FileMode) error {
+	info, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if mode := info.Mode().Perm(); mode&^perm != 0 {
+		return os.Chmod(path, mode&perm)
+	}
+	return nil
+}
+
 // adminToken returns EDGEINDEX_ADMIN_TOKEN, or the token in
-// <data>/admin.token, made on the first start with mode 0600.
+// <data>/admin.token, made on the first start with mode 0600. An existing
+// admin.token is tightened to 0600 either way.
 func (m *Main) adminToken() (string, error) {
+	if err := m.dataDir(); err != nil {
+		return "", err
+	}
+	path := filepath.Join(m.Data, "admin.token")
+	if err := tighten(path, 0o600); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
 	if t := os.Getenv("EDGEINDEX_ADMIN_TOKEN"); t != "" {
 		return t, nil
 	}
-	path := filepath.Join(m.Data, "admin.token")
 	if b, err := os.ReadFile(path); err == nil {
 		if t := strings.TrimSpace(string(b)); t != "" {
 			return t, nil
@@ -183,13 +237,65 @@ func (m *Main) adminToken() (string, error) {
 		return "", err
 	}
 	t := hex.EncodeToString(b[:])
-	if err := os.MkdirAll(m.Data, 0o755); err != nil {
-		return "", err
-	}
 	if err := os.WriteFile(path, []byte(t+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("admin token: %w", err)
 	}
 	return t, nil
+}
+
+// maxID is the longest --id.
+const maxID = 200
+
+// ownerID returns --id, or the identity kept in <data>/coordinator.id,
+// made on the first start as "<hostname>-<random>". It names this
+// coordinator as the owner of chunk claims, so it must not change while the
+// spool it fetched into is there: the data directory holds both, so the
+// identity survives restarts, --addr changes and a new hostname, and a new
+// (empty) data directory is a new owner.
+func (m *Main) ownerID() (string, error) {
+	if m.ID != "" {
+		return m.ID, checkID(m.ID)
+	}
+	path := filepath.Join(m.Data, "coordinator.id")
+	if b, err := os.ReadFile(path); err == nil {
+		id := strings.TrimSpace(string(b))
+		if checkID(id) != nil {
+			return "", fmt.Errorf("%s holds %q, not a coordinator id: remove it, or pass --id", path, id)
+		}
+		return id, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("coordinator id: %w", err)
+	}
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r <= ' ' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, host)
+	if host == "" {
+		host = "coordinator"
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	id := host + "-" + hex.EncodeToString(b[:])
+	if len(id) > maxID {
+		id = id[len(id)-maxID:]
+	}
+	if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("coordinator id: %w", err)
+	}
+	return id, nil
+}
+
+// checkID refuses an identity that is empty, too long or not printable.
+func checkID(id string) error {
+	if id == "" || len(id) > maxID || !utf8.ValidString(id) || strings.IndexFunc(id, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return usagef("--id %q: 1 to %d printable bytes, no spaces", id, maxID)
+	}
+	return nil
 }
 
 // chunkSource is a source, how many fetches it takes at once (0: the
@@ -254,6 +360,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&m.Poll, "poll", time.Minute, "how often to read the provider's watermarks and plan ranges")
 	fs.IntVar(&m.Store.RepairTries, "repair-tries", sqlstore.DefaultRepairTries, "how often a missing article is fetched again before it counts as lost")
 	fs.DurationVar(&m.Store.RepairDelay, "repair-delay", sqlstore.DefaultRepairDelay, "how long a missing article waits between tries")
+	fs.StringVar(&m.ID, "id", "", "this coordinator's identity as the owner of chunk claims (default: kept in <data>/coordinator.id)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -294,12 +401,21 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 			}
 		}
 	}()
+	if m.ID != "" {
+		if err := checkID(m.ID); err != nil {
+			return nil, err
+		}
+	}
 	src, err := m.source(ctx)
 	if err != nil {
 		return nil, err
 	}
 	closers = append(closers, src.close)
 	token, err := m.adminToken()
+	if err != nil {
+		return nil, err
+	}
+	owner, err := m.ownerID()
 	if err != nil {
 		return nil, err
 	}
@@ -322,9 +438,8 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		return nil, err
 	}
 	closers = append(closers, l.Close)
-	owner, _ := os.Hostname()
 	pf, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: sp, Corpus: cp, Claims: store, Targets: store,
-		Owner: owner + "/" + l.Addr().String(), Concurrency: src.conns, Logger: log})
+		Owner: owner, Concurrency: src.conns, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -333,7 +448,7 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		return nil, err
 	}
 	metrics := coordinator.NewMetrics(func() map[string]float64 { return rangeStates(store) })
-	api, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Corpus: cp, SnapshotDir: filepath.Join(m.Data, "snapshots"),
+	api, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Corpus: cp, SnapshotDir: m.snapshotDir(),
 		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics})
 	if err != nil {
 		return nil, err
@@ -345,7 +460,7 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	go func() { r.bg <- pf.Run(pctx) }()
 	go func() { r.bg <- planner.Run(pctx) }()
 	go func() { r.served <- r.http.Serve(l) }()
-	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact(m.DB), "data", m.Data)
+	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact(m.DB), "data", m.Data, "id", owner)
 	if m.Ready != nil {
 		m.Ready(l.Addr().String())
 	}
@@ -558,6 +673,45 @@ func (m *Main) rangeCmd(ctx context.Context, args []string) error {
 		return nil
 	}
 	return usagef("range add | range retry, not %q", pos[0])
+}
+
+// snapshotDir is where serve keeps the lanes' snapshots.
+func (m *Main) snapshotDir() string { return filepath.Join(m.Data, "snapshots") }
+
+func (m *Main) snapshotCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
+	m.commonFlags(fs)
+	laneName := fs.String("lane", "history", "history or tail")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	const use = "snapshot reset GROUP [--lane history|tail]"
+	if len(pos) != 2 || pos[0] != "reset" {
+		return usagef(use)
+	}
+	ln, err := lease.ParseLane(*laneName)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	store, err := m.open(ctx)
+	if err != nil {
+		return err
+	}
+	g, err := store.Group(ctx, pos[1])
+	if err != nil {
+		return err
+	}
+	old, err := coordinator.ResetSnapshot(ctx, store, m.snapshotDir(), g.ID, ln)
+	if err != nil {
+		return err
+	}
+	if old == nil {
+		fmt.Fprintf(m.Stdout, "%s %s lane had no snapshot\n", g.Name, ln)
+		return nil
+	}
+	fmt.Fprintf(m.Stdout, "%s %s lane: snapshot at %d reset; the next upload may start anywhere\n", g.Name, ln, old.Next)
+	return nil
 }
 
 func (m *Main) status(ctx context.Context, args []string) error {

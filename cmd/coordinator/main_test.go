@@ -5,19 +5,26 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
+	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
 func TestMain(m *testing.M) {
@@ -286,4 +293,217 @@ func TestServePlansFromNNTP(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve did not stop")
 	}
+}
+
+// serving is a serve command running in the background.
+type serving struct {
+	base   string
+	stderr *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// syncBuffer is a buffer the test reads while serve writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServe runs serve on 127.0.0.1:0 with data and args.
+func startServe(t *testing.T, data string, args ...string) *serving {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	s := &serving{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	addr := make(chan string, 1)
+	m := NewMain(io.Discard, s.stderr)
+	m.Ready = func(a string) { addr <- a }
+	go func() {
+		s.done <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...))
+	}()
+	select {
+	case a := <-addr:
+		s.base = "http://" + a
+	case err := <-s.done:
+		cancel()
+		t.Fatal(err)
+	}
+	return s
+}
+
+// stop stops serve as SIGTERM does.
+func (s *serving) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	select {
+	case err := <-s.done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	http.DefaultClient.CloseIdleConnections()
+}
+
+func mode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	return info.Mode().Perm()
+}
+
+// Defect 12: the data directory is 0700, the database and token files 0600,
+// tightened on start.
+func TestPermissions(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	require.NoError(t, os.Chmod(data, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "admin.token"), []byte("an-old-token\n"), 0o644))
+	require.NoError(t, os.Chmod(filepath.Join(data, "admin.token"), 0o644))
+	_, err := run(t, data, "node", "add", "edge-1")
+	require.NoError(t, err)
+	db := filepath.Join(data, "edgeindex.db")
+	require.NoError(t, os.Chmod(db, 0o644)) // as an older version left it
+
+	s := startServe(t, data)
+	require.Equal(t, os.FileMode(0o700), mode(t, data), "the data directory")
+	require.Equal(t, os.FileMode(0o600), mode(t, filepath.Join(data, "admin.token")), "an existing admin.token")
+	for _, f := range []string{"edgeindex.db", "edgeindex.db-wal", "edgeindex.db-shm"} {
+		if _, err := os.Stat(filepath.Join(data, f)); err == nil {
+			require.Equal(t, os.FileMode(0o600), mode(t, filepath.Join(data, f)), f)
+		}
+	}
+	require.Equal(t, os.FileMode(0o600), mode(t, filepath.Join(data, "coordinator.id")))
+	s.stop(t)
+
+	// A first start in a new directory.
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	s = startServe(t, fresh)
+	require.Equal(t, os.FileMode(0o700), mode(t, fresh))
+	require.Equal(t, os.FileMode(0o600), mode(t, filepath.Join(fresh, "edgeindex.db")))
+	require.Equal(t, os.FileMode(0o600), mode(t, filepath.Join(fresh, "admin.token")))
+	s.stop(t)
+}
+
+// claimOwners reads who claimed the chunks of the database in data.
+func claimOwners(t *testing.T, data string) []string {
+	t.Helper()
+	st, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(data, "edgeindex.db"), sqlstore.Config{})
+	require.NoError(t, err)
+	defer st.Close()
+	var owners []string
+	require.NoError(t, st.DB().SelectContext(t.Context(), &owners, "SELECT DISTINCT owner FROM chunk_claims ORDER BY owner"))
+	return owners
+}
+
+// leaseAndWait leases a range through serve and waits until owner claimed
+// chunks.
+func leaseAndWait(t *testing.T, s *serving, token, data, owner string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.base+"/v1/lease", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Eventually(t, func() bool {
+		owners := claimOwners(t, data)
+		return len(owners) > 0 && (owner == "" || slices.Contains(owners, owner))
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// Defect 5: the owner of chunk claims is stable across restarts and --addr
+// changes, and settable with --id.
+func TestServeID(t *testing.T) {
+	t.Parallel()
+	setup := func() (data, token string) {
+		data = t.TempDir()
+		token, err := run(t, data, "node", "add", "edge-1")
+		require.NoError(t, err)
+		_, err = run(t, data, "group", "add", "g", "--range-size", "100", "--chunk-size", "50")
+		require.NoError(t, err)
+		_, err = run(t, data, "range", "add", "g", "1", "300")
+		require.NoError(t, err)
+		return data, strings.TrimSpace(token)
+	}
+
+	data, token := setup()
+	s := startServe(t, data)
+	leaseAndWait(t, s, token, data, "")
+	s.stop(t)
+	first := claimOwners(t, data)
+	require.Len(t, first, 1)
+	kept, err := os.ReadFile(filepath.Join(data, "coordinator.id"))
+	require.NoError(t, err)
+	require.Equal(t, first[0], strings.TrimSpace(string(kept)), "the identity is kept in the data directory")
+	require.NotContains(t, first[0], "127.0.0.1", "no address in the identity")
+	s = startServe(t, data) // another port: the same identity
+	require.Contains(t, s.stderr.String(), "id="+first[0])
+	s.stop(t)
+
+	data, token = setup()
+	s = startServe(t, data, "--id", "coord-a")
+	require.Contains(t, s.stderr.String(), "id=coord-a")
+	leaseAndWait(t, s, token, data, "coord-a")
+	s.stop(t)
+	require.Equal(t, []string{"coord-a"}, claimOwners(t, data))
+
+	for _, bad := range []string{"has space", strings.Repeat("x", 201)} {
+		_, err = run(t, data, "serve", "--addr", "127.0.0.1:0", "--id", bad)
+		require.ErrorIs(t, err, errUsage, "--id %q", bad)
+	}
+}
+
+// Defect 10: an operator resets a lane's snapshot.
+func TestSnapshotReset(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	_, err := run(t, data, "group", "add", "o", "--ordered", "--range-size", "100")
+	require.NoError(t, err)
+	_, err = run(t, data, "range", "add", "o", "1", "100", "--lane", "tail")
+	require.NoError(t, err)
+
+	// A snapshot far past the lane's end, as one stored before next was bounded.
+	st, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(data, "edgeindex.db"), sqlstore.Config{})
+	require.NoError(t, err)
+	gl, err := st.GrantLane(t.Context(), "edge-1", lease.LaneTail, time.Minute)
+	require.NoError(t, err)
+	f := lease.Fence{Node: "edge-1", Token: gl.Token}
+	require.NoError(t, st.PutSnapshot(t.Context(), gl.Group.ID, lease.LaneTail, f, grouplease.Snapshot{Next: math.MaxInt64, Size: 3}))
+	dir := filepath.Join(data, "snapshots")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	file := filepath.Join(dir, fmt.Sprintf("%d-tail-%d-%d.gz", gl.Group.ID, int64(math.MaxInt64), gl.Token))
+	require.NoError(t, os.WriteFile(file, []byte("old"), 0o600))
+	require.NoError(t, st.Close())
+
+	_, err = run(t, data, "snapshot", "reset", "o", "--lane", "sideways")
+	require.ErrorIs(t, err, errUsage)
+	_, err = run(t, data, "snapshot", "reset")
+	require.ErrorIs(t, err, errUsage)
+	_, err = run(t, data, "snapshot", "reset", "nope", "--lane", "tail")
+	require.Error(t, err)
+	out, err := run(t, data, "snapshot", "reset", "o", "--lane", "tail")
+	require.NoError(t, err)
+	require.Contains(t, out, fmt.Sprintf("snapshot at %d reset", int64(math.MaxInt64)))
+	require.NoFileExists(t, file)
+	out, err = run(t, data, "snapshot", "reset", "o", "--lane", "tail")
+	require.NoError(t, err)
+	require.Contains(t, out, "no snapshot")
+
+	st, err = sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(data, "edgeindex.db"), sqlstore.Config{})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.Snapshot(t.Context(), gl.Group.ID, lease.LaneTail, f)
+	require.ErrorIs(t, err, lease.ErrNotFound, "the lane has no snapshot; the next upload may start anywhere")
 }
