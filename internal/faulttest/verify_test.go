@@ -1,0 +1,314 @@
+package faulttest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/storetest"
+)
+
+// record is a stored batch with the node that stored it.
+type record struct {
+	batch.Record
+	node string
+}
+
+// verify checks what the fleet stored:
+//   - every range is done, with next = end + 1, one header per article, no
+//     attempt counted, and nothing failed or planned for repair;
+//   - the stored batches of each range cover start..end exactly once, with
+//     one header per article;
+//   - the results feed holds each stored item once (as many as the batches
+//     say), each item belongs to a stored batch and is a binary whose key
+//     matches it, and every synthetic article is a part of exactly one item,
+//     with its message-id;
+//   - no worker that was paused past its TTL stored anything, after it was
+//     continued, on a range whose lease it had lost.
+//
+// Failures that a known open defect of issue 9 explains are logged as such
+// and do not fail the test unless EDGEINDEX_FAULTTEST_STRICT=1.
+func (h *harness) verify() {
+	t := h.t
+	t.Helper()
+	ctx := t.Context()
+	strict := os.Getenv(envStrict) == "1"
+	known := func(defect int, format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		if strict {
+			t.Errorf("defect #%d of issue 9: %s", defect, msg)
+			return
+		}
+		t.Logf("KNOWN DEFECT #%d of issue 9 (not failing; %s=1 makes it fail): %s", defect, envStrict, msg)
+	}
+
+	// Ranges.
+	ranges := map[int64]lease.Range{}
+	byGroup := map[string][]lease.Range{}
+	for _, g := range []string{plainGroup, orderedGroup} {
+		rs, err := h.store.Ranges(ctx, grouplease.RangeFilter{Group: g, Limit: 10000})
+		require.NoError(t, err)
+		byGroup[g] = rs
+		for _, r := range rs {
+			ranges[r.ID] = r
+			require.Equal(t, lease.StateDone, r.State, "range %d state", r.ID)
+			require.Equal(t, r.End+1, r.Next, "range %d next", r.ID)
+			require.Equal(t, r.End-r.Start+1, r.Headers, "range %d: one header per synthetic article", r.ID)
+			require.Zero(t, r.Attempts, "range %d attempts", r.ID)
+			require.Empty(t, r.Reason, "range %d reason", r.ID)
+			require.False(t, r.Repair, "range %d is a repair range: a worker reported articles missing", r.ID)
+		}
+	}
+	require.Len(t, ranges, totalRanges)
+
+	// Batches, from every node that ever ran.
+	nodes, err := h.store.Nodes(ctx)
+	require.NoError(t, err)
+	var recs []record
+	for _, n := range nodes {
+		var before int64
+		for {
+			page, err := h.store.Batches(ctx, n.Name, before, 1000)
+			require.NoError(t, err)
+			if len(page) == 0 {
+				break
+			}
+			for _, r := range page {
+				recs = append(recs, record{Record: r, node: n.Name})
+			}
+			before = page[len(page)-1].ID
+		}
+	}
+	perRange := map[int64][]record{}
+	itemsWant := map[string]int{}
+	type span struct{ rng, from, to int64 }
+	stored := map[span]bool{}
+	for _, r := range recs {
+		rg, ok := ranges[r.Range]
+		require.True(t, ok, "batch %d of %s is for range %d of no group under test", r.ID, r.node, r.Range)
+		perRange[r.Range] = append(perRange[r.Range], r)
+		itemsWant[rg.Group] += int(r.Items)
+		stored[span{r.Range, r.From, r.To}] = true
+	}
+	for id, r := range ranges {
+		bs := perRange[id]
+		slices.SortFunc(bs, func(a, b record) int { return int(a.From - b.From) })
+		next := r.Start
+		for _, b := range bs {
+			require.Equal(t, next, b.From, "range %d (%d..%d): batch %d..%d by %s does not start at the end of the one before: %s",
+				id, r.Start, r.End, b.From, b.To, b.node, describe(bs))
+			require.Equal(t, b.To-b.From+1, b.Headers, "range %d batch %d..%d headers", id, b.From, b.To)
+			next = b.To + 1
+		}
+		require.Equal(t, r.End+1, next, "range %d (%d..%d): the batches end at %d: %s", id, r.Start, r.End, next-1, describe(bs))
+	}
+	t.Logf("verified: %d ranges done with next = end + 1; %d stored batches cover each article of both groups exactly once", len(ranges), len(recs))
+
+	// The results feed.
+	articles := map[string]int64{plainGroup: plainArticles, orderedGroup: tailEnd}
+	for _, g := range []string{plainGroup, orderedGroup} {
+		items := storetest.ReadFeed(t, h.store, g, 10000, itemsWant[g])
+		require.Len(t, items, itemsWant[g], "%s: the feed holds the items the batches stored", g)
+		seen := make([]uint8, articles[g]+1)
+		ids := map[int64]bool{}
+		parts, incomplete := 0, 0
+		var bad []string
+		for _, it := range items {
+			require.False(t, ids[it.ID], "%s: item %d twice in the feed", g, it.ID)
+			ids[it.ID] = true
+			require.True(t, stored[span{it.Range, it.From, it.To}], "%s: item %d is for %d..%d of range %d, no stored batch", g, it.ID, it.From, it.To, it.Range)
+			var b collate.Binary
+			require.NoError(t, json.Unmarshal(it.Value, &b), "%s: item %d", g, it.ID)
+			require.Equal(t, it.Key, b.Key(), "%s: item %d key", g, it.ID)
+			require.Equal(t, g, b.Group, "%s: item %d group", g, it.ID)
+			if !b.Complete {
+				incomplete++
+			}
+			for _, p := range b.Parts {
+				require.Equal(t, fmt.Sprintf("<%d@%s.synthetic>", p.Article, g), p.MessageID, "%s: item %d part %d", g, it.ID, p.N)
+				require.True(t, p.Article >= 1 && p.Article <= articles[g] && p.Article <= it.To, "%s: item %d (batch %d..%d) has article %d",
+					g, it.ID, it.From, it.To, p.Article)
+				if seen[p.Article] < 255 {
+					seen[p.Article]++
+				}
+				parts++
+			}
+		}
+		var dup, missing []int64
+		for n := int64(1); n <= articles[g]; n++ {
+			switch seen[n] {
+			case 0:
+				missing = append(missing, n)
+			case 1:
+			default:
+				dup = append(dup, n)
+			}
+		}
+		if len(dup) > 0 {
+			bad = append(bad, fmt.Sprintf("%d articles are parts of more than one item (%s)", len(dup), runs(dup)))
+		}
+		if len(missing) > 0 {
+			bad = append(bad, fmt.Sprintf("%d articles are parts of no item (%s)", len(missing), runs(missing)))
+		}
+		if incomplete > 0 {
+			bad = append(bad, fmt.Sprintf("%d items are incomplete binaries", incomplete))
+		}
+		t.Logf("verified %s: %d feed items, %d binary parts, %d of %d articles exactly once", g, len(items), parts,
+			articles[g]-int64(len(dup)+len(missing)), articles[g])
+		if len(bad) == 0 {
+			continue
+		}
+		msg := fmt.Sprintf("%s: %s", g, strings.Join(bad, "; "))
+		// Defect 6: a lane range that changes hands mid-range (its holder
+		// killed, paused, or cut off by a coordinator outage longer than the
+		// TTL) loses the window of [start, next) with its old holder; the
+		// new holder resumes at next with the window of the range's start.
+		// The binaries that spoils lie within a release (1000 articles) of
+		// such a range.
+		handovers := h.handovers()
+		explained := g == orderedGroup && incomplete == 0 && len(handovers) > 0
+		for _, n := range slices.Concat(dup, missing) {
+			explained = explained && slices.ContainsFunc(handovers, func(x handover) bool {
+				return n > x.start-1000 && n <= x.end+1000
+			})
+		}
+		if explained {
+			var hs []string
+			for _, x := range handovers {
+				hs = append(hs, x.String())
+			}
+			known(6, "%s; lane ranges granted again mid-range: %v", msg, hs)
+			continue
+		}
+		if g == orderedGroup {
+			t.Logf("lane ranges granted again mid-range: %v", handovers)
+		}
+		t.Error(msg)
+	}
+
+	// The coordinator built with the race detector reports races on stderr.
+	if b, err := os.ReadFile(h.coord.log); err == nil && strings.Contains(string(b), "WARNING: DATA RACE") {
+		t.Errorf("the coordinator reported a data race: see %s", h.coord.log)
+	}
+
+	// The paused workers: nothing stored after SIGCONT on what they lost.
+	for _, p := range h.paused {
+		after := p.w.p.logFrom(p.logAfter)
+		first := "none"
+		for line := range strings.Lines(after) {
+			if strings.Contains(line, "lease lost") || strings.Contains(line, "lane lost") {
+				first = strings.TrimSpace(line)
+				break
+			}
+		}
+		clean := true
+		for _, l := range p.held {
+			if regexp.MustCompile(fmt.Sprintf(`msg="edge: range leased" range=%d `, l.Range.ID)).MatchString(after) {
+				continue // it was granted the range again, legitimately
+			}
+			var late []string
+			for _, b := range perRange[l.Range.ID] {
+				if b.node == p.w.name && !b.At.Before(p.contAt) {
+					late = append(late, fmt.Sprintf("%d..%d at +%v", b.From, b.To, b.At.Sub(p.contAt).Round(1e6)))
+				}
+			}
+			if len(late) == 0 {
+				continue
+			}
+			clean = false
+			msg := fmt.Sprintf("%s, paused past its TTL on %s range %d (token %d), stored batches %v after SIGCONT", p.w.name,
+				l.Range.Group, l.Range.ID, l.Token, late)
+			switch {
+			case !slices.Contains(p.unmoved, l.Range.ID):
+				t.Errorf("%s, after the range was granted to another node", msg)
+			case l.Range.Group == orderedGroup && len(p.lanes) > 0:
+				known(1, "%s: its lane was granted to another node but the range was never fenced", msg)
+			default:
+				// Nobody was granted the range meanwhile: an expired lease
+				// is only eligible, and its holder may go on (API.md).
+				t.Logf("%s; nobody else was granted the range meanwhile, so that is allowed", msg)
+			}
+		}
+		if clean {
+			t.Logf("paused %s: nothing stored after SIGCONT on the ranges it held; its first word on a lost lease: %s", p.w.name, first)
+		}
+	}
+}
+
+// handover is a lane range granted again after some of it was stored: a
+// worker log's "range leased" line of the ordered group with next > start.
+type handover struct {
+	node             string
+	id, token        int64
+	start, end, next int64
+}
+
+func (x handover) String() string {
+	return fmt.Sprintf("range %d (%d..%d) to %s from %d with token %d", x.id, x.start, x.end, x.node, x.next, x.token)
+}
+
+var leasedLine = regexp.MustCompile(`msg="edge: range leased" range=(\d+) group=(\S+) lane=\S+ token=(\d+) start=(\d+) end=(\d+) next=(\d+)`)
+
+// handovers reads every worker's log for the lane ranges granted mid-range.
+func (h *harness) handovers() []handover {
+	var out []handover
+	for _, w := range h.workers {
+		for _, m := range leasedLine.FindAllStringSubmatch(w.p.logFrom(0), -1) {
+			if m[2] != orderedGroup {
+				continue
+			}
+			x := handover{node: w.name}
+			for i, v := range []*int64{&x.id, nil, &x.token, &x.start, &x.end, &x.next} {
+				if v != nil {
+					*v, _ = strconv.ParseInt(m[i+1], 10, 64)
+				}
+			}
+			if x.next > x.start {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// describe lists a range's batches for a failure message.
+func describe(bs []record) string {
+	var sb strings.Builder
+	for _, b := range bs {
+		fmt.Fprintf(&sb, "[%d..%d by %s at %s] ", b.From, b.To, b.node, b.At.Format("15:04:05.000"))
+	}
+	return sb.String()
+}
+
+// runs writes sorted numbers as runs, the first few only.
+func runs(ns []int64) string {
+	var out []string
+	for i := 0; i < len(ns) && len(out) < 8; {
+		j := i
+		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
+			j++
+		}
+		if i == j {
+			out = append(out, fmt.Sprint(ns[i]))
+		} else {
+			out = append(out, fmt.Sprintf("%d-%d", ns[i], ns[j]))
+		}
+		i = j + 1
+	}
+	s := strings.Join(out, ", ")
+	if len(out) == 8 {
+		s += ", …"
+	}
+	return s
+}
