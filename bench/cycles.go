@@ -44,6 +44,7 @@ func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetc
 	}
 	value := json.RawMessage(`{"subject":"bench","parts":1}`)
 	var cycles atomic.Int64
+	var hists [nOps]hist
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	start := time.Now()
@@ -52,6 +53,7 @@ func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetc
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
+				t := time.Now()
 				l, ok, err := cl.Lease(ctx)
 				if err != nil {
 					errs <- fmt.Errorf("lease: %w", err)
@@ -60,16 +62,21 @@ func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetc
 				if !ok {
 					return
 				}
+				hists[opLease].add(time.Since(t))
 				r := l.Range
+				t = time.Now()
 				if _, err := cl.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1,
 					Items: []batch.Item{{Key: fmt.Sprint(r.ID), Value: value}}}); err != nil {
 					errs <- fmt.Errorf("batch: %w", err)
 					return
 				}
+				hists[opBatch].add(time.Since(t))
+				t = time.Now()
 				if err := cl.Finish(ctx, r.ID, l.Token); err != nil {
 					errs <- fmt.Errorf("finish: %w", err)
 					return
 				}
+				hists[opFinish].add(time.Since(t))
 				cycles.Add(1)
 			}
 		}()
@@ -89,7 +96,9 @@ func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetc
 	if got := cycles.Load(); got != int64(n) {
 		return result{}, fmt.Errorf("%d cycles for %d ranges", got, n)
 	}
-	return result{rate: float64(n) / elapsed.Seconds(), elapsed: elapsed, detail: fmt.Sprintf("%d ranges", n)}, nil
+	p50 := func(o op) time.Duration { return round(hists[o].quantile(0.5)) }
+	return result{rate: float64(n) / elapsed.Seconds(), elapsed: elapsed,
+		detail: fmt.Sprintf("%d ranges; p50 lease %s, batch %s, finish %s", n, p50(opLease), p50(opBatch), p50(opFinish))}, nil
 }
 
 // allDone checks that no range of group is left pending or leased.

@@ -35,6 +35,7 @@ type options struct {
 	waits               bool
 	riverCooldown       time.Duration
 	cpuprofile          string
+	mutexprofile        string
 
 	load        bool
 	duration    time.Duration
@@ -69,6 +70,7 @@ func main() {
 	fs.DurationVar(&o.riverCooldown, "river-fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown (its poll interval is 10×): 2ms as River's own benchmark; River's default is 100ms")
 	fs.BoolVar(&o.waits, "waits", false, "sample pg_stat_activity during PostgreSQL runs and print what sessions wait on")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (coordinator, workers, baselines) to this file")
+	fs.StringVar(&o.mutexprofile, "mutexprofile", "", "write a profile of contended mutexes (sync.Mutex, not database locks) to this file")
 	fs.BoolVar(&o.load, "load", false, "run the load test (deliverable 5) instead of the comparisons")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the load test runs")
 	fs.IntVar(&o.loadWorkers, "load-workers", 200, "concurrent workers of the load test")
@@ -141,6 +143,15 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.mutexprofile != "" {
+		f, err := os.Create(o.mutexprofile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		runtime.SetMutexProfileFraction(1)
+		defer pprof.Lookup("mutex").WriteTo(f, 0)
 	}
 	desc, err := pg.describe(ctx)
 	if err != nil {

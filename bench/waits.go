@@ -12,7 +12,9 @@ import (
 )
 
 // waitSampler samples pg_stat_activity every 50 ms: which statement each
-// active session runs and what it waits on.
+// active session runs and what it waits on ("CPU": nothing), and which
+// sessions sit idle in a transaction (the client's turn: the last
+// statement is shown).
 type waitSampler struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -33,8 +35,9 @@ func startWaits(ctx context.Context, url string) *waitSampler {
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
-			rows, err := conn.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU'), left(regexp_replace(query, '\s+', ' ', 'g'), 90)
-				FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)
+			rows, err := conn.Query(ctx, `SELECT CASE WHEN state = 'active' THEN coalesce(wait_event_type || ':' || wait_event, 'CPU') ELSE state END,
+					left(regexp_replace(query, '\s+', ' ', 'g'), 90)
+				FROM pg_stat_activity WHERE state IN ('active', 'idle in transaction') AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)
 			if err == nil {
 				for rows.Next() {
 					var wait, q string
@@ -70,7 +73,7 @@ func (w *waitSampler) stop(out io.Writer, name string) {
 		total += n
 	}
 	slices.SortFunc(keys, func(a, b string) int { return w.counts[b] - w.counts[a] })
-	fmt.Fprintf(out, "  waits in %s: %.1f active sessions on average over %d samples\n", name, float64(total)/float64(w.samples), w.samples)
+	fmt.Fprintf(out, "  waits in %s: %.1f sessions active or idle in transaction on average over %d samples\n", name, float64(total)/float64(w.samples), w.samples)
 	for _, k := range keys[:min(8, len(keys))] {
 		fmt.Fprintf(out, "    %5.1f  %s\n", float64(w.counts[k])/float64(w.samples), strings.TrimSpace(k))
 	}
