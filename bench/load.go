@@ -68,15 +68,24 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 		return err
 	}
 	var added atomic.Int64 // articles planned: ranges are added from 1 on
-	refill := func() error {
+	refill := func(ranges int64) error {
 		from := added.Load() + 1
-		if _, err := c.store.AddRanges(ctx, grouplease.NewRanges{Group: loadGroup, From: from, To: from + loadRefill*loadRangeSize - 1}); err != nil {
+		if _, err := c.store.AddRanges(ctx, grouplease.NewRanges{Group: loadGroup, From: from, To: from + ranges*loadRangeSize - 1}); err != nil {
 			return fmt.Errorf("add ranges: %w", err)
 		}
-		added.Add(loadRefill * loadRangeSize)
+		added.Add(ranges * loadRangeSize)
 		return nil
 	}
-	if err := refill(); err != nil {
+	// Add all the ranges the run can take up front, so that adding more
+	// does not land in the measurement: a cycle pauses four times, so a
+	// worker does at most Duration/(4×Think) cycles. Without a think time
+	// there is no bound, and ranges are added as the workers go.
+	initial := int64(loadRefill)
+	if cfg.Think > 0 {
+		bound := float64(cfg.Workers) * cfg.Duration.Seconds() / (4 * cfg.Think.Seconds())
+		initial = max(initial, min(int64(bound*1.2)+1, 500_000))
+	}
+	if err := refill(initial); err != nil {
 		return err
 	}
 	if _, err := c.store.DB().ExecContext(ctx, "ANALYZE"); err != nil {
@@ -100,8 +109,8 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 	}
 
 	heapStart := heapInUse()
-	fmt.Fprintf(out, "load: %d workers, %s, think %s per call, batches of %d items, ranges of %d articles; Go heap in use at start: %.1f MiB\n",
-		cfg.Workers, cfg.Duration, cfg.Think, cfg.Items, loadRangeSize, mib(heapStart))
+	fmt.Fprintf(out, "load: %d workers, %s, think %s per call, batches of %d items, %d ranges of %d articles; Go heap in use at start: %.1f MiB\n",
+		cfg.Workers, cfg.Duration, cfg.Think, cfg.Items, added.Load()/loadRangeSize, loadRangeSize, mib(heapStart))
 
 	lctx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
@@ -185,6 +194,7 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 		interval = 5 * time.Second
 	}
 	var lastCycles int64
+	var heapWarm uint64 // at the first report: connections and buffers made
 	lastReport := start
 	var refillErr error
 loop:
@@ -195,7 +205,7 @@ loop:
 		case <-every.C:
 		}
 		if refillErr == nil && added.Load()/loadRangeSize-hists[opLease].count.Load() < loadRefill/2 {
-			refillErr = refill()
+			refillErr = refill(loadRefill)
 		}
 		if time.Since(lastReport) >= interval {
 			n := cycles.Load()
@@ -203,8 +213,12 @@ loop:
 			for o := range nOps {
 				errs += errCount[o].Load()
 			}
+			heap := heapInUse()
+			if heapWarm == 0 {
+				heapWarm = heap
+			}
 			fmt.Fprintf(out, "  %5.0fs  %6.0f cycles/s  errors %d  Go heap in use %.1f MiB\n", time.Since(start).Seconds(),
-				float64(n-lastCycles)/time.Since(lastReport).Seconds(), errs, mib(heapInUse()))
+				float64(n-lastCycles)/time.Since(lastReport).Seconds(), errs, mib(heap))
 			lastCycles, lastReport = n, time.Now()
 		}
 	}
@@ -225,8 +239,8 @@ loop:
 			round(h.quantile(0.50)), round(h.quantile(0.99)), round(time.Duration(h.max.Load())), errCount[o].Load())
 	}
 	fmt.Fprintf(out, "LOAD cycles=%d (%.0f/s) idle-leases=%d errors=%d\n", cycles.Load(), float64(cycles.Load())/elapsed.Seconds(), idle.Load(), errs)
-	fmt.Fprintf(out, "LOAD Go heap in use: start %.1f MiB, end %.1f MiB (coordinator and load generator, one process, after GC)\n",
-		mib(heapStart), mib(heapEnd))
+	fmt.Fprintf(out, "LOAD Go heap in use after GC: start %.1f MiB, warm (%s) %.1f MiB, end %.1f MiB (coordinator and load generator: one process)\n",
+		mib(heapStart), interval, mib(heapWarm), mib(heapEnd))
 	for o := range nOps {
 		if e, ok := firstErrs.Load(o); ok {
 			fmt.Fprintf(out, "LOAD first %s error: %v\n", opNames[o], e)
