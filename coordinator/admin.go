@@ -25,6 +25,9 @@ func (s *Server) handleRanges(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if after < 0 {
+		return lease.Invalidf("after: a range id from a previous page, not %d", after)
+	}
 	lim, err := limit(r)
 	if err != nil {
 		return err

@@ -49,6 +49,13 @@ type harness struct {
 
 func newHarness(t *testing.T, url string, tweak func(*coordinator.Config)) *harness {
 	t.Helper()
+	return newHarnessServer(t, url, tweak, nil)
+}
+
+// newHarnessServer is newHarness with the http.Server tuned by serverTweak
+// before it starts.
+func newHarnessServer(t *testing.T, url string, tweak func(*coordinator.Config), serverTweak func(*http.Server)) *harness {
+	t.Helper()
 	ctx := t.Context()
 	st, err := sqlstore.Open(ctx, url, sqlstore.Config{})
 	require.NoError(t, err)
@@ -71,6 +78,9 @@ func newHarness(t *testing.T, url string, tweak func(*coordinator.Config)) *harn
 	// The coordinator's own http.Server settings (timeouts, header limit).
 	hs := httptest.NewUnstartedServer(srv)
 	hs.Config = coordinator.HTTPServer(srv, nil)
+	if serverTweak != nil {
+		serverTweak(hs.Config)
+	}
 	hs.Start()
 	t.Cleanup(func() { srv.Drain(); hs.Close() })
 	h := &harness{t: t, store: st, spool: sp, corpus: cp, src: src, srv: srv, http: hs, snaps: cfg.SnapshotDir}
@@ -318,15 +328,16 @@ func TestBadBatches(t *testing.T) {
 			body   string
 			status int
 		}{
-			"from after to":   {`{"from": 10, "to": 5, "headers": 0, "items": []}`, 400},
-			"past the end":    {`{"from": 1, "to": 101, "headers": 0, "items": []}`, 400},
-			"missing field":   {`{"from": 1, "to": 10, "items": []}`, 400},
-			"wrong type":      {`{"from": "1", "to": 10, "headers": 0, "items": []}`, 400},
-			"no key":          {`{"from": 1, "to": 10, "headers": 0, "items": [{"key": "", "value": 1}]}`, 400},
-			"not json":        {`hello`, 400},
-			"gap":             {`{"from": 2, "to": 10, "headers": 0, "items": []}`, 409},
-			"too large":       {`{"from": 1, "to": 10, "headers": 0, "items": [{"key": "k", "value": "` + strings.Repeat("x", 4096) + `"}]}`, 413},
-			"negative header": {`{"from": 1, "to": 10, "headers": -1, "items": []}`, 400},
+			"from after to":    {`{"from": 10, "to": 5, "headers": 0, "items": []}`, 400},
+			"past the end":     {`{"from": 1, "to": 101, "headers": 0, "items": []}`, 400},
+			"missing field":    {`{"from": 1, "to": 10, "items": []}`, 400},
+			"wrong type":       {`{"from": "1", "to": 10, "headers": 0, "items": []}`, 400},
+			"no key":           {`{"from": 1, "to": 10, "headers": 0, "items": [{"key": "", "value": 1}]}`, 400},
+			"not json":         {`hello`, 400},
+			"gap":              {`{"from": 2, "to": 10, "headers": 0, "items": []}`, 409},
+			"too large":        {`{"from": 1, "to": 10, "headers": 0, "items": [{"key": "k", "value": "` + strings.Repeat("x", 4096) + `"}]}`, 413},
+			"negative header":  {`{"from": 1, "to": 10, "headers": -1, "items": []}`, 400},
+			"before the start": {`{"from": -5, "to": -1, "headers": 0, "items": [{"key": "k", "value": 1}]}`, 400},
 		} {
 			r := post(c.body, l.Token)
 			require.Equal(t, c.status, r.status, "%s: %s", name, r.body)
@@ -368,8 +379,10 @@ func TestCorruptAndRelease(t *testing.T) {
 			r := h.do("POST", path+"/corrupt", h.token, l.Token, strings.NewReader(body))
 			require.Equal(t, http.StatusBadRequest, r.status, "%s: %s", body, r.body)
 		}
+		r := h.do("POST", path+"/corrupt", h.token, l.Token, strings.NewReader(`{"from": 26}`+strings.Repeat(" ", 5000)))
+		require.Equal(t, http.StatusRequestEntityTooLarge, r.status, "over the limit after the object: %s", r.body)
 		require.True(t, h.spool.Has(l.Range.ID, lease.Span{From: 26, To: 50}))
-		r := h.do("POST", path+"/corrupt", h.token, l.Token, strings.NewReader(`{"from": 26}`))
+		r = h.do("POST", path+"/corrupt", h.token, l.Token, strings.NewReader(`{"from": 26}`))
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 		require.JSONEq(t, `{"state": "pending", "attempts": 1}`, string(r.body))
 		require.False(t, h.spool.Has(l.Range.ID, lease.Span{From: 26, To: 50}), "the corrupt chunk is dropped, to be fetched again")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -96,7 +97,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	s.writeError(w, status, code, msg)
 }
 
+// maxMessage bounds an error sentence: a sentence that quotes a huge input
+// (a group name, a path) does not echo all of it.
+const maxMessage = 500
+
 func (s *Server) writeError(w http.ResponseWriter, status int, code, msg string) {
+	if len(msg) > maxMessage {
+		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "…"
+	}
 	s.writeJSON(w, status, map[string]string{"error": msg, "code": code})
 }
 

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,14 +55,18 @@ func queryInt(r *http.Request, name string) (int64, bool, error) {
 	return n, true, nil
 }
 
-// decodeJSON strictly reads a small JSON body into v.
+// decodeJSON strictly reads a small JSON body into v: one object, nothing
+// but white space after it, the whole body at most limit bytes.
 func decodeJSON(r *http.Request, limit int64, v any) error {
 	body := http.MaxBytesReader(nil, r.Body, limit)
+	tooBig := func(err error) bool {
+		var e *http.MaxBytesError
+		return errors.As(err, &e)
+	}
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		if tooBig(err) {
 			return fmt.Errorf("%w: at most %d bytes", errTooLarge, limit)
 		}
 		if errors.Is(err, io.EOF) {
@@ -69,7 +74,16 @@ func decodeJSON(r *http.Request, limit int64, v any) error {
 		}
 		return lease.Invalidf("body: %v", err)
 	}
-	if dec.More() {
+	// The rest of the body, read to its end: a body over the limit is too
+	// large even when its object came first.
+	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), body))
+	if tooBig(err) {
+		return fmt.Errorf("%w: at most %d bytes", errTooLarge, limit)
+	}
+	if err != nil {
+		return lease.Invalidf("body: %v", err)
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
 		return lease.Invalidf("body: one JSON object, nothing after it")
 	}
 	return nil

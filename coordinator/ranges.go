@@ -126,7 +126,8 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	if err != nil {
 		return err
 	}
-	if _, err := s.cfg.Store.Check(r.Context(), id, f); err != nil {
+	l, err := s.cfg.Store.Check(r.Context(), id, f)
+	if err != nil {
 		s.cfg.Metrics.batch("refused", 0)
 		return err
 	}
@@ -147,6 +148,11 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	if err != nil {
 		s.cfg.Metrics.batch("refused", 0)
 		return err
+	}
+	if b.From < l.Range.Start {
+		// Not a retry of a stored batch: none starts before the range.
+		s.cfg.Metrics.batch("refused", 0)
+		return lease.Invalidf("batch: from %d is before the range's start %d", b.From, l.Range.Start)
 	}
 	res, err := s.cfg.Store.Put(r.Context(), id, f, b)
 	if err != nil {
