@@ -282,6 +282,7 @@ func TestBadInput(t *testing.T) {
 			badCase{name: "a method a route does not take", method: "DELETE", path: rA + "/batch", auth: node, leaseToken: tA, status: 405, code: coordinator.CodeMethodNotAllowed},
 		)
 
+		t.Logf("%d bad requests, each checked to change nothing", len(cases)+4)
 		for _, c := range cases {
 			before := h.world()
 			r := h.send(c)
