@@ -157,11 +157,19 @@ func TestFaultsRealProcesses(t *testing.T) {
 	h.scrapeMetrics()
 	t.Logf("all %d ranges done %v after the start", totalRanges, time.Since(began).Round(time.Millisecond))
 
-	// Stop the fleet before reading what it stored.
+	// Stop the fleet before reading what it stored: the workers at once,
+	// the coordinator gracefully (SIGTERM: it must exit 0, and a race-built
+	// one exits 66 when it saw a race).
 	for _, w := range h.workers {
 		w.p.kill()
 	}
-	h.coord.kill()
+	require.NoError(t, h.coord.signal(syscall.SIGTERM))
+	if !h.coord.wait(20 * time.Second) {
+		t.Errorf("the coordinator did not exit within 20 s of SIGTERM\n%s", tail(h.coord.log, 20))
+		h.coord.kill()
+	} else if h.coord.err != nil {
+		t.Errorf("the coordinator exited after SIGTERM with %v\n%s", h.coord.err, tail(h.coord.log, 20))
+	}
 
 	h.verify()
 	t.Logf("faults injected (%d): %v", len(h.faults), h.counts)
@@ -295,13 +303,31 @@ func (h *harness) alive() []*worker {
 // held returns the range leases held now, by node.
 func (h *harness) held() map[string][]lease.Lease {
 	h.t.Helper()
-	ls, err := h.store.Held(h.t.Context())
+	ls, err := again(func() ([]lease.Lease, error) { return h.store.Held(h.t.Context()) })
 	require.NoError(h.t, err)
 	out := map[string][]lease.Lease{}
 	for _, l := range ls {
 		out[l.Node] = append(out[l.Node], l)
 	}
 	return out
+}
+
+// again runs a read of the test's own up to 10 times, 100 ms apart: the
+// first use of a pooled connection that PostgreSQL's restart ended fails.
+func again[T any](read func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range 10 {
+		if v, err = read(); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return v, err
+}
+
+func (h *harness) lanes(group string) ([]grouplease.LaneStatus, error) {
+	return again(func() ([]grouplease.LaneStatus, error) { return h.store.Lanes(h.t.Context(), group) })
 }
 
 // killWorker SIGKILLs w and starts a replacement.
@@ -374,9 +400,8 @@ func (h *harness) plainHolder(not ...*worker) (*worker, bool) {
 // SIGCONTs them.
 func (h *harness) pauseWorkers(ws ...*worker) {
 	h.t.Helper()
-	ctx := h.t.Context()
 	held := h.held()
-	lanes, err := h.store.Lanes(ctx, orderedGroup)
+	lanes, err := h.lanes(orderedGroup)
 	require.NoError(h.t, err)
 	ps := make([]pause, len(ws))
 	for i, w := range ws {
@@ -396,7 +421,7 @@ func (h *harness) pauseWorkers(ws ...*worker) {
 			continue
 		}
 		now := h.held()
-		lanes, err := h.store.Lanes(ctx, orderedGroup)
+		lanes, err := h.lanes(orderedGroup)
 		require.NoError(h.t, err)
 		moved := true
 		for i := range ps {
