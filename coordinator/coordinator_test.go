@@ -24,6 +24,7 @@ import (
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/storetest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -60,6 +61,17 @@ func newHarnessServer(t *testing.T, url string, tweak func(*coordinator.Config),
 	st, err := sqlstore.Open(ctx, url, sqlstore.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
+	return newHarnessOn(t, st, tweak, serverTweak)
+}
+
+// newHarnessStore is newHarness on a store the test opened.
+func newHarnessStore(t *testing.T, st *sqlstore.Store, tweak func(*coordinator.Config)) *harness {
+	t.Helper()
+	return newHarnessOn(t, st, tweak, nil)
+}
+
+func newHarnessOn(t *testing.T, st *sqlstore.Store, tweak func(*coordinator.Config), serverTweak func(*http.Server)) *harness {
+	t.Helper()
 	sp, err := spool.Open(t.TempDir(), spool.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { sp.Close() })
@@ -543,4 +555,75 @@ func TestFleetAndNode(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, h.do("GET", "/v1/nodes/nobody", adminToken, 0, nil).status)
 		require.Equal(t, http.StatusBadRequest, h.do("GET", "/v1/nodes/edge-1?cursor=x", adminToken, 0, nil).status)
 	})
+}
+
+// TestStreamReplay: ?from=N streams stored chunks from the one holding N,
+// for a lane's new holder rebuilding its window; a stored chunk the spool
+// no longer has is skipped, not waited for.
+func TestStreamReplay(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, backends[0].URL(t), nil)
+	h.group("g", false, 1, 100, lease.LaneHistory)
+	l := h.lease(h.token)
+	h.fill(l.Range, 25)
+	path := fmt.Sprintf("/v1/ranges/%d/stream", l.Range.ID)
+	for _, from := range []int64{1, 51} {
+		r := h.do("POST", fmt.Sprintf("/v1/ranges/%d/batch", l.Range.ID), h.token, l.Token,
+			jsonBody(map[string]any{"from": from, "to": from + 49, "headers": 50, "items": []any{}}))
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	}
+	// next is 101 now; the whole range is stored. Replay from 30.
+	require.NoError(t, h.spool.DropChunk(l.Range.ID, lease.Span{From: 51, To: 75}))
+	r := h.do("GET", path+"?from=30", h.token, l.Token, nil)
+	require.Equal(t, http.StatusOK, r.status)
+	var spans []lease.Span
+	for _, f := range decodeFrames(t, r.body) {
+		if f.Type == edgeframe.TypeChunk {
+			spans = append(spans, lease.Span{From: f.From, To: f.To})
+		}
+	}
+	require.Equal(t, []lease.Span{{From: 26, To: 50}, {From: 76, To: 100}}, spans, "from the chunk holding 30; 51-75 skipped")
+
+	for _, bad := range []string{"0", "102", "x", "-5"} {
+		r := h.do("GET", path+"?from="+bad, h.token, l.Token, nil)
+		require.Equal(t, http.StatusBadRequest, r.status, "from=%s", bad)
+	}
+}
+
+// TestStreamDoesNotKeepLease: a stream waiting for a chunk checks the lease
+// but does not renew it, so a worker that stopped (its kernel still takes
+// keepalives) loses the lease at its TTL, and the stream then ends.
+func TestStreamDoesNotKeepLease(t *testing.T) {
+	t.Parallel()
+	clock := storetest.NewClock()
+	st, err := sqlstore.Open(t.Context(), backends[0].URL(t), sqlstore.Config{Now: clock.Now})
+	require.NoError(t, err)
+	defer st.Close()
+	h := newHarnessStore(t, st, func(c *coordinator.Config) {
+		c.LeaseTTL = 3 * time.Second // the stream checks every second of real time
+		c.Keepalive = 100 * time.Millisecond
+	})
+	h.group("g", false, 1, 100, lease.LaneHistory)
+	l := h.lease(h.token)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", fmt.Sprintf("%s/v1/ranges/%d/stream", h.http.URL, l.Range.ID), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+h.token)
+	req.Header.Set("Lease-Token", fmt.Sprint(l.Token))
+	resp, err := h.http.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	// Store time runs three times as fast as real time, while keepalives
+	// and checks go by: 8 s of it, past the TTL, with no heartbeat.
+	for range 8 {
+		time.Sleep(300 * time.Millisecond)
+		clock.Advance(time.Second)
+	}
+	other := h.lease(h.token2)
+	require.Equal(t, l.Range.ID, other.Range.ID, "the stream did not renew the lease")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	frames := decodeFrames(t, body)
+	last := frames[len(frames)-1]
+	require.Equal(t, edgeframe.TypeError, last.Type)
+	require.Contains(t, last.Message, "lease lost")
 }

@@ -61,6 +61,15 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, n string) 
 	if err != nil {
 		return err
 	}
+	stored := l.Range.Next
+	if from, ok, err := queryInt(r, "from"); err != nil {
+		return err
+	} else if ok {
+		if from < l.Range.Start || from > stored {
+			return lease.Invalidf("from %d: want %d to the range's next %d", from, l.Range.Start, stored)
+		}
+		l.Range.Next = from // a replay: stored chunks first, from the one that holds from
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	stop := context.AfterFunc(s.streams, cancel) // Drain ends streams
@@ -75,14 +84,15 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, n string) 
 		Corpus:    s.cfg.Corpus,
 		Keepalive: s.cfg.Keepalive,
 		WaitLimit: s.cfg.WaitLimit,
-		Renew: func(ctx context.Context) error {
-			_, err := s.cfg.Store.Heartbeat(ctx, l.Range.ID, f, s.cfg.LeaseTTL)
+		Check: func(ctx context.Context) error {
+			_, err := s.cfg.Store.Check(ctx, l.Range.ID, f)
 			return err
 		},
-		RenewEvery: s.cfg.LeaseTTL / 3,
+		CheckEvery: s.cfg.LeaseTTL / 3,
+		Stored:     stored,
 		Flush:      rc.Flush,
 		// A worker that stops reading ends its stream within one
-		// WriteTimeout, and its lease is no longer renewed.
+		// WriteTimeout.
 		SetWriteDeadline: rc.SetWriteDeadline,
 		WriteTimeout:     s.cfg.WriteTimeout,
 		SetLength:        func(n int64) { w.Header().Set("Content-Length", strconv.FormatInt(n, 10)) },

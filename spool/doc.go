@@ -26,7 +26,7 @@
 //     the corpus;
 //   - Stream, which writes a range's chunks as edgeframe frames from its
 //     next, corpus first, waiting for chunks still being fetched with
-//     keepalives, renewing the lease, and giving up after a wait limit.
+//     keepalives, checking the lease, and giving up after a wait limit.
 //
 // Errors wrap the sentinels of this package and of package lease
 // (lease.ErrInvalid for malformed arguments); test them with errors.Is.

@@ -38,10 +38,19 @@ type StreamConfig struct {
 	// Default: Spool.Notify. A coordinator whose prefetcher also fills the
 	// corpus passes Prefetcher.Notify.
 	Notify func() <-chan struct{}
-	// Renew renews the lease; the stream calls it at least every
-	// RenewEvery, and ends with an error frame when it fails.
-	Renew      func(ctx context.Context) error
-	RenewEvery time.Duration // default 20s
+	// Check checks that the worker still holds the lease; the stream calls
+	// it at least every CheckEvery, and ends with an error frame when it
+	// fails. It does not renew the lease: the worker's heartbeats do. A
+	// stopped worker's kernel goes on taking keepalives for hours, so a
+	// stream that renewed would keep its lease from ever expiring.
+	Check      func(ctx context.Context) error
+	CheckEvery time.Duration // default 20s
+	// Stored, when above the range's Next, is the range's real resume
+	// point: the stream starts earlier to replay stored chunks (a lane's
+	// new holder rebuilding its window). Chunks that end before Stored are
+	// sent when stored and skipped when not, without waiting: nobody
+	// fetches them again.
+	Stored int64
 	// Keepalive is the longest the stream stays silent. Default 20s.
 	Keepalive time.Duration
 	// WaitLimit is how long the stream waits for one chunk. Default 1h.
@@ -51,7 +60,7 @@ type StreamConfig struct {
 	// SetWriteDeadline, when set, is called before every write to the
 	// worker and before every Flush with WriteTimeout from now
 	// (http.ResponseController's): a worker that stops reading ends the
-	// stream within one WriteTimeout, and its lease is no longer renewed.
+	// stream within one WriteTimeout.
 	// Writes go out in pieces of at most WritePiece bytes, each with its
 	// own deadline, so a slow worker that keeps reading is never cut.
 	SetWriteDeadline func(time.Time) error
@@ -72,8 +81,8 @@ func (c *StreamConfig) validate() error {
 	if c.Notify == nil {
 		c.Notify = c.Spool.Notify
 	}
-	if c.Renew == nil {
-		c.Renew = func(context.Context) error { return nil }
+	if c.Check == nil {
+		c.Check = func(context.Context) error { return nil }
 	}
 	if c.Flush == nil {
 		c.Flush = func() error { return nil }
@@ -81,7 +90,7 @@ func (c *StreamConfig) validate() error {
 	if c.Keepalives == nil {
 		c.Keepalives = func() {}
 	}
-	setDefault(&c.RenewEvery, 20*time.Second)
+	setDefault(&c.CheckEvery, 20*time.Second)
 	setDefault(&c.Keepalive, 20*time.Second)
 	setDefault(&c.WaitLimit, time.Hour)
 	setDefault(&c.WriteTimeout, 30*time.Second)
@@ -101,9 +110,9 @@ func (c *StreamConfig) validate() error {
 // Content-Length, and the kernel can send the files), and writes them
 // straight to w. Otherwise it buffers frames and flushes them before every
 // wait and at the end. While it waits it sends a keepalive at least every
-// Keepalive; it renews the lease as it goes. It ends with an end frame when
+// Keepalive; it checks the lease as it goes. It ends with an end frame when
 // every chunk is sent, or with an error frame (and an error) when a chunk
-// misses the wait limit, the lease cannot be renewed, or ctx ends.
+// misses the wait limit, the lease is lost, or ctx ends.
 func Stream(ctx context.Context, w io.Writer, r lease.Range, chunkSize int64, cfg StreamConfig) error {
 	if err := cfg.validate(); err != nil {
 		return err
@@ -127,7 +136,7 @@ func Stream(ctx context.Context, w io.Writer, r lease.Range, chunkSize int64, cf
 		}
 	}
 	now := cfg.Clock.Now()
-	s := &streamer{cfg: cfg, lastRenew: now, lastSent: now}
+	s := &streamer{cfg: cfg, lastCheck: now, lastSent: now}
 	if cfg.SetLength != nil {
 		files, size, ok := s.openAll(r, spans)
 		if ok {
@@ -198,7 +207,7 @@ func (s *streamer) sendAll(ctx context.Context, spans []lease.Span, files []open
 		if err := s.cfg.Flush(); err != nil {
 			return err
 		}
-		if err := s.renew(ctx); err != nil {
+		if err := s.check(ctx); err != nil {
 			return err
 		}
 	}
@@ -212,7 +221,7 @@ type streamer struct {
 	cfg       StreamConfig
 	w         *edgeframe.Writer
 	flush     func() error
-	lastRenew time.Time
+	lastCheck time.Time
 	lastSent  time.Time // the last frame written: keepalives count from it
 }
 
@@ -237,16 +246,16 @@ func (s *streamer) abort(err error) error {
 	return err
 }
 
-// renew renews the lease when RenewEvery has passed since the last renewal.
-func (s *streamer) renew(ctx context.Context) error {
+// check checks the lease when CheckEvery has passed since the last check.
+func (s *streamer) check(ctx context.Context) error {
 	now := s.cfg.Clock.Now()
-	if now.Sub(s.lastRenew) < s.cfg.RenewEvery {
+	if now.Sub(s.lastCheck) < s.cfg.CheckEvery {
 		return nil
 	}
-	if err := s.cfg.Renew(ctx); err != nil {
-		return fmt.Errorf("renew lease: %w", err)
+	if err := s.cfg.Check(ctx); err != nil {
+		return fmt.Errorf("check lease: %w", err)
 	}
-	s.lastRenew = now
+	s.lastCheck = now
 	return nil
 }
 
@@ -281,7 +290,10 @@ func (s *streamer) chunk(ctx context.Context, r lease.Range, span lease.Span) er
 				return err
 			}
 			s.lastSent = s.cfg.Clock.Now()
-			return s.renew(ctx)
+			return s.check(ctx)
+		}
+		if span.To < s.cfg.Stored {
+			return nil // a replayed chunk nobody has any more: skipped
 		}
 		// Push what was written before waiting.
 		if err := s.flush(); err != nil {
@@ -296,7 +308,7 @@ func (s *streamer) chunk(ctx context.Context, r lease.Range, span lease.Span) er
 				return err
 			}
 			s.cfg.Keepalives()
-			if err := s.renew(ctx); err != nil {
+			if err := s.check(ctx); err != nil {
 				return err
 			}
 		}

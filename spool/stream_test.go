@@ -201,10 +201,10 @@ func TestStreamWaitsWithKeepalives(t *testing.T) {
 	t.Parallel()
 	e := newStreamEnv(t)
 	e.putAll(t, 21)
-	var renewals int
+	var checks int
 	wait := e.run(t.Context(), spool.StreamConfig{
-		RenewEvery: 20 * time.Second,
-		Renew:      func(context.Context) error { renewals++; return nil },
+		CheckEvery: 20 * time.Second,
+		Check:      func(context.Context) error { checks++; return nil },
 	})
 	e.clock.Advance(t, 20*time.Second) // silent for 20 s: a keepalive
 	e.clock.Advance(t, 20*time.Second) // and another
@@ -214,7 +214,7 @@ func TestStreamWaitsWithKeepalives(t *testing.T) {
 	require.NoError(t, serr)
 	require.NoError(t, rerr)
 	require.Equal(t, "C1 C11 K K C21 C31 C41 E", kinds(frames))
-	require.Equal(t, 2, renewals, "streaming renews the lease")
+	require.Equal(t, 2, checks, "streaming checks the lease")
 }
 
 func TestStreamWaitLimit(t *testing.T) {
@@ -237,8 +237,8 @@ func TestStreamLeaseLost(t *testing.T) {
 	e := newStreamEnv(t)
 	e.putAll(t, 1)
 	wait := e.run(t.Context(), spool.StreamConfig{
-		RenewEvery: time.Second,
-		Renew:      func(context.Context) error { return fmt.Errorf("heartbeat: %w", lease.ErrLeaseLost) },
+		CheckEvery: time.Second,
+		Check:      func(context.Context) error { return fmt.Errorf("heartbeat: %w", lease.ErrLeaseLost) },
 	})
 	e.clock.Advance(t, 20*time.Second)
 	frames, serr, _ := wait(t)
@@ -367,9 +367,9 @@ func TestStreamStalledReader(t *testing.T) {
 	}
 	for _, known := range []bool{true, false} {
 		conn := newStallConn(64 << 10)
-		renewed := 0
+		checked := 0
 		cfg := spool.StreamConfig{Spool: e.spool, SetWriteDeadline: conn.SetWriteDeadline, WriteTimeout: 50 * time.Millisecond,
-			Renew: func(context.Context) error { renewed++; return nil }, RenewEvery: time.Nanosecond}
+			Check: func(context.Context) error { checked++; return nil }, CheckEvery: time.Nanosecond}
 		if known {
 			cfg.SetLength = func(int64) {}
 		}
@@ -383,7 +383,7 @@ func TestStreamStalledReader(t *testing.T) {
 			t.Fatalf("known length %t: the stream is still blocked on a worker that does not read", known)
 		}
 		require.Less(t, time.Since(start), 5*time.Second)
-		require.Zero(t, renewed, "known length %t: a stalled stream does not renew the lease", known)
+		require.Zero(t, checked, "known length %t: a stalled stream does not renew the lease", known)
 	}
 }
 

@@ -195,13 +195,10 @@ func TestLaneHandoffCollates(t *testing.T) {
 // middle of a range; once its grants expire another worker takes the lane
 // over, hands the stored chunks of the range to the window again, and the
 // results are those of an uninterrupted run.
-//
-// It needs the coordinator to honour GET /v1/ranges/{id}/stream?from=N
-// (stream from the chunk holding N, for range start <= N <= next); until it
-// does, the new holder's window lacks 1801..2600, as the worker logs.
+// The coordinator's GET /v1/ranges/{id}/stream?from=N streams from the
+// chunk holding N; without it the new holder's window lacks 1801..2600.
 func TestLaneTakeoverCollates(t *testing.T) {
 	t.Parallel()
-	t.Skip("issue 9 #6: waits for the coordinator's stream ?from= (see the test's doc)")
 	st := takeover(t, true)
 	require.Equal(t, int64(2), st.Replayed, "1801..2200 and 2201..2600 were handed to the window again")
 }
