@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -266,9 +268,12 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlstore: migrations: %w", err)
 	}
-	sort.Strings(names)
+	versions, err := migrationVersions(names)
+	if err != nil {
+		return err
+	}
 	for i, name := range names {
-		version := i + 1
+		version := versions[i]
 		body, err := migrations.ReadFile(name)
 		if err != nil {
 			return fmt.Errorf("sqlstore: migrations: %w", err)
@@ -300,6 +305,27 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// migrationVersions sorts names and reads each one's version from its file
+// name (NNNN_what.sql): the versions must run 1, 2, 3... with none repeated
+// or missing, so a file added later never renumbers one already applied.
+func migrationVersions(names []string) ([]int, error) {
+	sort.Strings(names)
+	versions := make([]int, len(names))
+	for i, name := range names {
+		base := path.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("sqlstore: migration %s: the name must start with its number and _", base)
+		}
+		if v != i+1 {
+			return nil, fmt.Errorf("sqlstore: migration %s: number %d, want %d: a number repeats or is missing", base, v, i+1)
+		}
+		versions[i] = v
+	}
+	return versions, nil
 }
 
 // tx runs fn in a transaction on the writing pool, committing when fn

@@ -1,12 +1,19 @@
 // Command coordinator runs the edgeindex coordinator and manages its state.
 //
-//	coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--lease-ttl 60s]
+//	coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
+//	                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s] [--id NAME]
 //	coordinator node add NAME | node rm NAME | node list
-//	coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N]
+//	coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
+//	coordinator group plan NAME --plan tail,history [--history N] [--margin M]
 //	coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 //	coordinator range retry GROUP [--failed | ID...]
+//	coordinator snapshot reset GROUP [--lane history|tail]
 //	coordinator status [--json]
 //	coordinator demo [--articles N] [--workers N]
+//
+// --source is synthetic (the default) or nntp://[user:pass@]host[:port]
+// (nntps:// for TLS); the NNTP user and password may also come from
+// EDGEINDEX_NNTP_USER and EDGEINDEX_NNTP_PASS.
 //
 // With no arguments it serves. Flags may come before or after the
 // positional arguments; --db, --data and the admin token may come from
