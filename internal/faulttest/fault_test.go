@@ -345,7 +345,8 @@ func (h *harness) killWorker(w *worker, why string) {
 }
 
 // laneHolder returns a live worker that holds a lane of the ordered group
-// and a range of it, and that range.
+// and a range of it in the middle (some batches stored, some not), and that
+// range.
 func (h *harness) laneHolder() (*worker, lease.Lease, bool) {
 	for node, ls := range h.held() {
 		w := h.worker(node)
@@ -353,7 +354,7 @@ func (h *harness) laneHolder() (*worker, lease.Lease, bool) {
 			continue
 		}
 		for _, l := range ls {
-			if l.Range.Group == orderedGroup && l.Range.Next > l.Range.Start {
+			if l.Range.Group == orderedGroup && l.Range.Next > l.Range.Start && l.Range.Next <= l.Range.End {
 				return w, l, true // mid-range
 			}
 		}
