@@ -576,7 +576,7 @@ func (m *linModel) partition(history []porcupine.Operation) [][]porcupine.Operat
 	sort.Strings(ranges)
 	for _, op := range history {
 		in, out := op.Input.(linInput), op.Output.(linOutput)
-		if in.Kind == opGrant {
+		if in.Kind == opGrant && in.Obj == grantObj {
 			switch {
 			case out.Unknown:
 				for _, obj := range ranges {
@@ -615,6 +615,10 @@ func (m *linModel) objOf(id int64) string {
 }
 
 func laneObj(l lease.Lane) string { return "lane:" + string(l) }
+
+// grantObj marks a plain grant not yet given to a partition: its answer
+// names the range.
+const grantObj = "grant"
 
 func (m *linModel) porcupine() porcupine.Model {
 	nm := porcupine.NondeterministicModel{
