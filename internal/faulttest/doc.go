@@ -15,7 +15,6 @@
 // EDGEINDEX_FAULTTEST_SEED repeats a run's random choices,
 // EDGEINDEX_FAULTTEST_NOFAULTS=1 runs the workload without faults,
 // EDGEINDEX_FAULTTEST_RACE=0 builds the coordinator without the race
-// detector, EDGEINDEX_FAULTTEST_KEEP=1 keeps the logs (they are kept on
-// failure anyway), and EDGEINDEX_FAULTTEST_STRICT=1 fails on what a known,
-// still open defect of issue 9 explains instead of only logging it.
+// detector, and EDGEINDEX_FAULTTEST_KEEP=1 keeps the logs (they are kept on
+// failure anyway).
 package faulttest

@@ -57,9 +57,6 @@ const (
 	envKeep = "EDGEINDEX_FAULTTEST_KEEP"
 	// envRace=0 builds the coordinator without the race detector.
 	envRace = "EDGEINDEX_FAULTTEST_RACE"
-	// envStrict makes the checks that known open defects of issue 9 break
-	// fail the test, instead of only being logged as known.
-	envStrict = "EDGEINDEX_FAULTTEST_STRICT"
 )
 
 // harness is the fleet under test and what was done to it.
