@@ -119,7 +119,6 @@ func RunLinearizable(t *testing.T, open Open, cfg LinearizeConfig) {
 }
 
 type linRunner struct {
-	t     *testing.T
 	e     *env
 	cfg   LinearizeConfig
 	seed  int64
@@ -142,7 +141,7 @@ type linRunner struct {
 
 func runLinearizable(t *testing.T, e *env, cfg LinearizeConfig, seed int64) {
 	t.Logf("seed %d (EDGEINDEX_LINEARIZE_SEED=%d replays the clients' choices), %d clients × %d calls", seed, seed, cfg.Clients, cfg.Ops)
-	r := &linRunner{t: t, e: e, cfg: cfg, seed: seed, base: e.clock.Now(), counts: map[string]int{}}
+	r := &linRunner{e: e, cfg: cfg, seed: seed, base: e.clock.Now(), counts: map[string]int{}}
 	r.setup(t)
 
 	r.start = time.Now()
@@ -150,7 +149,7 @@ func runLinearizable(t *testing.T, e *env, cfg LinearizeConfig, seed int64) {
 	for i := range cfg.Clients {
 		// Two clients share each node name, as a worker's lease loops do:
 		// between them only the token fences.
-		c := &linClient{r: r, rng: rand.New(rand.NewSource(seed*1000 + int64(i))), node: fmt.Sprintf("n%02d", i/4*2+i%2),
+		c := &linClient{id: i, r: r, rng: rand.New(rand.NewSource(seed*1000 + int64(i))), node: fmt.Sprintf("n%02d", i/4*2+i%2),
 			stream: r.newStream(), lane: i%2 == 1}
 		wg.Go(func() { c.run() })
 	}
@@ -169,8 +168,8 @@ func runLinearizable(t *testing.T, e *env, cfg LinearizeConfig, seed int64) {
 // setup adds the world: an unordered group and an ordered group with
 // ranges in both lanes, enough that the clients do not run out of work.
 func (r *linRunner) setup(t *testing.T) {
-	// A plain worker stores about 2000 articles in 200 calls; a lane
-	// moves slower, one holder at a time.
+	// Each lane has n ranges, the plain group 4n (its workers move faster
+	// than a lane's one holder at a time): neither runs out of work.
 	n := int64(max(4, r.cfg.Clients*r.cfg.Ops/100))
 	var err error
 	r.plain, err = r.e.AddGroup(r.e.ctx, grouplease.Group{Name: "lin.plain", RangeSize: linRangeSize, ChunkSize: linChunkSize})
@@ -406,6 +405,7 @@ type heldRange struct {
 }
 
 type linClient struct {
+	id     int
 	r      *linRunner
 	rng    *rand.Rand
 	node   string
@@ -690,7 +690,7 @@ func (c *linClient) put() {
 	}
 	c.seq++
 	b := batch.Batch{From: from, To: to, Headers: max(0, to-from+1),
-		Items: []batch.Item{{Key: fmt.Sprintf("%s-%d", c.node, c.seq), Value: []byte(`1`)}}}
+		Items: []batch.Item{{Key: fmt.Sprintf("c%d-%d", c.id, c.seq), Value: []byte(`1`)}}}
 	e := c.r.e
 	out := c.rangeCall(i, linInput{Kind: opPut, From: from, To: to}, func(ctx context.Context, f lease.Fence) (linOutput, error) {
 		res, err := e.Put(ctx, h.id, f, b)

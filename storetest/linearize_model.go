@@ -203,7 +203,7 @@ func (m *linModel) rangeOp(r rangeState, in linInput, out *linOutput) (rangeStat
 			return r, true
 		}
 		if !eligible || out.Err != errNone || out.Range != r.ID || out.Token <= r.Issued || out.Next != r.Next ||
-			out.Attempts != r.Attempts || out.Expires != in.Now+in.TTL {
+			out.Attempts != r.Attempts || out.State != lease.StateLeased || out.Expires != in.Now+in.TTL {
 			return r, false
 		}
 		return r.leased(in.Node, out, in.Now+in.TTL, 0), true
@@ -345,7 +345,7 @@ func (m *linModel) laneOp(l laneState, in linInput, out *linOutput) (laneState, 
 		}
 		r := l.Ranges[h]
 		if out != nil && (out.Err != errNone || out.Range != r.ID || out.Next != r.Next || out.Attempts != r.Attempts ||
-			out.Expires != in.Now+in.TTL) {
+			out.State != lease.StateLeased || out.Expires != in.Now+in.TTL) {
 			return l, false
 		}
 		if r.State == lease.StateLeased && r.LaneToken == l.Token && r.Holder == in.Node {
