@@ -27,7 +27,6 @@ type Store interface {
 	grouplease.Catalog
 	grouplease.Store
 	grouplease.SnapshotStore
-	grouplease.SnapshotFiles
 	node.Store
 	spool.Claims
 	Ping(ctx context.Context) error

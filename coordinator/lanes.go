@@ -146,7 +146,7 @@ func (s *Server) handlePutSnapshot(w http.ResponseWriter, r *http.Request, n str
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
 	defer cancel()
 	snap := grouplease.SnapshotFile{Snapshot: grouplease.Snapshot{Next: next, Size: size, Token: f.Token}, File: name}
-	if err := s.cfg.Store.PutSnapshotFile(ctx, id, ln, f, snap); err != nil {
+	if err := s.cfg.Store.PutSnapshot(ctx, id, ln, f, snap); err != nil {
 		if refused(err) {
 			if rerr := s.snaps.remove(name); rerr != nil {
 				s.cfg.Logger.Warn("remove a refused snapshot", "file", name, "err", rerr)

@@ -165,7 +165,7 @@ func (f *snapshotFiles) prune(group int64, ln lease.Lane, keep string) {
 // snapshot it forgot, nil when the lane had none. It is the operator's way
 // out of a snapshot whose next is wrong: the next upload may start
 // anywhere again.
-func ResetSnapshot(ctx context.Context, st grouplease.SnapshotFiles, dir string, group int64, ln lease.Lane) (*grouplease.Snapshot, error) {
+func ResetSnapshot(ctx context.Context, st grouplease.SnapshotStore, dir string, group int64, ln lease.Lane) (*grouplease.Snapshot, error) {
 	old, err := st.ResetSnapshot(ctx, group, ln)
 	if err != nil || old == nil {
 		return nil, err

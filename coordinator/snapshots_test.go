@@ -219,12 +219,6 @@ func (s *racyStore) fire() {
 	}
 }
 
-func (s *racyStore) Snapshot(ctx context.Context, g int64, ln lease.Lane, f lease.Fence) (grouplease.Snapshot, error) {
-	snap, err := s.snapshotChecker.Snapshot(ctx, g, ln, f)
-	s.fire()
-	return snap, err
-}
-
 func (s *racyStore) CheckSnapshot(ctx context.Context, g int64, ln lease.Lane, f lease.Fence) (grouplease.SnapshotCheck, error) {
 	chk, err := s.snapshotChecker.CheckSnapshot(ctx, g, ln, f)
 	s.fire()

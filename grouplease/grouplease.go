@@ -173,14 +173,3 @@ type Store interface {
 	Lanes(ctx context.Context, group string) ([]LaneStatus, error)
 }
 
-// SnapshotStore keeps the metadata of a lane's snapshot. Its next never goes
-// back; the bytes live elsewhere and are written before the metadata.
-type SnapshotStore interface {
-	// PutSnapshot records a snapshot taken at next of size bytes, if f holds
-	// the lane: ErrSnapshotOlder when next is older than the stored one. The
-	// stored Token is f's.
-	PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, s Snapshot) error
-	// Snapshot returns the lane's snapshot metadata if f holds the lane;
-	// lease.ErrNotFound when there is none.
-	Snapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence) (Snapshot, error)
-}

@@ -9,8 +9,7 @@ import (
 // SnapshotFile is a lane's snapshot and the file that holds its bytes.
 type SnapshotFile struct {
 	Snapshot
-	// File names the file of the bytes, unique to one upload. Empty for a
-	// snapshot recorded by SnapshotStore.PutSnapshot, which names no file.
+	// File names the file of the bytes, unique to one upload.
 	File string
 }
 
@@ -24,19 +23,20 @@ type SnapshotCheck struct {
 	End int64
 }
 
-// SnapshotFiles keeps the metadata of snapshots whose bytes live in a file
-// per upload. The fenced metadata update is the only thing that makes a
-// file current, so a refused upload never replaces the current bytes.
-type SnapshotFiles interface {
+// SnapshotStore keeps the metadata of a lane's snapshot, whose bytes live
+// in a file per upload, written before the metadata. The fenced metadata
+// update is the only thing that makes a file current, so a refused upload
+// never replaces the current bytes; a snapshot's next never goes back.
+type SnapshotStore interface {
 	// CheckSnapshot returns the lane's current snapshot and planned end if
 	// f holds the lane: lease.ErrLeaseLost if it does not, lease.ErrNotFound
 	// if the group has no such lane.
 	CheckSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence) (SnapshotCheck, error)
-	// PutSnapshotFile records s as the lane's snapshot if f holds the lane,
+	// PutSnapshot records s as the lane's snapshot if f holds the lane,
 	// in one transaction: ErrSnapshotOlder when s.Next is before the stored
 	// one, lease.ErrInvalid when it is below 1 or past the lane's End + 1.
 	// The stored Token is f's.
-	PutSnapshotFile(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, s SnapshotFile) error
+	PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, s SnapshotFile) error
 	// ResetSnapshot forgets the lane's snapshot, whoever holds the lane, and
 	// returns the one it forgot (nil when it had none); lease.ErrNotFound
 	// if the group has no such lane. An operator's repair: the next upload

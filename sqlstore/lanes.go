@@ -225,45 +225,6 @@ func (s *Store) ReleaseLane(ctx context.Context, groupID int64, lane lease.Lane,
 	})
 }
 
-// PutSnapshot implements grouplease.SnapshotStore.
-func (s *Store) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, snap grouplease.Snapshot) error {
-	if snap.Next < 0 || snap.Size < 0 {
-		return lease.Invalidf("snapshot: next %d and size %d must not be negative", snap.Next, snap.Size)
-	}
-	return s.tx(ctx, func(tx *sqlx.Tx) error {
-		l, err := s.lockLane(ctx, tx, "put snapshot", groupID, lane, f)
-		if err != nil {
-			return err
-		}
-		if l.SnapNext.Valid && snap.Next < l.SnapNext.Int64 {
-			return fmt.Errorf("put snapshot: %w: next %d is before the stored %d", grouplease.ErrSnapshotOlder, snap.Next, l.SnapNext.Int64)
-		}
-		_, err = tx.ExecContext(ctx, s.q("UPDATE lanes SET snap_next = ?, snap_size = ?, snap_token = ? WHERE group_id = ? AND lane = ?"),
-			snap.Next, snap.Size, f.Token, groupID, string(lane))
-		if err != nil {
-			return fmt.Errorf("put snapshot: %w", err)
-		}
-		return nil
-	})
-}
-
-// Snapshot implements grouplease.SnapshotStore.
-func (s *Store) Snapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence) (grouplease.Snapshot, error) {
-	var snap *grouplease.Snapshot
-	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		l, err := s.lockLane(ctx, tx, "snapshot", groupID, lane, f)
-		snap = l.snapshot()
-		return err
-	})
-	if err != nil {
-		return grouplease.Snapshot{}, err
-	}
-	if snap == nil {
-		return grouplease.Snapshot{}, fmt.Errorf("snapshot: group %d %s lane: %w", groupID, lane, lease.ErrNotFound)
-	}
-	return *snap, nil
-}
-
 // Lanes implements grouplease.Store.
 func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatus, error) {
 	query := "SELECT " + laneCols + " FROM lanes"

@@ -12,8 +12,6 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-var _ grouplease.SnapshotFiles = (*Store)(nil)
-
 // laneSnapshot reads the lane's snapshot with its file name and the end of
 // its last planned range, inside tx.
 func (s *Store) laneSnapshot(ctx context.Context, tx *sqlx.Tx, l laneRow) (grouplease.SnapshotCheck, error) {
@@ -32,7 +30,7 @@ func (s *Store) laneSnapshot(ctx context.Context, tx *sqlx.Tx, l laneRow) (group
 	return out, nil
 }
 
-// CheckSnapshot implements grouplease.SnapshotFiles.
+// CheckSnapshot implements grouplease.SnapshotStore.
 func (s *Store) CheckSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence) (grouplease.SnapshotCheck, error) {
 	var out grouplease.SnapshotCheck
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
@@ -49,8 +47,8 @@ func (s *Store) CheckSnapshot(ctx context.Context, groupID int64, lane lease.Lan
 	return out, err
 }
 
-// PutSnapshotFile implements grouplease.SnapshotFiles.
-func (s *Store) PutSnapshotFile(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, snap grouplease.SnapshotFile) error {
+// PutSnapshot implements grouplease.SnapshotStore.
+func (s *Store) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, snap grouplease.SnapshotFile) error {
 	if snap.Next < 1 || snap.Size < 0 || snap.File == "" {
 		return lease.Invalidf("snapshot: next %d must be at least 1, size %d not negative, and a file named", snap.Next, snap.Size)
 	}
@@ -78,7 +76,7 @@ func (s *Store) PutSnapshotFile(ctx context.Context, groupID int64, lane lease.L
 	})
 }
 
-// ResetSnapshot implements grouplease.SnapshotFiles.
+// ResetSnapshot implements grouplease.SnapshotStore.
 func (s *Store) ResetSnapshot(ctx context.Context, groupID int64, lane lease.Lane) (*grouplease.SnapshotFile, error) {
 	if !lane.Valid() {
 		return nil, lease.Invalidf("lane: history or tail, not %q", lane)

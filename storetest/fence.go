@@ -92,7 +92,7 @@ func laneFenceScenario(t *testing.T, e *env, group string, h lease.Lane, newHold
 	_, err = e.HeartbeatLane(e.ctx, g.ID, h, laneFence(ga), ttl)
 	require.ErrorIs(t, err, lease.ErrLeaseLost, "heartbeat lane")
 	require.ErrorIs(t, e.ReleaseLane(e.ctx, g.ID, h, laneFence(ga)), lease.ErrLeaseLost, "release lane")
-	require.ErrorIs(t, e.PutSnapshot(e.ctx, g.ID, h, laneFence(ga), grouplease.Snapshot{Next: 151}), lease.ErrLeaseLost, "snapshot")
+	require.ErrorIs(t, e.PutSnapshot(e.ctx, g.ID, h, laneFence(ga), grouplease.SnapshotFile{Snapshot: grouplease.Snapshot{Next: 151}, File: "x"}), lease.ErrLeaseLost, "snapshot")
 
 	r := e.get(t, la.Range.ID)
 	require.NotEqual(t, lease.StateDone, r.State)
