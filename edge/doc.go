@@ -58,7 +58,7 @@
 //
 // A lost lease (a 409 "lease lost" from any call, or from a heartbeat of the
 // range or of its lane) stops the range at once: nothing more is posted,
-// finished or released for it. A handler error wrapping spool.ErrBadChunk
+// finished or released for it. A handler error wrapping overview.ErrBadChunk
 // reports the chunk corrupt (POST corrupt with the chunk's start), which
 // gives the range back; any other handler error releases the range and
 // makes Run back off.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/edge"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 // A worker whose handler counts overview lines, run against a coordinator
@@ -29,7 +29,7 @@ func Example() {
 	// earlier holder stored them), and reports how many it read.
 	count := edge.HandlerFunc(func(ctx context.Context, ch edge.Chunk) (edge.Output, error) {
 		var n int64
-		err := spool.ReadChunk(ch.Data, func(o spool.Overview) error {
+		err := overview.ReadChunk(ch.Data, func(o overview.Overview) error {
 			if o.Number >= ch.From && o.Number <= ch.To {
 				n++
 			}

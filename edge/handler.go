@@ -24,7 +24,7 @@ type Chunk struct {
 	// is set only for a Windowed handler on an ordered lane.
 	Replay bool
 	// Data is the gzip of the chunk's overview lines, as stored: it may
-	// start before From. spool.ReadChunk reads it. It is valid only until
+	// start before From. overview.ReadChunk reads it. It is valid only until
 	// HandleChunk returns: copy it to keep it.
 	Data []byte
 }
@@ -64,7 +64,7 @@ func MissingFrom(from, to int64, present []int64) []int64 {
 
 // Handler is what a user implements: chunks in, items per batch out. The
 // client posts each Output as the batch [Chunk.From, Chunk.To]. An error
-// wrapping spool.ErrBadChunk reports the chunk corrupt, so it is fetched
+// wrapping overview.ErrBadChunk reports the chunk corrupt, so it is fetched
 // again; any other error releases the range.
 type Handler interface {
 	HandleChunk(ctx context.Context, c Chunk) (Output, error)

@@ -15,7 +15,7 @@ import (
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 // Defaults of WorkerConfig.
@@ -611,7 +611,7 @@ func (w *Worker) handle(ctx context.Context, c Chunk, chunkFrom int64) (Output, 
 	out, err := w.cfg.Handler.HandleChunk(ctx, c)
 	if err != nil {
 		err = fmt.Errorf("edge: handler, range %d chunk %d-%d: %w", c.Range.ID, chunkFrom, c.To, err)
-		if errors.Is(err, spool.ErrBadChunk) {
+		if errors.Is(err, overview.ErrBadChunk) {
 			return Output{}, &badChunk{from: chunkFrom, err: err}
 		}
 		return Output{}, err

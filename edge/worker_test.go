@@ -21,7 +21,7 @@ import (
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 const (
@@ -112,7 +112,7 @@ func (r *run) untilIdle(t *testing.T) error {
 // handler skips lines an earlier holder handled.
 func lines(c edge.Chunk) (int64, error) {
 	var n int64
-	err := spool.ReadChunk(c.Data, func(o spool.Overview) error {
+	err := overview.ReadChunk(c.Data, func(o overview.Overview) error {
 		if o.Number >= c.From && o.Number <= c.To {
 			n++
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -315,7 +316,7 @@ func TestEmptyRange(t *testing.T) {
 				chunk, err := src.Fetch(ctxT(t), testGroup, span(10, 20))
 				require.NoError(t, err)
 				require.Empty(t, chunkText(t, chunk))
-				require.NoError(t, spool.ReadChunk(chunk, func(spool.Overview) error { return errors.New("a line") }))
+				require.NoError(t, overview.ReadChunk(chunk, func(overview.Overview) error { return errors.New("a line") }))
 				// The connection is still in step.
 				chunk, err = src.Fetch(ctxT(t), testGroup, span(1, 3))
 				require.NoError(t, err)
@@ -386,7 +387,7 @@ func TestDropPolicy(t *testing.T) {
 
 func TestLongLine(t *testing.T) {
 	t.Parallel()
-	long := append([]byte("5\t"), bytes.Repeat([]byte("x"), spool.MaxLineBytes+100)...)
+	long := append([]byte("5\t"), bytes.Repeat([]byte("x"), overview.MaxLineBytes+100)...)
 	long = append(long, "\tf\td\t<5@x>\t\t1\t1"...)
 	lines := append(nntptest.Lines(testGroup, 1, 4), long)
 	lines = append(lines, nntptest.Lines(testGroup, 6, 9)...)

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/internal/quickack"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 // readBufSize is the size of a connection's read buffer: lines shorter than
@@ -499,7 +499,7 @@ var errNoTerminator = errors.New("the block ends without its terminating line")
 
 // readBlock reads a dot-terminated block from r, calling fn with each line,
 // dot-unstuffed and without its "\r\n" (or bare "\n"). Lines are bytes as
-// sent: nothing assumes UTF-8. A line longer than spool.MaxLineBytes is
+// sent: nothing assumes UTF-8. A line longer than overview.MaxLineBytes is
 // read to its end and skipped, counted in c.skipped, so the connection
 // stays in step with the server without holding the line.
 func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
@@ -523,7 +523,7 @@ func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
 			return err
 		} else if errors.Is(err, bufio.ErrBufferFull) || (err == nil && len(long) > 0) {
 			long = append(long, line...)
-			if len(long) > spool.MaxLineBytes+2 {
+			if len(long) > overview.MaxLineBytes+2 {
 				c.skipped++
 				long, skipping = long[:0], true
 				if err == nil {
@@ -549,7 +549,7 @@ func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
 		if n := len(line); n > 0 && line[n-1] == '\r' {
 			line = line[:n-1]
 		}
-		if len(line) > spool.MaxLineBytes {
+		if len(line) > overview.MaxLineBytes {
 			c.skipped++
 			long = long[:0]
 			continue

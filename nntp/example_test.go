@@ -8,11 +8,11 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 // A Source fetches a chunk of overview lines from a server (here the
-// in-repo test server) and spool.ReadChunk reads it back.
+// in-repo test server) and overview.ReadChunk reads it back.
 func Example() {
 	srv, err := nntptest.New(nntptest.Config{Groups: []nntptest.Group{{
 		Name: "alt.binaries.example",
@@ -46,7 +46,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = spool.ReadChunk(chunk, func(o spool.Overview) error {
+	err = overview.ReadChunk(chunk, func(o overview.Overview) error {
 		fmt.Println(o.Number, o.Subject, o.Bytes)
 		return nil
 	})

@@ -1,8 +1,8 @@
 package nntp
 
-import "github.com/edgeindex/edgeindex/spool"
+import "github.com/edgeindex/edgeindex/overview"
 
 func parseOverviewForTest(line []byte) (int64, error) {
-	o, err := spool.ParseOverview(line)
+	o, err := overview.Parse(line)
 	return o.Number, err
 }

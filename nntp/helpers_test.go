@@ -49,7 +49,7 @@ func ctxT(t testing.TB) context.Context {
 
 func span(from, to int64) lease.Span { return lease.Span{From: from, To: to} }
 
-// chunkText is the inflated text of a chunk, checked with spool.ReadChunk.
+// chunkText is the inflated text of a chunk, checked with overview.ReadChunk.
 func chunkText(t testing.TB, chunk []byte) string {
 	t.Helper()
 	return string(bytes.Join(sourcetest.Lines(t, chunk), nil))

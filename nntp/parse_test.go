@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -164,20 +164,20 @@ func FuzzOverviewNumber(f *testing.F) {
 		if !ok {
 			return
 		}
-		// Every line Fetch keeps must be one spool.ParseOverview reads.
+		// Every line Fetch keeps must be one overview.Parse reads.
 		o, err := parseOverviewForTest(line)
 		if err != nil {
-			t.Fatalf("kept %q, which ParseOverview refuses: %v", line, err)
+			t.Fatalf("kept %q, which overview.Parse refuses: %v", line, err)
 		}
 		if o != n {
-			t.Fatalf("number %d, ParseOverview says %d", n, o)
+			t.Fatalf("number %d, overview.Parse says %d", n, o)
 		}
 	})
 }
 
 func TestReadBlock(t *testing.T) {
 	t.Parallel()
-	long := strings.Repeat("y", spool.MaxLineBytes+10)
+	long := strings.Repeat("y", overview.MaxLineBytes+10)
 	in := "..leading dot\r\n...two\r\n.\x00x\r\nbare lf\n\xff\xfe invalid utf-8\r\n" + long + "\r\nafter\r\n\r\n.\r\nNEXT"
 	c := &conn{}
 	var got []string

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -134,12 +135,12 @@ func (s *Source) Watermarks(ctx context.Context, group string) (low, high int64,
 // is never held whole. An empty range (423, 420, or an empty block) is a
 // valid chunk with no lines.
 //
-// A chunk must be readable by spool.ReadChunk, so Fetch leaves out, and
+// A chunk must be readable by overview.ReadChunk, so Fetch leaves out, and
 // counts in Stats.Dropped, a line that would make the whole chunk unusable
 // or break its order: one that does not start with a decimal article
 // number and a tab, whose number is outside the span or not above the
 // previous line's, that has fewer than eight fields or a bytes or lines
-// field that is not a count, or that is longer than spool.MaxLineBytes. A
+// field that is not a count, or that is longer than overview.MaxLineBytes. A
 // server that sends more such lines than the span has articles (at least
 // 1024) gets an ErrProtocol error: it is not answering the command sent.
 func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]byte, error) {
@@ -233,7 +234,7 @@ func (w *chunkWriter) release() {
 // line takes one line of the response, without its line ending.
 func (w *chunkWriter) line(l []byte) error {
 	n, ok := overviewNumber(l)
-	if !ok || n < w.from || n > w.to || n <= w.last || len(l) >= spool.MaxLineBytes {
+	if !ok || n < w.from || n > w.to || n <= w.last || len(l) >= overview.MaxLineBytes {
 		return w.drop()
 	}
 	w.last = n
@@ -268,7 +269,7 @@ func (w *chunkWriter) finish() ([]byte, error) {
 }
 
 // overviewNumber returns the article number of an overview line that
-// spool.ParseOverview accepts, and false for any other line: the number
+// overview.Parse accepts, and false for any other line: the number
 // must be decimal digits that fit an int64, there must be at least eight
 // tab-separated fields, and the seventh and eighth (bytes, lines) must be
 // digits or empty.

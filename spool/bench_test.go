@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 // BenchmarkSynthetic measures Synthetic.Fetch of one 2000-article chunk (the
@@ -72,8 +73,8 @@ func BenchmarkSynthetic(b *testing.B) {
 	})
 }
 
-// BenchmarkReadChunk measures inflating and parsing a 2000-line chunk, next
-// to inflating it alone.
+// BenchmarkReadChunk measures inflating and parsing a 2000-line synthetic
+// chunk with overview.ReadChunk, next to inflating it alone.
 func BenchmarkReadChunk(b *testing.B) {
 	src, err := NewSynthetic(SyntheticConfig{})
 	if err != nil {
@@ -89,7 +90,7 @@ func BenchmarkReadChunk(b *testing.B) {
 	b.Run("read-chunk", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := ReadChunk(gz, func(Overview) error { return nil }); err != nil {
+			if err := overview.ReadChunk(gz, func(overview.Overview) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
 		}

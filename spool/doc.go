@@ -4,14 +4,15 @@
 // A chunk is the gzip of the NNTP overview lines of one span of a range: one
 // line per article present, each ending in "\n", with the fields
 // tab-separated as OVER sends them (number, Subject, From, Date, Message-ID,
-// References, bytes, lines, any further fields). A range's chunks are its
-// spans of chunkSize aligned to the range start, see lease.Spans.
+// References, bytes, lines, any further fields); package overview parses,
+// writes and reads them. A range's chunks are its spans of chunkSize aligned
+// to the range start, see lease.Spans.
 //
 // The package has five parts:
 //
 //   - ChunkSource, the small interface for where chunks come from (an NNTP
 //     provider, the Synthetic generator, or any func pair through
-//     SourceFuncs), with ParseOverview and ReadChunk to read chunks back;
+//     SourceFuncs);
 //   - Synthetic, a deterministic generator of Usenet-like binary posts that
 //     needs no network;
 //   - Disk, the disk spool: one file per (range, span), written atomically

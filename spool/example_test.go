@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -21,7 +22,7 @@ func ExampleSynthetic() {
 		log.Fatal(err)
 	}
 	lines := 0
-	err = spool.ReadChunk(gz, func(o spool.Overview) error {
+	err = overview.ReadChunk(gz, func(o overview.Overview) error {
 		if lines == 0 {
 			fmt.Println(o.Number, o.MessageID)
 			fmt.Println(o.Subject)

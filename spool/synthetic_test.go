@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -22,12 +23,12 @@ func newSynthetic(t *testing.T, cfg spool.SyntheticConfig) *spool.Synthetic {
 }
 
 // fetchAll fetches span and returns its parsed lines.
-func fetchAll(t *testing.T, src spool.ChunkSource, group string, span lease.Span) []spool.Overview {
+func fetchAll(t *testing.T, src spool.ChunkSource, group string, span lease.Span) []overview.Overview {
 	t.Helper()
 	gz, err := src.Fetch(context.Background(), group, span)
 	require.NoError(t, err)
-	var out []spool.Overview
-	require.NoError(t, spool.ReadChunk(gz, func(o spool.Overview) error {
+	var out []overview.Overview
+	require.NoError(t, overview.ReadChunk(gz, func(o overview.Overview) error {
 		out = append(out, o)
 		return nil
 	}))
@@ -74,7 +75,7 @@ func TestSyntheticSpansAgree(t *testing.T) {
 	const group = "alt.binaries.boneless"
 	whole := fetchAll(t, src, group, lease.Span{From: 500, To: 4499})
 	for _, chunkSize := range []int64{1000, 777, 333} {
-		var parts []spool.Overview
+		var parts []overview.Overview
 		for _, sp := range lease.Spans(500, 4499, chunkSize) {
 			parts = append(parts, fetchAll(t, src, group, sp)...)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkPipeline(b *testing.B) {
 	b.Run("parse-only", pipeline(func() (edge.Handler, error) {
 		return edge.HandlerFunc(func(ctx context.Context, c edge.Chunk) (edge.Output, error) {
 			var n int64
-			err := spool.ReadChunk(c.Data, func(o spool.Overview) error {
+			err := overview.ReadChunk(c.Data, func(o overview.Overview) error {
 				if o.Number >= c.From && o.Number <= c.To {
 					n++
 				}
@@ -70,7 +71,7 @@ func BenchmarkPipeline(b *testing.B) {
 			for _, s := range spans {
 				data, err := sp.Read(1, s)
 				require.NoError(b, err)
-				require.NoError(b, spool.ReadChunk(data, func(spool.Overview) error { n++; return nil }))
+				require.NoError(b, overview.ReadChunk(data, func(overview.Overview) error { n++; return nil }))
 			}
 			require.Equal(b, int64(benchArticles), n)
 		}

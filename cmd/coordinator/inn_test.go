@@ -20,7 +20,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/inntest"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
@@ -38,10 +38,10 @@ type recording struct {
 }
 
 func (h recording) HandleChunk(ctx context.Context, c edge.Chunk) (edge.Output, error) {
-	err := spool.ReadChunk(c.Data, func(o spool.Overview) error {
+	err := overview.ReadChunk(c.Data, func(o overview.Overview) error {
 		if o.Number >= c.From && o.Number <= c.To {
 			h.rec.mu.Lock()
-			h.rec.seen[o.Number] = string(spool.AppendOverview(nil, o))
+			h.rec.seen[o.Number] = string(overview.Append(nil, o))
 			h.rec.mu.Unlock()
 		}
 		return nil
@@ -184,7 +184,7 @@ func testINN(t *testing.T, ordered bool) {
 	want := map[int64]string{}
 	number := map[string]int64{} // message-id -> article number
 	for _, l := range over {
-		o, err := spool.ParseOverview([]byte(l))
+		o, err := overview.Parse([]byte(l))
 		require.NoError(t, err)
 		want[o.Number] = l + "\n"
 		number[o.MessageID] = o.Number

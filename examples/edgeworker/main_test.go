@@ -20,6 +20,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -151,7 +152,7 @@ func wholeFiles(t *testing.T, group string) (whole, cut, cutParts int) {
 	require.NoError(t, err)
 	seen := map[string]int{}
 	total := map[string]int{}
-	err = spool.ReadChunk(gz, func(o spool.Overview) error {
+	err = overview.ReadChunk(gz, func(o overview.Overview) error {
 		s, ok := collate.ParseSubject(o.Subject)
 		require.True(t, ok, o.Subject)
 		seen[s.Base]++

@@ -19,6 +19,7 @@ import (
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
@@ -88,7 +89,7 @@ func (c *cluster) client(name string) *edge.Client {
 func chunkKeys() edge.Handler {
 	return edge.HandlerFunc(func(ctx context.Context, c edge.Chunk) (edge.Output, error) {
 		var n int64
-		err := spool.ReadChunk(c.Data, func(o spool.Overview) error {
+		err := overview.ReadChunk(c.Data, func(o overview.Overview) error {
 			if o.Number >= c.From && o.Number <= c.To {
 				n++
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -83,10 +84,10 @@ func ctxT(t *testing.T) context.Context {
 }
 
 // Lines inflates a chunk and returns its lines, each with its "\n", after
-// checking that spool.ReadChunk reads it.
+// checking that overview.ReadChunk reads it.
 func Lines(t testing.TB, chunk []byte) [][]byte {
 	t.Helper()
-	require.NoError(t, spool.ReadChunk(chunk, func(spool.Overview) error { return nil }), "spool.ReadChunk refuses the chunk")
+	require.NoError(t, overview.ReadChunk(chunk, func(overview.Overview) error { return nil }), "overview.ReadChunk refuses the chunk")
 	zr, err := gzip.NewReader(bytes.NewReader(chunk))
 	require.NoError(t, err)
 	raw, err := io.ReadAll(zr)
@@ -102,7 +103,7 @@ func Lines(t testing.TB, chunk []byte) [][]byte {
 }
 
 // checkChunk checks that chunk holds exactly one line per present article
-// of span, in order, each parsing with spool.ParseOverview.
+// of span, in order, each parsing with overview.Parse.
 func checkChunk(t *testing.T, h Harness, span lease.Span, chunk []byte) {
 	t.Helper()
 	lines := Lines(t, chunk)
@@ -117,7 +118,7 @@ func checkChunk(t *testing.T, h Harness, span lease.Span, chunk []byte) {
 	}
 	got := make([]int64, 0, len(lines))
 	for _, l := range lines {
-		o, err := spool.ParseOverview(l)
+		o, err := overview.Parse(l)
 		require.NoError(t, err, "line %q", l)
 		require.GreaterOrEqual(t, o.Number, span.From, "line outside the span")
 		require.LessOrEqual(t, o.Number, span.To, "line outside the span")
@@ -235,7 +236,7 @@ func testCancelDuring(t *testing.T, h Harness) {
 		go func() {
 			chunk, err := h.Source.Fetch(ctx, h.Group, h.Span)
 			if err == nil {
-				if e := spool.ReadChunk(chunk, func(spool.Overview) error { return nil }); e != nil {
+				if e := overview.ReadChunk(chunk, func(overview.Overview) error { return nil }); e != nil {
 					err = errors.Join(errors.New("a chunk returned despite the cancel is corrupt"), e)
 				}
 			} else if !errors.Is(err, context.Canceled) {

@@ -7,12 +7,12 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 // BenchmarkCollate measures lines/s of a Collator over 20,000 synthetic
 // articles in chunks of 2,000, against the baseline of reading the same
-// chunks with spool.ReadChunk alone.
+// chunks with overview.ReadChunk alone.
 func BenchmarkCollate(b *testing.B) {
 	r := lease.Range{ID: 1, Group: group, Start: 1, End: 20_000}
 	spans := lease.Spans(r.Start, r.End, 2000)
@@ -28,7 +28,7 @@ func BenchmarkCollate(b *testing.B) {
 	b.Run("baseline=ReadChunk", func(b *testing.B) {
 		for b.Loop() {
 			for _, gz := range chunks {
-				if err := spool.ReadChunk(gz, func(spool.Overview) error { return nil }); err != nil {
+				if err := overview.ReadChunk(gz, func(overview.Overview) error { return nil }); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -38,7 +38,7 @@ func BenchmarkCollate(b *testing.B) {
 	b.Run("ParseSubject", func(b *testing.B) {
 		for b.Loop() {
 			for _, gz := range chunks {
-				err := spool.ReadChunk(gz, func(o spool.Overview) error {
+				err := overview.ReadChunk(gz, func(o overview.Overview) error {
 					if _, ok := collate.ParseSubject(o.Subject); !ok {
 						b.Fatal("not a binary")
 					}

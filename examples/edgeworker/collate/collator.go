@@ -15,7 +15,7 @@ import (
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 // ErrBadWindow means LoadWindow was given a state that is not one SaveWindow
@@ -146,7 +146,7 @@ type line struct {
 // Headers counts the lines read in [From, To], and Missing lists the
 // numbers of [From, To] that had no line, for the coordinator to fetch
 // again. Items is never nil. An error
-// wraps spool.ErrBadChunk when the chunk does not inflate or parse.
+// wraps overview.ErrBadChunk when the chunk does not inflate or parse.
 func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output, error) {
 	if err := ctx.Err(); err != nil {
 		return edge.Output{}, err
@@ -163,7 +163,7 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 
 	// Read and parse everything first, so a bad chunk changes nothing.
 	lines := make([]line, 0, min(ch.To-ch.From+1, 1<<14))
-	err := spool.ReadChunk(ch.Data, func(o spool.Overview) error {
+	err := overview.ReadChunk(ch.Data, func(o overview.Overview) error {
 		if o.Number < ch.From || o.Number > ch.To {
 			return nil
 		}
@@ -184,7 +184,7 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, spool.ErrBadChunk) {
+		if errors.Is(err, overview.ErrBadChunk) {
 			return edge.Output{}, fmt.Errorf("collate: range %d chunk %d-%d: %w", ch.Range.ID, ch.From, ch.To, err)
 		}
 		return edge.Output{}, err

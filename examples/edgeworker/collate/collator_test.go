@@ -17,6 +17,7 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -48,7 +49,7 @@ type expectedSet struct {
 func expected(t *testing.T, span lease.Span) expectedSet {
 	t.Helper()
 	bins := map[string]*collate.Binary{}
-	err := spool.ReadChunk(fetch(t, span), func(o spool.Overview) error {
+	err := overview.ReadChunk(fetch(t, span), func(o overview.Overview) error {
 		i := strings.LastIndex(o.Subject, " (")
 		var p, total int
 		if _, err := fmt.Sscanf(o.Subject[i:], " (%d/%d)", &p, &total); err != nil {
@@ -243,7 +244,7 @@ func gz(t testing.TB, lines ...string) []byte {
 
 // post returns the overview line of article n, a part of a binary.
 func post(n int64, subject string) string {
-	return string(spool.AppendOverview(nil, spool.Overview{
+	return string(overview.Append(nil, overview.Overview{
 		Number: n, Subject: subject, From: "poster <p@example.invalid>", Date: "Mon, 02 Jan 2006 15:04:05 +0000",
 		MessageID: fmt.Sprintf("<%d@example.invalid>", n), Bytes: 1000 + n, Lines: 10,
 	}))
@@ -262,7 +263,7 @@ func TestCollateBadChunk(t *testing.T) {
 	} {
 		c := newCollator(t, collate.Config{})
 		_, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1, To: 100, Data: data})
-		require.ErrorIs(t, err, spool.ErrBadChunk, name)
+		require.ErrorIs(t, err, overview.ErrBadChunk, name)
 		// The chunk changed nothing: the good one, fetched again, completes a.bin.
 		require.Equal(t, collate.Stats{}, c.Stats(), name)
 		out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1, To: 100, Data: gz(t, good...)})
@@ -395,7 +396,7 @@ func TestCollateNotUTF8(t *testing.T) {
 	c := newCollator(t, collate.Config{})
 	r := lease.Range{ID: 1, Group: group, Start: 1, End: 100}
 	line := func(n int64, p int) string {
-		return string(spool.AppendOverview(nil, spool.Overview{Number: n, Subject: fmt.Sprintf("\"caf\xe9.rar\" yEnc (%d/2)", p),
+		return string(overview.Append(nil, overview.Overview{Number: n, Subject: fmt.Sprintf("\"caf\xe9.rar\" yEnc (%d/2)", p),
 			From: "Ren\xe9 <r@example.invalid>", MessageID: fmt.Sprintf("<%d@x>", n)}))
 	}
 	out, err := c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, Range: r, From: 1, To: 100, Data: gz(t, line(1, 1), line(2, 2))})

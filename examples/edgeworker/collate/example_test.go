@@ -11,7 +11,7 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 func ExampleParseSubject() {
@@ -37,7 +37,7 @@ func ExampleCollator() {
 		`[2/2] - "demo.par2" yEnc (1/3)`,
 	} {
 		n := int64(1001 + i)
-		lines = spool.AppendOverview(lines, spool.Overview{
+		lines = overview.Append(lines, overview.Overview{
 			Number: n, Subject: subject, From: "poster <p@example.invalid>",
 			Date: "Mon, 02 Jan 2006 15:04:05 +0000", MessageID: fmt.Sprintf("<%d@example.invalid>", n),
 			Bytes: 700_000, Lines: 5400,

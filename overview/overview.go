@@ -1,4 +1,4 @@
-package spool
+package overview
 
 import (
 	"bufio"
@@ -32,10 +32,11 @@ type Overview struct {
 	Extra []string
 }
 
-// ParseOverview parses one overview line: at least eight tab-separated
-// fields, an optional trailing "\n" or "\r\n", no other newline. The number must be a decimal
-// int64; bytes and lines must be decimal or empty. Errors wrap ErrBadChunk.
-func ParseOverview(line []byte) (Overview, error) {
+// Parse parses one overview line: at least eight tab-separated fields, an
+// optional trailing "\n" or "\r\n", no other newline. The number must be a
+// decimal int64; bytes and lines must be decimal or empty. Errors wrap
+// ErrBadChunk.
+func Parse(line []byte) (Overview, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	if bytes.IndexByte(line, '\n') >= 0 {
@@ -91,9 +92,9 @@ func ParseOverview(line []byte) (Overview, error) {
 	return o, nil
 }
 
-// AppendOverview appends o to dst as an overview line ending in "\n", the
-// form a ChunkSource gzips. Fields must not hold a tab or a newline.
-func AppendOverview(dst []byte, o Overview) []byte {
+// Append appends o to dst as an overview line ending in "\n", the form a
+// chunk's lines take before they are gzipped. Fields must not hold a tab or a newline.
+func Append(dst []byte, o Overview) []byte {
 	dst = strconv.AppendInt(dst, o.Number, 10)
 	for _, f := range [...]string{o.Subject, o.From, o.Date, o.MessageID, o.References} {
 		dst = append(dst, '\t')
@@ -131,7 +132,8 @@ func ReadChunk(gz []byte, fn func(Overview) error) error {
 	return ReadChunkFrom(bytes.NewReader(gz), fn)
 }
 
-// ReadChunkFrom is ReadChunk on a stream, e.g. a file from Disk.Open.
+// ReadChunkFrom is ReadChunk on a stream, e.g. a chunk file of the disk
+// spool.
 func ReadChunkFrom(r io.Reader, fn func(Overview) error) error {
 	zr, err := gzip.NewReader(r)
 	if err != nil {
@@ -164,7 +166,7 @@ func ReadChunkFrom(r io.Reader, fn func(Overview) error) error {
 		if len(line) > MaxLineBytes {
 			return fmt.Errorf("%w: overview line longer than %d bytes", ErrBadChunk, MaxLineBytes)
 		}
-		o, err := ParseOverview(line)
+		o, err := Parse(line)
 		if err != nil {
 			return err
 		}
