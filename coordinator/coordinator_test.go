@@ -22,6 +22,7 @@ import (
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
@@ -256,7 +257,7 @@ func TestRangeLifecycle(t *testing.T) {
 			require.Equal(t, edgeframe.TypeChunk, f.Type)
 			require.Equal(t, l.Range.Start+int64(i)*25, f.From)
 			n := 0
-			require.NoError(t, spool.ReadChunk(f.Data, func(o spool.Overview) error {
+			require.NoError(t, overview.ReadChunk(f.Data, func(o overview.Overview) error {
 				require.Equal(t, fmt.Sprintf("<%d@alt.binaries.test.synthetic>", o.Number), o.MessageID)
 				n++
 				return nil
