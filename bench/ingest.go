@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 )
 

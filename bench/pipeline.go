@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"

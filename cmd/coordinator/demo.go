@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/node"
 )

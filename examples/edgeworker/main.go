@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/lease"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edge"
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"

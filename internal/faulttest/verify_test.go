@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/storetest"

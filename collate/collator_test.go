@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"

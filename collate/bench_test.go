@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 )

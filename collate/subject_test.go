@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
+	"github.com/edgeindex/edgeindex/collate"
 )
 
 func TestParseSubject(t *testing.T) {

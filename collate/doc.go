@@ -1,6 +1,9 @@
 // Package collate is the collation logic of a Usenet header indexer: it
 // turns a group's overview lines into binaries, one per file posted in
-// yEnc parts, for an edge worker to post as batch items.
+// yEnc parts, for an edge worker to post as batch items. It is the Handler
+// a real worker runs: examples/edgeworker wraps it in a command, and the
+// coordinator's demo runs it in process. Like package edge it imports no
+// server package.
 //
 // ParseSubject reads a subject such as
 //

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
-	"github.com/edgeindex/edgeindex/examples/edgeworker/collate"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 )
