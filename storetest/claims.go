@@ -9,6 +9,44 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
+func testChunkClaims(t *testing.T, e *env) {
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 100, lease.LaneHistory)
+	l := e.grant(t, "a")
+	id := l.Range.ID
+	c1, c2 := lease.Span{From: 1, To: 10}, lease.Span{From: 11, To: 20}
+	claim := func(span lease.Span, owner string) bool {
+		t.Helper()
+		ok, err := e.ClaimChunk(e.ctx, id, span, owner, time.Minute)
+		require.NoError(t, err)
+		return ok
+	}
+	require.True(t, claim(c1, "coord-a"))
+	require.True(t, claim(c1, "coord-a"), "the owner may claim again")
+	require.False(t, claim(c1, "coord-b"), "two coordinators never fetch the same chunk")
+	require.True(t, claim(c2, "coord-b"))
+
+	e.clock.Advance(2 * time.Minute)
+	require.True(t, claim(c1, "coord-b"), "an expired claim goes to the next asker")
+	require.ErrorIs(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"), lease.ErrLeaseLost)
+	require.NoError(t, e.ChunkFetched(e.ctx, id, c1, "coord-b"))
+	e.clock.Advance(30 * time.Second)
+	require.False(t, claim(c1, "coord-a"), "a fetched chunk is not fetched again while its claim holds")
+
+	// A chunk reported corrupt is fetched again.
+	_, err := e.Corrupt(e.ctx, id, fence(l), 1, "bad gzip")
+	require.NoError(t, err)
+	require.True(t, claim(c1, "coord-a"))
+	require.NoError(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"))
+	require.NoError(t, e.ForgetChunk(e.ctx, id, c1, "coord-a"))
+	require.True(t, claim(c1, "coord-b"))
+
+	_, err = e.ClaimChunk(e.ctx, id, lease.Span{From: 5, To: 4}, "x", time.Minute)
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	_, err = e.ClaimChunk(e.ctx, id, c1, "", time.Minute)
+	require.ErrorIs(t, err, lease.ErrInvalid)
+}
+
 // A coordinator asks to claim only a chunk its spool lacks. A claim of
 // another owner, fetched or not, holds until it expires: the chunk is in that
 // coordinator's spool, or is being fetched, and is not fetched twice. Past
