@@ -20,6 +20,21 @@ import (
 // TokenEnv is the environment variable that holds the node token.
 const TokenEnv = "EDGEINDEX_NODE_TOKEN"
 
+// usage is the head of -h's text; the flags' defaults follow it.
+const usage = `usage: edgeworker --coordinator URL [--lanes history,tail] [--flush-incomplete] [--max-binaries N]
+
+Leases ranges of a coordinator's groups, collates their overview lines into
+binaries (package collate) and posts them as items, until SIGINT or SIGTERM.
+
+Environment:
+  ` + TokenEnv + `  the node token (required); coordinator node add NAME prints one
+
+Example:
+  ` + TokenEnv + `=3f9c... edgeworker --coordinator http://127.0.0.1:7070 --lanes history,tail
+
+Flags:
+`
+
 // errUsage marks an error in the command line; it exits with status 2.
 var errUsage = errors.New("usage")
 
@@ -54,6 +69,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	var o options
 	fs := flag.NewFlagSet("edgeworker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.coordinator, "coordinator", "", "the coordinator's URL, such as http://127.0.0.1:7070 (required)")
 	lanes := fs.String("lanes", "history,tail", `lanes of ordered groups to work, comma-separated, or "none"`)
 	fs.BoolVar(&o.collate.FlushIncomplete, "flush-incomplete", false,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net/http/httptest"
 	"path/filepath"
@@ -64,6 +65,17 @@ func TestParseFlags(t *testing.T) {
 	_, err = parseFlags([]string{"--coordinator", "http://c"}, env(nil), &bytes.Buffer{})
 	require.ErrorIs(t, err, errUsage)
 	require.ErrorContains(t, err, TokenEnv)
+}
+
+// -h names the environment the worker reads and shows an example.
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	_, err := parseFlags([]string{"-h"}, env(nil), &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	require.Contains(t, out.String(), TokenEnv)
+	require.Contains(t, out.String(), "Example:\n  "+TokenEnv+"=")
+	require.Contains(t, out.String(), "-coordinator")
 }
 
 // pipeline is a coordinator over HTTP on SQLite with a disk spool that holds
