@@ -96,6 +96,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err // Run prints the usage
+			}
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
 		args = fs.Args()
@@ -107,13 +110,24 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// Run runs the command that args name.
+// Run runs the command that args name. "help", or -h with any command,
+// prints the usage.
 func (m *Main) Run(ctx context.Context, args []string) error {
 	defer m.Close()
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
+	err := m.command(ctx, cmd, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(m.Stdout, usage)
+		return nil
+	}
+	return err
+}
+
+// command runs one command.
+func (m *Main) command(ctx context.Context, cmd string, args []string) error {
 	switch cmd {
 	case "serve":
 		return m.serve(ctx, args)
@@ -129,9 +143,8 @@ func (m *Main) Run(ctx context.Context, args []string) error {
 		return m.snapshotCmd(ctx, args)
 	case "demo":
 		return m.demo(ctx, args)
-	case "help", "-h", "--help":
-		fmt.Fprint(m.Stdout, usage)
-		return nil
+	case "help":
+		return flag.ErrHelp
 	}
 	return usagef("unknown command %q; try coordinator help", cmd)
 }
@@ -145,7 +158,21 @@ coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 coordinator range retry GROUP [--failed | ID...]
 coordinator snapshot reset GROUP [--lane history|tail]
 coordinator status [--json]
-coordinator demo [--articles N] [--workers N]
+coordinator demo [--articles N] [--workers N] [--range-size N] [--keep]
+coordinator help
+
+--source is synthetic (the default) or nntp://[user:pass@]host[:port] (nntps:// for TLS).
+Flags may come before or after the positional arguments. With no command it serves.
+
+Environment:
+  EDGEINDEX_DB           the database when --db is not given (default sqlite://<data>/edgeindex.db)
+  EDGEINDEX_DATA         the data directory when --data is not given (default ./edgeindex-data)
+  EDGEINDEX_ADMIN_TOKEN  the admin token; without it, the one in <data>/admin.token, made on the first start
+  EDGEINDEX_NNTP_USER    the NNTP user when --source's URL has none
+  EDGEINDEX_NNTP_PASS    the NNTP password when --source's URL has none
+
+Example:
+  EDGEINDEX_NNTP_USER=me EDGEINDEX_NNTP_PASS=secret coordinator serve --source nntps://news.example:563 --data /var/lib/edgeindex
 `
 
 // Close closes what Run opened.

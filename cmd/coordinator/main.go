@@ -9,7 +9,8 @@
 //	coordinator range retry GROUP [--failed | ID...]
 //	coordinator snapshot reset GROUP [--lane history|tail]
 //	coordinator status [--json]
-//	coordinator demo [--articles N] [--workers N]
+//	coordinator demo [--articles N] [--workers N] [--range-size N] [--keep]
+//	coordinator help
 //
 // --source is synthetic (the default) or nntp://[user:pass@]host[:port]
 // (nntps:// for TLS); the NNTP user and password may also come from
@@ -17,7 +18,8 @@
 //
 // With no arguments it serves. Flags may come before or after the
 // positional arguments; --db, --data and the admin token may come from
-// EDGEINDEX_DB, EDGEINDEX_DATA and EDGEINDEX_ADMIN_TOKEN.
+// EDGEINDEX_DB, EDGEINDEX_DATA and EDGEINDEX_ADMIN_TOKEN. "help", or -h
+// with any command, prints the usage with these variables and an example.
 package main
 
 import (

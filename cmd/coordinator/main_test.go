@@ -39,6 +39,19 @@ func run(t *testing.T, data string, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// help, -h and any command's -h print the usage, which names the
+// environment the coordinator reads and shows an example.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"serve", "-h"}, {"range", "add", "-h"}} {
+		var out bytes.Buffer
+		require.NoError(t, NewMain(&out, io.Discard).Run(t.Context(), args), "%q", args)
+		for _, v := range []string{"EDGEINDEX_DB", "EDGEINDEX_DATA", "EDGEINDEX_ADMIN_TOKEN", "EDGEINDEX_NNTP_USER", "EDGEINDEX_NNTP_PASS", "Example:"} {
+			require.Contains(t, out.String(), v, "%q", args)
+		}
+	}
+}
+
 func TestCommands(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
