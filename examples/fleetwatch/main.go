@@ -42,6 +42,12 @@ func run(ctx context.Context, args []string, token string, out io.Writer) error 
 	every := fs.Duration("every", 2*time.Second, "how often to look")
 	keep := fs.Duration("keep", 5*time.Second, "how long a read is current")
 	once := fs.Bool("once", false, "look once and exit")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "usage: fleetwatch --coordinator URL [--every 2s] [--keep 5s] [--once]\n\n"+
+			"Environment:\n  EDGEINDEX_ADMIN_TOKEN  the coordinator's admin token (required)\n\n"+
+			"Example:\n  EDGEINDEX_ADMIN_TOKEN=... fleetwatch --coordinator http://127.0.0.1:7070 --every 5s\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
