@@ -172,4 +172,3 @@ type Store interface {
 	// Lanes reports every lane's status (group empty: all groups).
 	Lanes(ctx context.Context, group string) ([]LaneStatus, error)
 }
-
