@@ -1,0 +1,174 @@
+package api
+
+import (
+	"time"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// The objects of API.md that are also the stores' domain types. They are
+// aliases, not copies: lease.Store, batch.Store and grouplease.Store return
+// them, both backends and the conformance suite are written against them,
+// and their JSON tags are the wire form already, so the server encodes what
+// the store returned and a client decodes into the same type.
+type (
+	// Range is {"id", "group", "groupId", "lane", "start", "end", "next",
+	// "capture", "state", "attempts", "headers", "reason"?, "repair"?}.
+	Range = lease.Range
+	// Lease is {"range", "token", "expiresAt", "ttlSeconds", "chunkSize"}:
+	// the answer of POST /v1/lease and POST /v1/groups/{id}/next.
+	Lease = lease.Lease
+	// Lane is "history" or "tail".
+	Lane = lease.Lane
+	// State is "pending", "leased", "done" or "failed".
+	State = lease.State
+	// GroupLease is {"group": {"id", "name"}, "lane", "token", "expiresAt",
+	// "ttlSeconds", "next", "snapshot"}: the answer of POST /v1/groups/lease.
+	GroupLease = grouplease.GroupLease
+	// GroupRef is a GroupLease's {"id", "name"}.
+	GroupRef = grouplease.GroupRef
+	// Snapshot is {"next", "size"}: a GroupLease's snapshot, and the answer
+	// of PUT /v1/groups/{id}/snapshot.
+	Snapshot = grouplease.Snapshot
+	// Batch is the body of POST /v1/ranges/{id}/batch: {"from", "to",
+	// "headers", "items", "missing"?}. edgeframe.DecodeBatch reads it
+	// strictly; edgeframe.MarshalBatch writes it.
+	Batch = batch.Batch
+	// Item is one of a Batch's {"key", "value"}.
+	Item = batch.Item
+	// BatchReply is {"next", "duplicate"}: the answer of a batch.
+	BatchReply = batch.Result
+	// StoredItem is one item of the results feed: {"id", "range", "from",
+	// "to", "key", "value"}.
+	StoredItem = batch.Stored
+	// BatchRecord is one stored batch in a node's detail: {"id", "range",
+	// "from", "to", "headers", "items", "at"}.
+	BatchRecord = batch.Record
+)
+
+// Headers and media types of the node API.
+const (
+	// HeaderLeaseToken carries a held lease's token on every fenced call.
+	HeaderLeaseToken = "Lease-Token"
+	// HeaderSnapshotNext carries the next of the snapshot GET answers.
+	HeaderSnapshotNext = "X-Snapshot-Next"
+	// FramesType is the media type of a range's stream.
+	FramesType = edgeframe.ContentType
+	// SnapshotType is the media type of a snapshot's body (gzip bytes).
+	SnapshotType = "application/octet-stream"
+)
+
+// OK is {"ok": true}: the answer of finish, release, a lane's release,
+// /healthz and a ready /readyz.
+type OK struct {
+	OK bool `json:"ok"`
+}
+
+// Expiry is {"expiresAt"}: the answer of a range's and a lane's heartbeat.
+type Expiry struct {
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// CorruptRequest is the body of POST /v1/ranges/{id}/corrupt: the first
+// article of the chunk that does not inflate or parse. From is required.
+type CorruptRequest struct {
+	From *int64 `json:"from"`
+}
+
+// CorruptReply is {"state", "attempts"}: the range's state after a corrupt
+// report, pending or (at the coordinator's maximum attempts) failed.
+type CorruptReply struct {
+	State    State `json:"state"`
+	Attempts int   `json:"attempts"`
+}
+
+// SnapshotReset is {"reset", "next"}: the answer of the admin's
+// DELETE /v1/groups/{id}/snapshot. Next is the forgotten snapshot's next,
+// null when the lane had none.
+type SnapshotReset struct {
+	Reset bool   `json:"reset"`
+	Next  *int64 `json:"next"`
+}
+
+// RangesPage is {"ranges", "next"}: a page of GET /v1/ranges. Next is the
+// cursor (?after=) of the next page, null on the last.
+type RangesPage struct {
+	Ranges []Range `json:"ranges"`
+	Next   *string `json:"next"`
+}
+
+// ResultsPage is {"results", "next"}: a page of GET /v1/results, the feed
+// of stored items in storage order. Next is the cursor to poll with; null
+// when the store has none yet.
+type ResultsPage struct {
+	Results []StoredItem `json:"results"`
+	Next    *string      `json:"next"`
+}
+
+// FleetSchema names the shape of GET /v1/fleet.
+const FleetSchema = "edgeindex.fleet/v1"
+
+// Fleet is the coordinator's status: GET /v1/fleet.
+type Fleet struct {
+	Schema     string          `json:"schema"`
+	At         time.Time       `json:"at"`
+	Nodes      []FleetNode     `json:"nodes"`
+	Groups     []FleetGroup    `json:"groups"`
+	Ranges     map[State]int64 `json:"ranges"` // totals by state
+	SpoolBytes int64           `json:"spoolBytes"`
+}
+
+// FleetNode is a node and the leases it holds.
+type FleetNode struct {
+	Name     string       `json:"name"`
+	LastSeen time.Time    `json:"lastSeen"`
+	Leases   []FleetLease `json:"leases"`
+}
+
+// FleetLease is one range lease a node holds.
+type FleetLease struct {
+	Range     int64     `json:"range"`
+	Group     string    `json:"group"`
+	Lane      Lane      `json:"lane"`
+	Start     int64     `json:"start"`
+	Next      int64     `json:"next"`
+	End       int64     `json:"end"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// FleetGroup is a group and its lanes.
+type FleetGroup struct {
+	ID      int64       `json:"id"`
+	Name    string      `json:"name"`
+	Ordered bool        `json:"ordered"`
+	Lanes   []FleetLane `json:"lanes"`
+}
+
+// FleetLane is a lane's holder and progress.
+type FleetLane struct {
+	Lane         Lane            `json:"lane"`
+	Holder       string          `json:"holder,omitempty"`
+	Next         int64           `json:"next"`
+	SnapshotNext *int64          `json:"snapshotNext"`
+	Headers      int64           `json:"headers"`
+	Ranges       map[State]int64 `json:"ranges"`
+}
+
+// NodeDetail is one node's detail: GET /v1/nodes/{name}.
+type NodeDetail struct {
+	Name      string        `json:"name"`
+	CreatedAt time.Time     `json:"createdAt"`
+	LastSeen  time.Time     `json:"lastSeen"`
+	Leases    []FleetLease  `json:"leases"`
+	Batches   []BatchRecord `json:"batches"` // newest first
+	Next      *string       `json:"next"`    // cursor of the next (older) page, or null
+}
+
+// FleetLeaseOf is the fleet's view of a held lease.
+func FleetLeaseOf(l Lease) FleetLease {
+	return FleetLease{Range: l.Range.ID, Group: l.Range.Group, Lane: l.Range.Lane, Start: l.Range.Start,
+		Next: l.Range.Next, End: l.Range.End, ExpiresAt: l.ExpiresAt}
+}
