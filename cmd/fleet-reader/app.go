@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/fleetcache"
 )
 
@@ -95,8 +96,9 @@ type Main struct {
 
 // host is one coordinator.
 type host struct {
-	name string // host:port
-	base string // scheme://host[:port][/path], without a trailing slash
+	name  string // host:port
+	base  string // scheme://host[:port][/path], without a trailing slash
+	admin *api.AdminClient
 }
 
 // NewMain returns a Main with the default options, logging to stderr.
@@ -215,18 +217,21 @@ func (m *Main) open() error {
 	if err != nil {
 		return err
 	}
-	m.hosts = hosts
-	m.byName = make(map[string]host, len(hosts))
-	for _, h := range hosts {
-		m.byName[h.name] = h
-	}
-
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 4
 	m.client = &http.Client{
 		Transport: transport,
 		// A redirect is answered as it is: the token goes to no other place.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	m.hosts = hosts
+	m.byName = make(map[string]host, len(hosts))
+	for i := range hosts {
+		hosts[i].admin, err = api.NewAdminClient(api.AdminConfig{BaseURL: hosts[i].base, Token: m.Token, HTTP: m.client, MaxAnswer: maxAnswer})
+		if err != nil {
+			return usagef("coordinator %s: %v", hosts[i].name, err)
+		}
+		m.byName[hosts[i].name] = hosts[i]
 	}
 
 	m.fleet, err = fleetcache.New(m.readFleet, (*fleetRead).allOK, fleetcache.Config{Keep: m.Keep, Timeout: m.Timeout, Now: m.Now})

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/fleetcache"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -55,7 +55,7 @@ type (
 		Leases              []dashLease
 	}
 	dashLease struct {
-		coordinator.FleetLease
+		api.FleetLease
 		Done, Total int64
 		Percent     string
 		Expires     string
@@ -66,7 +66,7 @@ type (
 		Lanes   []dashLane
 	}
 	dashLane struct {
-		coordinator.FleetLane
+		api.FleetLane
 		SnapshotNext string
 		Counts       []stateCount
 	}
@@ -143,7 +143,7 @@ func (m *Main) dashboardView(a fleetcache.Answer[*fleetRead], kept bool) dashVie
 
 // leaseView computes a lease's progress: (next-start) of (end-start+1)
 // articles.
-func leaseView(l coordinator.FleetLease, now time.Time) dashLease {
+func leaseView(l api.FleetLease, now time.Time) dashLease {
 	total := max(l.End-l.Start+1, 1)
 	done := min(max(l.Next-l.Start, 0), total)
 	expires := "in " + humanDuration(l.ExpiresAt.Sub(now))

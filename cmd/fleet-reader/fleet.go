@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/fleetcache"
 )
 
@@ -27,10 +26,10 @@ const (
 
 // hostRead is one coordinator's part of a fleet read.
 type hostRead struct {
-	Host   string             `json:"host"`
-	Status string             `json:"status"`
-	Detail string             `json:"detail,omitempty"`
-	Fleet  *coordinator.Fleet `json:"fleet,omitempty"`
+	Host   string     `json:"host"`
+	Status string     `json:"status"`
+	Detail string     `json:"detail,omitempty"`
+	Fleet  *api.Fleet `json:"fleet,omitempty"`
 }
 
 // fleetRead is one read of every coordinator. It is never changed once made.
@@ -82,52 +81,21 @@ func (m *Main) readFleet(ctx context.Context, _ *fleetRead) (*fleetRead, error) 
 // readHost reads one coordinator's GET /v1/fleet.
 func (m *Main) readHost(ctx context.Context, h host) hostRead {
 	out := hostRead{Host: h.name}
-	status, body, err := m.get(ctx, h.base+"/v1/fleet")
+	f, err := h.admin.Fleet(ctx)
+	var ae *api.Error
 	switch {
-	case err != nil:
-		out.Status, out.Detail = StatusUnreachable, describe(ctx, err, m.Timeout)
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		out.Status, out.Detail = StatusUnauthorized, "the coordinator refused the admin token: "+answerText(status, body)
-	case status != http.StatusOK:
-		out.Status, out.Detail = StatusError, "the coordinator answered "+answerText(status, body)
+	case err == nil:
+		out.Status, out.Fleet = StatusOK, &f
+	case errors.Is(err, api.ErrUnauthorized):
+		out.Status, out.Detail = StatusUnauthorized, "the coordinator refused the admin token: "+answerText(err)
+	case errors.As(err, &ae):
+		out.Status, out.Detail = StatusError, "the coordinator answered "+answerText(err)
+	case errors.Is(err, api.ErrProtocol), errors.Is(err, api.ErrTooLarge):
+		out.Status, out.Detail = StatusError, "the coordinator's answer is not a fleet: "+err.Error()
 	default:
-		var f coordinator.Fleet
-		if err := json.Unmarshal(body, &f); err != nil {
-			out.Status, out.Detail = StatusError, "the coordinator's answer is not a fleet: "+err.Error()
-		} else if f.Schema != coordinator.FleetSchema {
-			out.Status, out.Detail = StatusError, fmt.Sprintf("the coordinator's answer has schema %q, not %q", f.Schema, coordinator.FleetSchema)
-		} else {
-			out.Status, out.Fleet = StatusOK, &f
-		}
+		out.Status, out.Detail = StatusUnreachable, describe(ctx, err, m.Timeout)
 	}
 	return out
-}
-
-// errTooLarge means a coordinator's answer is over maxAnswer.
-var errTooLarge = fmt.Errorf("the answer is over %d bytes", maxAnswer)
-
-// get makes one GET with the admin token and reads the whole answer. err is
-// a network error, or errTooLarge.
-func (m *Main) get(ctx context.Context, rawURL string) (status int, body []byte, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+m.Token)
-	req.Header.Set("Accept", "application/json")
-	resp, err := m.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	if err != nil {
-		return 0, nil, fmt.Errorf("reading the answer: %w", err)
-	}
-	if len(body) > maxAnswer {
-		return 0, nil, errTooLarge
-	}
-	return resp.StatusCode, body, nil
 }
 
 // describe says why a coordinator could not be read.
@@ -145,16 +113,17 @@ func describe(ctx context.Context, err error, timeout time.Duration) string {
 	return err.Error()
 }
 
-// answerText is "401: <the coordinator's error sentence>", or the status
-// text when the body is not an error.
-func answerText(status int, body []byte) string {
-	var e struct {
-		Error string `json:"error"`
+// answerText is "401: <the coordinator's error sentence>" for an error
+// answer, or "401 Unauthorized" when it had no sentence.
+func answerText(err error) string {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return err.Error()
 	}
-	if json.Unmarshal(body, &e) == nil && e.Error != "" {
-		return fmt.Sprintf("%d: %s", status, e.Error)
+	if ae.Message != "" {
+		return fmt.Sprintf("%d: %s", ae.Status, ae.Message)
 	}
-	return fmt.Sprintf("%d %s", status, http.StatusText(status))
+	return fmt.Sprintf("%d %s", ae.Status, http.StatusText(ae.Status))
 }
 
 // fleetAnswer returns the fleet read to serve and whether it was kept. A

@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/fleetcache"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -38,7 +38,7 @@ func TestFleetTwoCoordinators(t *testing.T) {
 		require.Equal(t, StatusOK, h.Status, h.Detail)
 		require.Empty(t, h.Detail)
 		require.NotNil(t, h.Fleet)
-		require.Equal(t, coordinator.FleetSchema, h.Fleet.Schema)
+		require.Equal(t, api.FleetSchema, h.Fleet.Schema)
 	}
 	require.Equal(t, f.PolledAt, f.Served.PolledAt)
 	require.False(t, f.Served.FromCache, "the first request waits for the read")
@@ -49,7 +49,7 @@ func TestFleetTwoCoordinators(t *testing.T) {
 
 	// Host a's node edge-1 holds the range [1000, 1099], stored to 1024.
 	fa := f.Hosts[0].Fleet
-	var edge1 *coordinator.FleetNode
+	var edge1 *api.FleetNode
 	for i := range fa.Nodes {
 		if fa.Nodes[i].Name == "edge-1" {
 			edge1 = &fa.Nodes[i]
@@ -57,9 +57,9 @@ func TestFleetTwoCoordinators(t *testing.T) {
 	}
 	require.NotNil(t, edge1, "%+v", fa.Nodes)
 	require.Len(t, edge1.Leases, 1)
-	require.Equal(t, coordinator.FleetLease{Range: la.Range.ID, Group: "alt.binaries.a", Lane: lease.LaneHistory,
+	require.Equal(t, api.FleetLease{Range: la.Range.ID, Group: "alt.binaries.a", Lane: lease.LaneHistory,
 		Start: 1000, Next: 1025, End: 1099, ExpiresAt: edge1.Leases[0].ExpiresAt}, edge1.Leases[0])
-	var lane *coordinator.FleetLane
+	var lane *api.FleetLane
 	for _, g := range fa.Groups {
 		if g.Name == "alt.ordered.a" {
 			require.True(t, g.Ordered)
@@ -278,9 +278,9 @@ func TestSeat(t *testing.T) {
 	rd := startReader(t, readerOptions{urls: []string{a.url}})
 
 	type seatBody struct {
-		Host   string                 `json:"host"`
-		Node   coordinator.NodeDetail `json:"node"`
-		Served fleetcache.Meta        `json:"served"`
+		Host   string          `json:"host"`
+		Node   api.NodeDetail  `json:"node"`
+		Served fleetcache.Meta `json:"served"`
 	}
 	seat := func(key string) seatBody {
 		t.Helper()
@@ -524,13 +524,13 @@ func TestLeaseProgress(t *testing.T) {
 		{5, 6, 5, 1, 1, "100.0"},
 		{3_000_000_000, 3_000_000_001, 3_000_000_002, 1, 3, "33.3"},
 	} {
-		v := leaseView(coordinator.FleetLease{Start: tc.start, Next: tc.next, End: tc.end, ExpiresAt: now.Add(time.Minute)}, now)
+		v := leaseView(api.FleetLease{Start: tc.start, Next: tc.next, End: tc.end, ExpiresAt: now.Add(time.Minute)}, now)
 		require.Equal(t, tc.done, v.Done)
 		require.Equal(t, tc.total, v.Total)
 		require.Equal(t, tc.pct, v.Percent)
 		require.Equal(t, "in 1m 0s", v.Expires)
 	}
-	require.Equal(t, "expired 3s ago", leaseView(coordinator.FleetLease{ExpiresAt: now.Add(-3 * time.Second)}, now).Expires)
+	require.Equal(t, "expired 3s ago", leaseView(api.FleetLease{ExpiresAt: now.Add(-3 * time.Second)}, now).Expires)
 }
 
 func TestDrain(t *testing.T) {

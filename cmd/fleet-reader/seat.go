@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
-	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/fleetcache"
 	"github.com/edgeindex/edgeindex/node"
 )
@@ -21,8 +21,8 @@ type seatKey struct {
 
 // seatRead is one node's detail, as a host gave it.
 type seatRead struct {
-	Host string                  `json:"host"`
-	Node *coordinator.NodeDetail `json:"node"`
+	Host string          `json:"host"`
+	Node *api.NodeDetail `json:"node"`
 }
 
 // upstreamError is a seat read that failed, with the status to answer.
@@ -45,35 +45,32 @@ func (m *Main) readSeat(ctx context.Context, k seatKey) (*seatRead, error) {
 	defer cancel()
 	defer context.AfterFunc(m.base, cancel)()
 
-	h := m.byName[k.host]
-	u := h.base + "/v1/nodes/" + url.PathEscape(k.node)
-	if k.cursor != "" {
-		u += "?" + url.Values{"cursor": {k.cursor}}.Encode()
-	}
-	status, body, err := m.get(ctx, u)
-	switch {
-	case err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)):
-		return nil, &upstreamError{http.StatusGatewayTimeout, fmt.Sprintf("coordinator %s did not answer within %s", k.host, m.Timeout)}
-	case err != nil:
-		return nil, &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s is unreachable: %s", k.host, describe(ctx, err, m.Timeout))}
-	case status == http.StatusNotFound:
-		return nil, &upstreamError{http.StatusNotFound, fmt.Sprintf("coordinator %s has no node %q: %s", k.host, k.node, answerText(status, body))}
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return nil, &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s refused the admin token: %s", k.host, answerText(status, body))}
-	case status == http.StatusBadRequest:
-		return nil, &upstreamError{http.StatusBadRequest, fmt.Sprintf("coordinator %s refused the request: %s", k.host, answerText(status, body))}
-	case status != http.StatusOK:
-		return nil, &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s answered %s", k.host, answerText(status, body))}
-	}
-	var d coordinator.NodeDetail
-	if err := json.Unmarshal(body, &d); err != nil || d.Name == "" {
-		detail := "it has no name"
-		if err != nil {
-			detail = err.Error()
-		}
-		return nil, &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s: the answer is not a node's detail: %s", k.host, detail)}
+	d, err := m.byName[k.host].admin.Node(ctx, k.node, k.cursor)
+	if err != nil {
+		return nil, seatError(ctx, k, err, m.Timeout)
 	}
 	return &seatRead{Host: k.host, Node: &d}, nil
+}
+
+// seatError is the *upstreamError of a seat read that failed, decided by
+// the error's sentinel (the answer's status and code).
+func seatError(ctx context.Context, k seatKey, err error, timeout time.Duration) *upstreamError {
+	var ae *api.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &upstreamError{http.StatusGatewayTimeout, fmt.Sprintf("coordinator %s did not answer within %s", k.host, timeout)}
+	case errors.Is(err, api.ErrNotFound):
+		return &upstreamError{http.StatusNotFound, fmt.Sprintf("coordinator %s has no node %q: %s", k.host, k.node, answerText(err))}
+	case errors.Is(err, api.ErrUnauthorized):
+		return &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s refused the admin token: %s", k.host, answerText(err))}
+	case errors.Is(err, api.ErrInvalid):
+		return &upstreamError{http.StatusBadRequest, fmt.Sprintf("coordinator %s refused the request: %s", k.host, answerText(err))}
+	case errors.As(err, &ae):
+		return &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s answered %s", k.host, answerText(err))}
+	case errors.Is(err, api.ErrProtocol), errors.Is(err, api.ErrTooLarge):
+		return &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s: the answer is not a node's detail: %s", k.host, err.Error())}
+	}
+	return &upstreamError{http.StatusBadGateway, fmt.Sprintf("coordinator %s is unreachable: %s", k.host, describe(ctx, err, timeout))}
 }
 
 // parseSeatKey reads ?key=HOST/NODE[&cursor=C]. Its errors wrap

@@ -9,12 +9,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"sort"
@@ -22,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/fleetcache"
 )
 
@@ -54,7 +52,11 @@ func run(ctx context.Context, args []string, token string, out io.Writer) error 
 	if *base == "" || token == "" {
 		return errors.New("--coordinator and EDGEINDEX_ADMIN_TOKEN are required")
 	}
-	cache, err := fleetcache.New(reader(http.DefaultClient, strings.TrimRight(*base, "/"), token), nil, fleetcache.Config{Keep: *keep})
+	admin, err := api.NewAdminClient(api.AdminConfig{BaseURL: *base, Token: token})
+	if err != nil {
+		return err
+	}
+	cache, err := fleetcache.New(reader(admin), nil, fleetcache.Config{Keep: *keep})
 	if err != nil {
 		return err
 	}
@@ -82,32 +84,15 @@ func run(ctx context.Context, args []string, token string, out io.Writer) error 
 	}
 }
 
-// reader reads GET /v1/fleet with the admin token.
-func reader(client *http.Client, base, token string) fleetcache.ReadFunc[coordinator.Fleet] {
-	return func(ctx context.Context, _ coordinator.Fleet) (coordinator.Fleet, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/fleet", nil)
-		if err != nil {
-			return coordinator.Fleet{}, err
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return coordinator.Fleet{}, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return coordinator.Fleet{}, fmt.Errorf("GET /v1/fleet: %s", resp.Status)
-		}
-		var f coordinator.Fleet
-		if err := json.NewDecoder(resp.Body).Decode(&f); err != nil {
-			return coordinator.Fleet{}, fmt.Errorf("GET /v1/fleet: %w", err)
-		}
-		return f, nil
+// reader reads GET /v1/fleet with the admin client.
+func reader(admin *api.AdminClient) fleetcache.ReadFunc[api.Fleet] {
+	return func(ctx context.Context, _ api.Fleet) (api.Fleet, error) {
+		return admin.Fleet(ctx)
 	}
 }
 
 // line sums a read up: nodes, leases, ranges by state, and its age.
-func line(a fleetcache.Answer[coordinator.Fleet]) string {
+func line(a fleetcache.Answer[api.Fleet]) string {
 	f := a.Value
 	leases := 0
 	for _, n := range f.Nodes {

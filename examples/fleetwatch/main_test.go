@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/fleetcache"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -65,7 +66,9 @@ func TestCachedLooks(t *testing.T) {
 	t.Parallel()
 	hs, hits := realCoordinator(t)
 	now := time.Now()
-	cache, err := fleetcache.New(reader(hs.Client(), hs.URL, "admin"), nil, fleetcache.Config{Keep: time.Minute, Now: func() time.Time { return now }})
+	admin, err := api.NewAdminClient(api.AdminConfig{BaseURL: hs.URL, Token: "admin", HTTP: hs.Client()})
+	require.NoError(t, err)
+	cache, err := fleetcache.New(reader(admin), nil, fleetcache.Config{Keep: time.Minute, Now: func() time.Time { return now }})
 	require.NoError(t, err)
 	for range 50 {
 		a, err := cache.Get(t.Context())
