@@ -4,20 +4,38 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
+// limit reads ?limit=, 1 to MaxPage when given.
 func limit(r *http.Request) (int, error) {
 	n, ok, err := queryInt(r, "limit")
 	if err != nil || !ok {
 		return 0, err
 	}
-	if n < 1 || n > 10000 {
-		return 0, lease.Invalidf("limit: 1 to 10000, not %d", n)
+	if n < 1 || n > MaxPage {
+		return 0, lease.Invalidf("limit: 1 to %d, not %d", MaxPage, n)
 	}
 	return int(n), nil
+}
+
+func (s *Server) handleFleet(w http.ResponseWriter, r *http.Request) error {
+	f, err := s.svc.Fleet(r.Context())
+	return s.reply(w, f, err)
+}
+
+func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) error {
+	before := int64(0)
+	if raw := r.URL.Query().Get("cursor"); raw != "" {
+		var err error
+		before, err = strconv.ParseInt(raw, 10, 64)
+		if err != nil || before < 1 {
+			return lease.Invalidf("cursor: a cursor from a previous page, not %q", raw)
+		}
+	}
+	d, err := s.svc.Node(r.Context(), r.PathValue("name"), before)
+	return s.reply(w, d, err)
 }
 
 func (s *Server) handleRanges(w http.ResponseWriter, r *http.Request) error {
@@ -25,31 +43,13 @@ func (s *Server) handleRanges(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if after < 0 {
-		return lease.Invalidf("after: a range id from a previous page, not %d", after)
-	}
 	lim, err := limit(r)
 	if err != nil {
 		return err
 	}
-	f := grouplease.RangeFilter{Group: r.URL.Query().Get("group"), State: lease.State(r.URL.Query().Get("state")), After: after, Limit: lim}
-	rs, err := s.cfg.Store.Ranges(r.Context(), f)
-	if err != nil {
-		return err
-	}
-	var next *string
-	if lim == 0 {
-		lim = 100
-	}
-	if len(rs) == lim {
-		c := strconv.FormatInt(rs[len(rs)-1].ID, 10)
-		next = &c
-	}
-	if rs == nil {
-		rs = []lease.Range{}
-	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"ranges": rs, "next": next})
-	return nil
+	q := r.URL.Query()
+	page, err := s.svc.Ranges(r.Context(), api.RangesQuery{Group: q.Get("group"), State: lease.State(q.Get("state")), After: after, Limit: lim})
+	return s.reply(w, page, err)
 }
 
 func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) error {
@@ -58,14 +58,6 @@ func (s *Server) handleResults(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	page, err := s.cfg.Store.Results(r.Context(), batch.Query{Group: q.Get("group"), After: q.Get("after"), Limit: lim})
-	if err != nil {
-		return err
-	}
-	var next *string
-	if page.Next != "" {
-		next = &page.Next
-	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"results": page.Results, "next": next})
-	return nil
+	page, err := s.svc.Results(r.Context(), api.ResultsQuery{Group: q.Get("group"), After: q.Get("after"), Limit: lim})
+	return s.reply(w, page, err)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -157,19 +158,19 @@ func TestBadInput(t *testing.T) {
 		}
 		var cases []badCase
 		for _, rt := range routes {
-			wrong, wrongStatus, wrongCode := admin, http.StatusUnauthorized, coordinator.CodeUnauthorized
+			wrong, wrongStatus, wrongCode := admin, http.StatusUnauthorized, api.CodeUnauthorized
 			if rt.admin {
-				wrong, wrongStatus, wrongCode = node, http.StatusForbidden, coordinator.CodeForbidden
+				wrong, wrongStatus, wrongCode = node, http.StatusForbidden, api.CodeForbidden
 			}
 			for _, c := range []struct {
 				what, auth string
 				status     int
 				code       string
 			}{
-				{"no token", "", http.StatusUnauthorized, coordinator.CodeUnauthorized},
-				{"an unknown token", "Bearer " + strings.Repeat("0", 64), http.StatusUnauthorized, coordinator.CodeUnauthorized},
-				{"an empty bearer", "Bearer ", http.StatusUnauthorized, coordinator.CodeUnauthorized},
-				{"another scheme", "Basic " + h.token, http.StatusUnauthorized, coordinator.CodeUnauthorized},
+				{"no token", "", http.StatusUnauthorized, api.CodeUnauthorized},
+				{"an unknown token", "Bearer " + strings.Repeat("0", 64), http.StatusUnauthorized, api.CodeUnauthorized},
+				{"an empty bearer", "Bearer ", http.StatusUnauthorized, api.CodeUnauthorized},
+				{"another scheme", "Basic " + h.token, http.StatusUnauthorized, api.CodeUnauthorized},
 				{"the wrong kind of token", wrong, wrongStatus, wrongCode},
 			} {
 				cases = append(cases, badCase{name: rt.method + " " + rt.path + ": " + c.what, method: rt.method, path: rt.path,
@@ -186,100 +187,100 @@ func TestBadInput(t *testing.T) {
 		}
 		cases = append(cases,
 			// Fences and holders.
-			badCase{name: "batch: a stale token", method: "POST", path: rA + "/batch", auth: node, leaseToken: fmt.Sprint(la.Token + 1), body: okBatch, status: 409, code: coordinator.CodeLeaseLost},
-			badCase{name: "batch: another node's", method: "POST", path: rA + "/batch", auth: node2, leaseToken: tA, body: okBatch, status: 409, code: coordinator.CodeLeaseLost},
-			badCase{name: "release: another node's", method: "POST", path: rA + "/release", auth: node2, leaseToken: tA, status: 409, code: coordinator.CodeLeaseLost},
-			badCase{name: "lane release: another node's", method: "POST", path: lane + "/release?lane=tail", auth: node2, leaseToken: tL, status: 409, code: coordinator.CodeLeaseLost},
-			badCase{name: "snapshot: another node's", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node2, leaseToken: tL, body: okSnap, status: 409, code: coordinator.CodeLeaseLost},
-			badCase{name: "snapshot: no such group", method: "PUT", path: "/v1/groups/999/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: okSnap, status: 404, code: coordinator.CodeNotFound},
-			badCase{name: "finish: before the end", method: "POST", path: rA + "/finish", auth: node, leaseToken: tA, status: 409, code: coordinator.CodeConflict},
+			badCase{name: "batch: a stale token", method: "POST", path: rA + "/batch", auth: node, leaseToken: fmt.Sprint(la.Token + 1), body: okBatch, status: 409, code: api.CodeLeaseLost},
+			badCase{name: "batch: another node's", method: "POST", path: rA + "/batch", auth: node2, leaseToken: tA, body: okBatch, status: 409, code: api.CodeLeaseLost},
+			badCase{name: "release: another node's", method: "POST", path: rA + "/release", auth: node2, leaseToken: tA, status: 409, code: api.CodeLeaseLost},
+			badCase{name: "lane release: another node's", method: "POST", path: lane + "/release?lane=tail", auth: node2, leaseToken: tL, status: 409, code: api.CodeLeaseLost},
+			badCase{name: "snapshot: another node's", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node2, leaseToken: tL, body: okSnap, status: 409, code: api.CodeLeaseLost},
+			badCase{name: "snapshot: no such group", method: "PUT", path: "/v1/groups/999/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: okSnap, status: 404, code: api.CodeNotFound},
+			badCase{name: "finish: before the end", method: "POST", path: rA + "/finish", auth: node, leaseToken: tA, status: 409, code: api.CodeConflict},
 
 			// Traversal through group names and ids.
 			badCase{name: "ranges of a group named ../../escape", method: "GET", path: "/v1/ranges?group=../../escape", auth: admin, status: 200},
-			badCase{name: "ranges of ../../../etc/passwd", method: "GET", path: "/v1/ranges?group=..%2F..%2F..%2Fetc%2Fpasswd", auth: admin, status: 404, code: coordinator.CodeNotFound},
-			badCase{name: "results of ../../../etc/passwd", method: "GET", path: "/v1/results?group=../../../etc/passwd", auth: admin, status: 404, code: coordinator.CodeNotFound},
-			badCase{name: "node ../edge-1", method: "GET", path: "/v1/nodes/..%2Fedge-1", auth: admin, status: 404, code: coordinator.CodeNotFound},
-			badCase{name: "a range id ../1", method: "GET", path: "/v1/ranges/..%2F1/stream", auth: node, leaseToken: tA, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "a group id 1/../2", method: "PUT", path: "/v1/groups/1%2F..%2F2/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: okSnap, status: 400, code: coordinator.CodeInvalid},
+			badCase{name: "ranges of ../../../etc/passwd", method: "GET", path: "/v1/ranges?group=..%2F..%2F..%2Fetc%2Fpasswd", auth: admin, status: 404, code: api.CodeNotFound},
+			badCase{name: "results of ../../../etc/passwd", method: "GET", path: "/v1/results?group=../../../etc/passwd", auth: admin, status: 404, code: api.CodeNotFound},
+			badCase{name: "node ../edge-1", method: "GET", path: "/v1/nodes/..%2Fedge-1", auth: admin, status: 404, code: api.CodeNotFound},
+			badCase{name: "a range id ../1", method: "GET", path: "/v1/ranges/..%2F1/stream", auth: node, leaseToken: tA, status: 400, code: api.CodeInvalid},
+			badCase{name: "a group id 1/../2", method: "PUT", path: "/v1/groups/1%2F..%2F2/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: okSnap, status: 400, code: api.CodeInvalid},
 			// ServeMux redirects to the cleaned path of a route it has.
 			badCase{name: "a path that climbs", method: "GET", path: "/v1/groups/../../v1/fleet", auth: admin, status: 307},
-			badCase{name: "a path that climbs out", method: "GET", path: "/../../../etc/passwd", auth: admin, status: 404, code: coordinator.CodeNotFound},
-			badCase{name: "a path that climbs, escaped", method: "GET", path: "/v1/ranges/1/..%2F..%2F..%2Fetc%2Fpasswd", auth: node, status: 404, code: coordinator.CodeNotFound},
+			badCase{name: "a path that climbs out", method: "GET", path: "/../../../etc/passwd", auth: admin, status: 404, code: api.CodeNotFound},
+			badCase{name: "a path that climbs, escaped", method: "GET", path: "/v1/ranges/1/..%2F..%2F..%2Fetc%2Fpasswd", auth: node, status: 404, code: api.CodeNotFound},
 
 			// Bodies over the limits.
-			batchCase("over MaxBody", string(overBatch), 413, coordinator.CodeTooLarge),
-			badCase{name: "batch: over MaxBody, no length", method: "POST", path: rA + "/batch", auth: node, leaseToken: tA, body: overBatch, chunked: true, status: 413, code: coordinator.CodeTooLarge},
-			badCase{name: "snapshot: over MaxSnapshot", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: overSnap, status: 413, code: coordinator.CodeTooLarge},
-			badCase{name: "snapshot: over MaxSnapshot, no length", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: overSnap, chunked: true, status: 413, code: coordinator.CodeTooLarge},
-			badCase{name: "corrupt: a big body", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: append([]byte(`{"from": 26}`), big(8000)...), status: 413, code: coordinator.CodeTooLarge},
+			batchCase("over MaxBody", string(overBatch), 413, api.CodeTooLarge),
+			badCase{name: "batch: over MaxBody, no length", method: "POST", path: rA + "/batch", auth: node, leaseToken: tA, body: overBatch, chunked: true, status: 413, code: api.CodeTooLarge},
+			badCase{name: "snapshot: over MaxSnapshot", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: overSnap, status: 413, code: api.CodeTooLarge},
+			badCase{name: "snapshot: over MaxSnapshot, no length", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: overSnap, chunked: true, status: 413, code: api.CodeTooLarge},
+			badCase{name: "corrupt: a big body", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: append([]byte(`{"from": 26}`), big(8000)...), status: 413, code: api.CodeTooLarge},
 
 			// Malformed JSON and wrong types.
-			batchCase("not JSON", `hello`, 400, coordinator.CodeInvalid),
-			batchCase("empty", ``, 400, coordinator.CodeInvalid),
-			batchCase("cut short", `{"from": 26, "to": 50,`, 400, coordinator.CodeInvalid),
-			batchCase("an array", `[]`, 400, coordinator.CodeInvalid),
-			batchCase("null", `null`, 400, coordinator.CodeInvalid),
-			batchCase("two objects", string(okBatch)+string(okBatch), 400, coordinator.CodeInvalid),
-			batchCase("an unknown field", `{"from": 26, "to": 50, "headers": 0, "items": [], "extra": 1}`, 400, coordinator.CodeInvalid),
-			batchCase("a repeated field", `{"from": 26, "from": 26, "to": 50, "headers": 0, "items": []}`, 400, coordinator.CodeInvalid),
-			batchCase("from as a string", `{"from": "26", "to": 50, "headers": 0, "items": []}`, 400, coordinator.CodeInvalid),
-			batchCase("to as a float", `{"from": 26, "to": 50.5, "headers": 0, "items": []}`, 400, coordinator.CodeInvalid),
-			batchCase("items as an object", `{"from": 26, "to": 50, "headers": 0, "items": {}}`, 400, coordinator.CodeInvalid),
-			batchCase("an item without a value", `{"from": 26, "to": 50, "headers": 0, "items": [{"key": "k"}]}`, 400, coordinator.CodeInvalid),
-			batchCase("an item with an empty key", `{"from": 26, "to": 50, "headers": 0, "items": [{"key": "", "value": 1}]}`, 400, coordinator.CodeInvalid),
-			batchCase("invalid UTF-8", "{\"from\": 26, \"to\": 50, \"headers\": 0, \"items\": [{\"key\": \"\xff\", \"value\": 1}]}", 400, coordinator.CodeInvalid),
-			badCase{name: "corrupt: from as a string", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": "26"}`), status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "corrupt: an unknown field", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": 26, "x": 1}`), status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "corrupt: not a chunk's start", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": 27}`), status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "snapshot: not gzip", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: []byte("plain text"), status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "snapshot: gzip cut short", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: okSnap[:len(okSnap)-4], status: 400, code: coordinator.CodeInvalid},
+			batchCase("not JSON", `hello`, 400, api.CodeInvalid),
+			batchCase("empty", ``, 400, api.CodeInvalid),
+			batchCase("cut short", `{"from": 26, "to": 50,`, 400, api.CodeInvalid),
+			batchCase("an array", `[]`, 400, api.CodeInvalid),
+			batchCase("null", `null`, 400, api.CodeInvalid),
+			batchCase("two objects", string(okBatch)+string(okBatch), 400, api.CodeInvalid),
+			batchCase("an unknown field", `{"from": 26, "to": 50, "headers": 0, "items": [], "extra": 1}`, 400, api.CodeInvalid),
+			batchCase("a repeated field", `{"from": 26, "from": 26, "to": 50, "headers": 0, "items": []}`, 400, api.CodeInvalid),
+			batchCase("from as a string", `{"from": "26", "to": 50, "headers": 0, "items": []}`, 400, api.CodeInvalid),
+			batchCase("to as a float", `{"from": 26, "to": 50.5, "headers": 0, "items": []}`, 400, api.CodeInvalid),
+			batchCase("items as an object", `{"from": 26, "to": 50, "headers": 0, "items": {}}`, 400, api.CodeInvalid),
+			batchCase("an item without a value", `{"from": 26, "to": 50, "headers": 0, "items": [{"key": "k"}]}`, 400, api.CodeInvalid),
+			batchCase("an item with an empty key", `{"from": 26, "to": 50, "headers": 0, "items": [{"key": "", "value": 1}]}`, 400, api.CodeInvalid),
+			batchCase("invalid UTF-8", "{\"from\": 26, \"to\": 50, \"headers\": 0, \"items\": [{\"key\": \"\xff\", \"value\": 1}]}", 400, api.CodeInvalid),
+			badCase{name: "corrupt: from as a string", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": "26"}`), status: 400, code: api.CodeInvalid},
+			badCase{name: "corrupt: an unknown field", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": 26, "x": 1}`), status: 400, code: api.CodeInvalid},
+			badCase{name: "corrupt: not a chunk's start", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": 27}`), status: 400, code: api.CodeInvalid},
+			badCase{name: "snapshot: not gzip", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: []byte("plain text"), status: 400, code: api.CodeInvalid},
+			badCase{name: "snapshot: gzip cut short", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: okSnap[:len(okSnap)-4], status: 400, code: api.CodeInvalid},
 
 			// int64 overflow.
-			batchCase("from past int64", `{"from": 9223372036854775808, "to": 9223372036854775809, "headers": 0, "items": []}`, 400, coordinator.CodeInvalid),
-			batchCase("to as 1e30", `{"from": 26, "to": 1e30, "headers": 0, "items": []}`, 400, coordinator.CodeInvalid),
-			batchCase("to at MaxInt64, past the end", `{"from": 26, "to": 9223372036854775807, "headers": 0, "items": []}`, 400, coordinator.CodeInvalid),
-			batchCase("headers past int64", `{"from": 26, "to": 50, "headers": 99999999999999999999, "items": []}`, 400, coordinator.CodeInvalid),
-			badCase{name: "corrupt: from past int64", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": 9223372036854775808}`), status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "a Lease-Token past int64", method: "POST", path: rA + "/heartbeat", auth: node, leaseToken: "9223372036854775808", status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "a range id past int64", method: "POST", path: "/v1/ranges/9223372036854775808/heartbeat", auth: node, leaseToken: tA, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "snapshot: next past int64", method: "PUT", path: lane + "/snapshot?lane=tail&next=9223372036854775808", auth: node, leaseToken: tL, body: okSnap, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "snapshot: next at MaxInt64", method: "PUT", path: lane + "/snapshot?lane=tail&next=9223372036854775807", auth: node, leaseToken: tL, body: okSnap, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "ranges: limit past int64", method: "GET", path: "/v1/ranges?limit=9223372036854775808", auth: admin, status: 400, code: coordinator.CodeInvalid},
+			batchCase("from past int64", `{"from": 9223372036854775808, "to": 9223372036854775809, "headers": 0, "items": []}`, 400, api.CodeInvalid),
+			batchCase("to as 1e30", `{"from": 26, "to": 1e30, "headers": 0, "items": []}`, 400, api.CodeInvalid),
+			batchCase("to at MaxInt64, past the end", `{"from": 26, "to": 9223372036854775807, "headers": 0, "items": []}`, 400, api.CodeInvalid),
+			batchCase("headers past int64", `{"from": 26, "to": 50, "headers": 99999999999999999999, "items": []}`, 400, api.CodeInvalid),
+			badCase{name: "corrupt: from past int64", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": 9223372036854775808}`), status: 400, code: api.CodeInvalid},
+			badCase{name: "a Lease-Token past int64", method: "POST", path: rA + "/heartbeat", auth: node, leaseToken: "9223372036854775808", status: 400, code: api.CodeInvalid},
+			badCase{name: "a range id past int64", method: "POST", path: "/v1/ranges/9223372036854775808/heartbeat", auth: node, leaseToken: tA, status: 400, code: api.CodeInvalid},
+			badCase{name: "snapshot: next past int64", method: "PUT", path: lane + "/snapshot?lane=tail&next=9223372036854775808", auth: node, leaseToken: tL, body: okSnap, status: 400, code: api.CodeInvalid},
+			badCase{name: "snapshot: next at MaxInt64", method: "PUT", path: lane + "/snapshot?lane=tail&next=9223372036854775807", auth: node, leaseToken: tL, body: okSnap, status: 400, code: api.CodeInvalid},
+			badCase{name: "ranges: limit past int64", method: "GET", path: "/v1/ranges?limit=9223372036854775808", auth: admin, status: 400, code: api.CodeInvalid},
 
 			// Negative numbers and spans.
-			batchCase("a negative span", `{"from": -5, "to": -1, "headers": 0, "items": [{"key": "k", "value": 1}]}`, 400, coordinator.CodeInvalid),
-			batchCase("from after to", `{"from": 50, "to": 26, "headers": 0, "items": []}`, 400, coordinator.CodeInvalid),
-			batchCase("negative headers", `{"from": 26, "to": 50, "headers": -1, "items": []}`, 400, coordinator.CodeInvalid),
-			batchCase("a gap", `{"from": 30, "to": 50, "headers": 0, "items": []}`, 409, coordinator.CodeConflict),
-			batchCase("an overlap", `{"from": 20, "to": 50, "headers": 0, "items": []}`, 409, coordinator.CodeConflict),
-			badCase{name: "corrupt: a negative from", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": -1}`), status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "a negative Lease-Token", method: "POST", path: rA + "/heartbeat", auth: node, leaseToken: "-1", status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "a negative range id", method: "POST", path: "/v1/ranges/-1/heartbeat", auth: node, leaseToken: tA, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "snapshot: a negative next", method: "PUT", path: lane + "/snapshot?lane=tail&next=-1", auth: node, leaseToken: tL, body: okSnap, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "ranges: a negative cursor", method: "GET", path: "/v1/ranges?after=-1", auth: admin, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "ranges: a negative limit", method: "GET", path: "/v1/ranges?limit=-1", auth: admin, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "node: a negative cursor", method: "GET", path: "/v1/nodes/edge-1?cursor=-1", auth: admin, status: 400, code: coordinator.CodeInvalid},
+			batchCase("a negative span", `{"from": -5, "to": -1, "headers": 0, "items": [{"key": "k", "value": 1}]}`, 400, api.CodeInvalid),
+			batchCase("from after to", `{"from": 50, "to": 26, "headers": 0, "items": []}`, 400, api.CodeInvalid),
+			batchCase("negative headers", `{"from": 26, "to": 50, "headers": -1, "items": []}`, 400, api.CodeInvalid),
+			batchCase("a gap", `{"from": 30, "to": 50, "headers": 0, "items": []}`, 409, api.CodeConflict),
+			batchCase("an overlap", `{"from": 20, "to": 50, "headers": 0, "items": []}`, 409, api.CodeConflict),
+			badCase{name: "corrupt: a negative from", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: []byte(`{"from": -1}`), status: 400, code: api.CodeInvalid},
+			badCase{name: "a negative Lease-Token", method: "POST", path: rA + "/heartbeat", auth: node, leaseToken: "-1", status: 400, code: api.CodeInvalid},
+			badCase{name: "a negative range id", method: "POST", path: "/v1/ranges/-1/heartbeat", auth: node, leaseToken: tA, status: 400, code: api.CodeInvalid},
+			badCase{name: "snapshot: a negative next", method: "PUT", path: lane + "/snapshot?lane=tail&next=-1", auth: node, leaseToken: tL, body: okSnap, status: 400, code: api.CodeInvalid},
+			badCase{name: "ranges: a negative cursor", method: "GET", path: "/v1/ranges?after=-1", auth: admin, status: 400, code: api.CodeInvalid},
+			badCase{name: "ranges: a negative limit", method: "GET", path: "/v1/ranges?limit=-1", auth: admin, status: 400, code: api.CodeInvalid},
+			badCase{name: "node: a negative cursor", method: "GET", path: "/v1/nodes/edge-1?cursor=-1", auth: admin, status: 400, code: api.CodeInvalid},
 
 			// Unknown lanes and states.
-			badCase{name: "lane lease: an unknown lane", method: "POST", path: "/v1/groups/lease?lane=sideways", auth: node, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "next: a lane in capitals", method: "POST", path: lane + "/next?lane=TAIL", auth: node, leaseToken: tL, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "lane release: an unknown lane", method: "POST", path: lane + "/release?lane=x", auth: node, leaseToken: tL, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "snapshot: an unknown lane", method: "PUT", path: lane + "/snapshot?lane=sideways&next=60", auth: node, leaseToken: tL, body: okSnap, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "snapshot reset: an unknown lane", method: "DELETE", path: lane + "/snapshot?lane=x", auth: admin, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "snapshot: the lane it does not hold", method: "PUT", path: lane + "/snapshot?lane=history&next=60", auth: node, leaseToken: tL, body: okSnap, status: 404, code: coordinator.CodeNotFound},
-			badCase{name: "ranges: an unknown state", method: "GET", path: "/v1/ranges?state=sleepy", auth: admin, status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "results: a cursor that is not one", method: "GET", path: "/v1/results?after=zzz", auth: admin, status: 400, code: coordinator.CodeInvalid},
+			badCase{name: "lane lease: an unknown lane", method: "POST", path: "/v1/groups/lease?lane=sideways", auth: node, status: 400, code: api.CodeInvalid},
+			badCase{name: "next: a lane in capitals", method: "POST", path: lane + "/next?lane=TAIL", auth: node, leaseToken: tL, status: 400, code: api.CodeInvalid},
+			badCase{name: "lane release: an unknown lane", method: "POST", path: lane + "/release?lane=x", auth: node, leaseToken: tL, status: 400, code: api.CodeInvalid},
+			badCase{name: "snapshot: an unknown lane", method: "PUT", path: lane + "/snapshot?lane=sideways&next=60", auth: node, leaseToken: tL, body: okSnap, status: 400, code: api.CodeInvalid},
+			badCase{name: "snapshot reset: an unknown lane", method: "DELETE", path: lane + "/snapshot?lane=x", auth: admin, status: 400, code: api.CodeInvalid},
+			badCase{name: "snapshot: the lane it does not hold", method: "PUT", path: lane + "/snapshot?lane=history&next=60", auth: node, leaseToken: tL, body: okSnap, status: 404, code: api.CodeNotFound},
+			badCase{name: "ranges: an unknown state", method: "GET", path: "/v1/ranges?state=sleepy", auth: admin, status: 400, code: api.CodeInvalid},
+			badCase{name: "results: a cursor that is not one", method: "GET", path: "/v1/results?after=zzz", auth: admin, status: 400, code: api.CodeInvalid},
 
 			// Huge query strings and headers, under the header limit (over it,
 			// see below).
-			badCase{name: "results: a 40 KiB group name", method: "GET", path: "/v1/results?group=" + strings.Repeat("g", 40<<10), auth: admin, status: 404, code: coordinator.CodeNotFound},
-			badCase{name: "a 40 KiB Lease-Token", method: "POST", path: rA + "/heartbeat", auth: node, leaseToken: strings.Repeat("9", 40<<10), status: 400, code: coordinator.CodeInvalid},
-			badCase{name: "a 40 KiB unknown token", method: "POST", path: "/v1/lease", auth: "Bearer " + strings.Repeat("t", 40<<10), status: 401, code: coordinator.CodeUnauthorized},
-			badCase{name: "2,000 lane parameters", method: "POST", path: lane + "/next?" + strings.Repeat("lane=x&", 2000), auth: node, leaseToken: tL, status: 400, code: coordinator.CodeInvalid},
+			badCase{name: "results: a 40 KiB group name", method: "GET", path: "/v1/results?group=" + strings.Repeat("g", 40<<10), auth: admin, status: 404, code: api.CodeNotFound},
+			badCase{name: "a 40 KiB Lease-Token", method: "POST", path: rA + "/heartbeat", auth: node, leaseToken: strings.Repeat("9", 40<<10), status: 400, code: api.CodeInvalid},
+			badCase{name: "a 40 KiB unknown token", method: "POST", path: "/v1/lease", auth: "Bearer " + strings.Repeat("t", 40<<10), status: 401, code: api.CodeUnauthorized},
+			badCase{name: "2,000 lane parameters", method: "POST", path: lane + "/next?" + strings.Repeat("lane=x&", 2000), auth: node, leaseToken: tL, status: 400, code: api.CodeInvalid},
 
 			// Unknown routes and methods.
-			badCase{name: "an unknown route", method: "POST", path: "/v1/nowhere", auth: node, status: 404, code: coordinator.CodeNotFound},
-			badCase{name: "a method a route does not take", method: "DELETE", path: rA + "/batch", auth: node, leaseToken: tA, status: 405, code: coordinator.CodeMethodNotAllowed},
+			badCase{name: "an unknown route", method: "POST", path: "/v1/nowhere", auth: node, status: 404, code: api.CodeNotFound},
+			badCase{name: "a method a route does not take", method: "DELETE", path: rA + "/batch", auth: node, leaseToken: tA, status: 405, code: api.CodeMethodNotAllowed},
 		)
 
 		t.Logf("%d bad requests, each checked to change nothing", len(cases)+4)

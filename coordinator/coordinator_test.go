@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -527,13 +528,13 @@ func TestFleetAndNode(t *testing.T) {
 
 		r = h.do("GET", "/v1/fleet", adminToken, 0, nil)
 		require.Equal(t, http.StatusOK, r.status)
-		var f coordinator.Fleet
+		var f api.Fleet
 		require.NoError(t, json.Unmarshal(r.body, &f))
-		require.Equal(t, coordinator.FleetSchema, f.Schema)
+		require.Equal(t, api.FleetSchema, f.Schema)
 		require.Len(t, f.Nodes, 2)
 		require.Equal(t, "edge-1", f.Nodes[0].Name)
 		require.Len(t, f.Nodes[0].Leases, 1)
-		require.Equal(t, coordinator.FleetLease{Range: l.Range.ID, Group: "plain", Lane: lease.LaneHistory, Start: 1, Next: 31, End: 100,
+		require.Equal(t, api.FleetLease{Range: l.Range.ID, Group: "plain", Lane: lease.LaneHistory, Start: 1, Next: 31, End: 100,
 			ExpiresAt: f.Nodes[0].Leases[0].ExpiresAt}, f.Nodes[0].Leases[0])
 		require.Empty(t, f.Nodes[1].Leases)
 		require.Equal(t, map[lease.State]int64{lease.StatePending: 2, lease.StateLeased: 1}, f.Ranges)
@@ -546,7 +547,7 @@ func TestFleetAndNode(t *testing.T) {
 
 		r = h.do("GET", "/v1/nodes/edge-1", adminToken, 0, nil)
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-		var d coordinator.NodeDetail
+		var d api.NodeDetail
 		require.NoError(t, json.Unmarshal(r.body, &d))
 		require.Equal(t, "edge-1", d.Name)
 		require.Len(t, d.Leases, 1)

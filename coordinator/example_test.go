@@ -1,14 +1,23 @@
 package coordinator_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -40,4 +49,74 @@ func ExampleNew() {
 	// Output:
 	// 401 without a node token
 	// 200 for /healthz
+}
+
+// Driving the Service without HTTP, as the demo or a test may: grant a
+// range, stream its chunks, store a batch per chunk, finish it. Here the
+// prefetcher makes one pass by hand; serve runs it in the background.
+func ExampleService() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "service-example")
+	defer os.RemoveAll(dir)
+	store, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), sqlstore.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	sp, _ := spool.Open(filepath.Join(dir, "spool"), spool.Config{})
+	defer sp.Close()
+	src, _ := spool.NewSynthetic(spool.SyntheticConfig{})
+	pf, _ := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: sp, Claims: store, Targets: store})
+	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, SnapshotDir: filepath.Join(dir, "snapshots"), Prefetcher: pf})
+	if err != nil {
+		panic(err)
+	}
+	store.AddNode(ctx, "edge-1", node.HashToken("edge-1-token"))
+	store.AddGroup(ctx, grouplease.Group{Name: "alt.binaries.example", RangeSize: 1000, ChunkSize: 400})
+	store.AddRanges(ctx, grouplease.NewRanges{Group: "alt.binaries.example", From: 1, To: 1000})
+
+	l, err := svc.Grant(ctx, "edge-1")
+	if err != nil {
+		panic(err)
+	}
+	f := lease.Fence{Node: "edge-1", Token: l.Token}
+	pf.Pass(ctx)
+	rs, err := svc.OpenStream(ctx, l.Range.ID, f)
+	if err != nil {
+		panic(err)
+	}
+	var frames bytes.Buffer
+	rs.Send(ctx, coordinator.StreamSink{W: &frames})
+	fr, _ := edgeframe.NewReader(&frames, edgeframe.Config{})
+	for {
+		fm, err := fr.Next()
+		if err != nil {
+			break // io.EOF after the end frame
+		}
+		if fm.Type != edgeframe.TypeChunk {
+			continue
+		}
+		lines := 0
+		overview.ReadChunk(fm.Data, func(overview.Overview) error { lines++; return nil })
+		res, err := svc.StoreBatch(ctx, l.Range.ID, f, api.Batch{From: fm.From, To: fm.To, Headers: int64(lines),
+			Items: []api.Item{{Key: fmt.Sprint("chunk-", fm.From), Value: json.RawMessage(`{"lines":` + fmt.Sprint(lines) + `}`)}}})
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("chunk %d-%d: %d lines, next %d\n", fm.From, fm.To, lines, res.Next)
+	}
+	if err := svc.Finish(ctx, l.Range.ID, f); err != nil {
+		panic(err)
+	}
+	// The fence holds without HTTP too: the finished range is no longer held.
+	_, err = svc.Heartbeat(ctx, l.Range.ID, f)
+	fmt.Println("heartbeat after finish is a lost lease:", errors.Is(err, lease.ErrLeaseLost))
+	fleet, _ := svc.Fleet(ctx)
+	fmt.Println("ranges done:", fleet.Ranges[lease.StateDone])
+	// Output:
+	// chunk 1-400: 400 lines, next 401
+	// chunk 401-800: 400 lines, next 801
+	// chunk 801-1000: 200 lines, next 1001
+	// heartbeat after finish is a lost lease: true
+	// ranges done: 1
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -30,7 +31,7 @@ func pathID(r *http.Request) (int64, error) {
 
 // fence reads the Lease-Token header for node n.
 func fence(r *http.Request, n string) (lease.Fence, error) {
-	raw := r.Header.Get("Lease-Token")
+	raw := r.Header.Get(api.HeaderLeaseToken)
 	t, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || t < 1 {
 		return lease.Fence{}, lease.Invalidf("Lease-Token: a positive integer is required, not %q", raw)
@@ -67,7 +68,7 @@ func decodeJSON(r *http.Request, limit int64, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if tooBig(err) {
-			return fmt.Errorf("%w: at most %d bytes", errTooLarge, limit)
+			return fmt.Errorf("%w: at most %d bytes", api.ErrTooLarge, limit)
 		}
 		if errors.Is(err, io.EOF) {
 			return lease.Invalidf("body: a JSON object is required")
@@ -78,7 +79,7 @@ func decodeJSON(r *http.Request, limit int64, v any) error {
 	// large even when its object came first.
 	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), body))
 	if tooBig(err) {
-		return fmt.Errorf("%w: at most %d bytes", errTooLarge, limit)
+		return fmt.Errorf("%w: at most %d bytes", api.ErrTooLarge, limit)
 	}
 	if err != nil {
 		return lease.Invalidf("body: %v", err)

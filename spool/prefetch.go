@@ -21,6 +21,11 @@ type Target struct {
 	ChunkSize int64
 }
 
+// InCorpus reports whether the chunks of r live in the corpus c: a capture
+// range's do when a corpus is configured; every other range's live in the
+// spool. Prefetching, dropping and serving a chunk all ask it.
+func InCorpus(r lease.Range, c corpus.Store) bool { return r.Capture && c != nil }
+
 // Targets lists what to prefetch: the leased ranges first, in the order a
 // grant takes them, then up to lookahead pending ranges in the same order.
 type Targets interface {
@@ -188,7 +193,7 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 			if p.has(t, span) {
 				continue
 			}
-			if !t.Range.Capture || p.cfg.Corpus == nil {
+			if !InCorpus(t.Range, p.cfg.Corpus) {
 				if leased {
 					mu.Lock()
 					need := min(last, p.cfg.Spool.MaxBytes())
@@ -221,7 +226,7 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 }
 
 func (p *Prefetcher) has(t Target, span lease.Span) bool {
-	if t.Range.Capture && p.cfg.Corpus != nil {
+	if InCorpus(t.Range, p.cfg.Corpus) {
 		return p.cfg.Corpus.Has(t.Range.Group, span)
 	}
 	return p.cfg.Spool.Has(t.Range.ID, span)
@@ -252,7 +257,7 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int,
 		return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err),
 			p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span, p.cfg.Owner))
 	}
-	if t.Range.Capture && p.cfg.Corpus != nil {
+	if InCorpus(t.Range, p.cfg.Corpus) {
 		err = p.cfg.Corpus.Put(t.Range.Group, span, data)
 	} else {
 		err = p.cfg.Spool.Put(id, span, data)

@@ -1,0 +1,176 @@
+package coordinator
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/corpus"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+// Store is every store the coordinator uses; sqlstore.Store is one.
+type Store interface {
+	lease.Store
+	batch.Store
+	grouplease.Catalog
+	grouplease.Store
+	grouplease.SnapshotStore
+	node.Store
+	spool.Claims
+	Ping(ctx context.Context) error
+}
+
+// Prefetch is what the Service needs of a prefetcher: *spool.Prefetcher is
+// one. Kick asks for a pass soon (a range was leased, a chunk dropped);
+// Notify returns a channel closed when the next chunk is stored, which a
+// stream takes before it looks for a chunk and then waits on.
+type Prefetch interface {
+	Kick()
+	Notify() <-chan struct{}
+}
+
+// Defaults of Config.
+const (
+	DefaultLeaseTTL    = 60 * time.Second
+	DefaultMaxBody     = 64 << 20
+	DefaultMaxSnapshot = 64 << 20
+	// DefaultWriteTimeout bounds one write to a client.
+	DefaultWriteTimeout = 30 * time.Second
+)
+
+// Config configures a Service, and the Server over it. Store, Spool and
+// SnapshotDir are required; the zero value of every other field means its
+// default.
+type Config struct {
+	Store Store
+	Spool spool.Store
+	// Corpus holds capture ranges' chunks; nil: they stay in the spool.
+	Corpus corpus.Store
+	// SnapshotDir holds the lanes' snapshot files.
+	SnapshotDir string
+	// Prefetcher, when set, is kicked when a range is leased or a chunk
+	// dropped, and tells streams when a chunk arrives. A nil
+	// *spool.Prefetcher counts as none.
+	Prefetcher Prefetch
+	// AdminToken guards the admin API; empty: the admin API answers 401.
+	// Only the Server uses it.
+	AdminToken string
+	// LeaseTTL is the TTL of every grant. Default 60s.
+	LeaseTTL time.Duration
+	// MaxBody caps a batch body (413 above it). Default 64 MiB.
+	MaxBody int64
+	// MaxSnapshot caps a snapshot body (413 above it). Default 64 MiB.
+	MaxSnapshot int64
+	// MaxBatchBytes bounds the bytes of batch bodies decoded and stored at
+	// once (a body of unknown length counts as MaxBody); a batch with no
+	// room gets 503 busy with Retry-After. Decoding takes a few times a
+	// body's size in memory, so this bounds the memory batches take. At
+	// least MaxBody; default 2 × MaxBody.
+	MaxBatchBytes int64
+	// WriteTimeout bounds each write to a client: a piece of a stream or of
+	// a snapshot (spool.WritePiece bytes), or a JSON answer. A worker that
+	// stops reading loses its stream after it. Default 30s.
+	WriteTimeout time.Duration
+	// Keepalive and WaitLimit tune streams (spool.StreamConfig); defaults 20s and 1h.
+	Keepalive, WaitLimit time.Duration
+	Logger               *slog.Logger
+	// Metrics, when set, counts what the coordinator does. See NewMetrics.
+	Metrics *Metrics
+}
+
+// withDefaults returns c with every zero field that has a default set to it.
+func (c Config) withDefaults() Config {
+	if p, ok := c.Prefetcher.(*spool.Prefetcher); ok && p == nil {
+		c.Prefetcher = nil
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxSnapshot == 0 {
+		c.MaxSnapshot = DefaultMaxSnapshot
+	}
+	if c.MaxBatchBytes == 0 && c.MaxBody > 0 {
+		c.MaxBatchBytes = 2 * c.MaxBody
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
+	if c.Store == nil || c.Spool == nil || c.SnapshotDir == "" {
+		return lease.Invalidf("coordinator: Store, Spool and SnapshotDir are required")
+	}
+	if c.LeaseTTL < time.Second || c.MaxBody < 1 || c.MaxSnapshot < 1 || c.MaxBatchBytes < c.MaxBody || c.WriteTimeout < 0 {
+		return lease.Invalidf("coordinator: LeaseTTL must be at least 1s, MaxBody and MaxSnapshot at least 1, MaxBatchBytes at least MaxBody, WriteTimeout not negative")
+	}
+	return nil
+}
+
+// Service is the coordinator's operations, with no HTTP in them: it owns
+// the store, the chunk storage (spool and corpus), the snapshot files and
+// the prefetch kick, and holds the rules that tie them together (a finish
+// drops the range's spool, a corrupt chunk leaves the spool and the corpus,
+// a snapshot file becomes current only through the fenced metadata update).
+// The Server is a thin HTTP layer over it; a program, the demo or a test
+// may call it directly.
+//
+// Every call that acts on a held lease takes its lease.Fence (the node's
+// name and the grant's token) and fails with an error wrapping
+// lease.ErrLeaseLost when it no longer holds. Errors wrap the sentinels of
+// the lease, grouplease, batch and api packages; api.StatusOf maps them to
+// HTTP statuses.
+//
+// A Service is safe for concurrent use.
+type Service struct {
+	cfg     Config
+	snaps   *snapshotFiles
+	batches budget
+
+	streams     context.Context // cancelled by Drain: streams end with an error frame
+	stopStreams context.CancelFunc
+}
+
+// NewService checks cfg and returns a Service. It makes SnapshotDir when it
+// is missing.
+func NewService(cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	snaps, err := openSnapshotFiles(cfg.SnapshotDir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, snaps: snaps, batches: budget{max: cfg.MaxBatchBytes}}
+	s.streams, s.stopStreams = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Drain ends the streams in flight with an error frame.
+func (s *Service) Drain() { s.stopStreams() }
+
+// Ping checks that the store answers.
+func (s *Service) Ping(ctx context.Context) error { return s.cfg.Store.Ping(ctx) }
+
+// LeaseTTL is the TTL of the Service's grants.
+func (s *Service) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }
+
+func (s *Service) kick() {
+	if s.cfg.Prefetcher != nil {
+		s.cfg.Prefetcher.Kick()
+	}
+}

@@ -1,0 +1,282 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+// Grant grants node a range of an unordered group (the tail lane first,
+// then the lowest start), and kicks the prefetcher. It fails with
+// lease.ErrNoWork when no range is eligible.
+func (s *Service) Grant(ctx context.Context, node string) (api.Lease, error) {
+	l, err := s.cfg.Store.Grant(ctx, node, s.cfg.LeaseTTL)
+	if err != nil {
+		return api.Lease{}, err
+	}
+	s.kick()
+	s.cfg.Metrics.leased()
+	return l, nil
+}
+
+// Check returns the range's lease if f holds it; it writes nothing.
+func (s *Service) Check(ctx context.Context, rangeID int64, f lease.Fence) (api.Lease, error) {
+	return s.cfg.Store.Check(ctx, rangeID, f)
+}
+
+// A RangeStream is a held range whose stream is ready to send: OpenStream
+// or OpenReplay checked the lease.
+type RangeStream struct {
+	s      *Service
+	l      api.Lease
+	f      lease.Fence
+	stored int64 // the range's real next; l.Range.Next is where the stream starts
+}
+
+// StreamSink is where a stream's frames go, and how they are pushed: an
+// http.ResponseController's Flush and SetWriteDeadline for an HTTP answer.
+// Only W is required.
+type StreamSink struct {
+	W io.Writer
+	// Flush pushes the frames written so far to the worker.
+	Flush func() error
+	// SetWriteDeadline is called before every write with Config.WriteTimeout
+	// from now: a worker that stops reading ends its stream.
+	SetWriteDeadline func(time.Time) error
+	// SetLength, when set, is told the stream's exact length before its
+	// first byte when every chunk is stored already.
+	SetLength func(n int64)
+}
+
+// OpenStream checks f's lease of the range and returns its stream, from the
+// chunk that holds the range's next.
+func (s *Service) OpenStream(ctx context.Context, rangeID int64, f lease.Fence) (*RangeStream, error) {
+	l, err := s.cfg.Store.Check(ctx, rangeID, f)
+	if err != nil {
+		return nil, err
+	}
+	return &RangeStream{s: s, l: l, f: f, stored: l.Range.Next}, nil
+}
+
+// OpenReplay is OpenStream from the chunk that holds article from, which
+// must lie between the range's start and its next: the chunks already
+// stored come first (those no longer kept are skipped), for a lane's new
+// holder to rebuild its window.
+func (s *Service) OpenReplay(ctx context.Context, rangeID int64, f lease.Fence, from int64) (*RangeStream, error) {
+	rs, err := s.OpenStream(ctx, rangeID, f)
+	if err != nil {
+		return nil, err
+	}
+	if r := rs.l.Range; from < r.Start || from > r.Next {
+		return nil, lease.Invalidf("from %d: want %d to the range's next %d", from, r.Start, r.Next)
+	}
+	rs.l.Range.Next = from
+	return rs, nil
+}
+
+// Lease is the lease the stream was opened under.
+func (rs *RangeStream) Lease() api.Lease { return rs.l }
+
+// Send writes the range's frames to sink until the end frame, an error
+// frame (the lease lost, a chunk past the wait limit, Drain) or a failed
+// write. The lease is checked every TTL/3, not renewed. The returned error
+// says why a stream ended early; the frames said it to the worker already.
+func (rs *RangeStream) Send(ctx context.Context, sink StreamSink) error {
+	svc := rs.s
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(svc.streams, cancel)() // Drain ends streams
+
+	cw := &countingWriter{w: sink.W}
+	cfg := spool.StreamConfig{
+		Spool:     svc.cfg.Spool,
+		Corpus:    svc.cfg.Corpus,
+		Keepalive: svc.cfg.Keepalive,
+		WaitLimit: svc.cfg.WaitLimit,
+		Check: func(ctx context.Context) error {
+			_, err := svc.cfg.Store.Check(ctx, rs.l.Range.ID, rs.f)
+			return err
+		},
+		CheckEvery:       svc.cfg.LeaseTTL / 3,
+		Stored:           rs.stored,
+		Flush:            sink.Flush,
+		SetWriteDeadline: sink.SetWriteDeadline,
+		WriteTimeout:     svc.cfg.WriteTimeout,
+		SetLength:        sink.SetLength,
+		Keepalives:       svc.cfg.Metrics.keepalive,
+	}
+	if svc.cfg.Prefetcher != nil {
+		cfg.Notify = svc.cfg.Prefetcher.Notify
+	}
+	err := spool.Stream(ctx, cw, rs.l.Range, rs.l.ChunkSize, cfg)
+	svc.cfg.Metrics.streamed(cw.n)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		svc.cfg.Logger.Info("stream ended", "range", rs.l.Range.ID, "node", rs.f.Node, "err", err)
+	}
+	return err
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ReadFrom keeps the response's own ReadFrom (sendfile) reachable.
+func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
+	n, err := io.Copy(c.w, r)
+	c.n += n
+	return n, err
+}
+
+// PostBatch stores the batch whose encoded body (size bytes, or -1 when
+// unknown) body holds: the route's way in. The fence is checked before the
+// body is read, so a stale holder's body costs nothing; the body's bytes are
+// then taken from the batch budget (Config.MaxBatchBytes) while it is
+// decoded and stored, and a batch the budget has no room for fails with
+// api.ErrBusy. A body over Config.MaxBody fails with api.ErrTooLarge.
+func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, size int64, body io.Reader) (api.BatchReply, error) {
+	l, err := s.cfg.Store.Check(ctx, rangeID, f)
+	if err != nil {
+		s.cfg.Metrics.batch("refused", 0)
+		return api.BatchReply{}, err
+	}
+	if size > s.cfg.MaxBody {
+		s.cfg.Metrics.batch("refused", 0)
+		return api.BatchReply{}, fmt.Errorf("%w: a batch of at most %d bytes", api.ErrTooLarge, s.cfg.MaxBody)
+	}
+	if size < 0 { // unknown length: the most it may be
+		size = s.cfg.MaxBody
+	}
+	if !s.batches.take(size) {
+		s.cfg.Metrics.batch("busy", 0)
+		return api.BatchReply{}, fmt.Errorf("%w: batches being stored hold the coordinator's batch memory; try again", api.ErrBusy)
+	}
+	defer s.batches.give(size)
+	b, err := edgeframe.DecodeBatch(body, s.cfg.MaxBody)
+	if err != nil {
+		s.cfg.Metrics.batch("refused", 0)
+		return api.BatchReply{}, err
+	}
+	return s.store(ctx, l, f, b)
+}
+
+// StoreBatch stores b for the range f holds: a program's way in, with the
+// checks PostBatch's decoding makes (edgeframe.ValidateBatch).
+func (s *Service) StoreBatch(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch) (api.BatchReply, error) {
+	l, err := s.cfg.Store.Check(ctx, rangeID, f)
+	if err == nil {
+		err = edgeframe.ValidateBatch(b)
+	}
+	if err != nil {
+		s.cfg.Metrics.batch("refused", 0)
+		return api.BatchReply{}, err
+	}
+	return s.store(ctx, l, f, b)
+}
+
+// store applies the batch rule (batch.Store.Put) to a decoded batch of the
+// held lease l: from == next stores it, to < next is a duplicate, anything
+// else a conflict.
+func (s *Service) store(ctx context.Context, l api.Lease, f lease.Fence, b api.Batch) (api.BatchReply, error) {
+	if b.From < l.Range.Start {
+		// Not a retry of a stored batch: none starts before the range.
+		s.cfg.Metrics.batch("refused", 0)
+		return api.BatchReply{}, lease.Invalidf("batch: from %d is before the range's start %d", b.From, l.Range.Start)
+	}
+	res, err := s.cfg.Store.Put(ctx, l.Range.ID, f, b)
+	switch {
+	case err != nil:
+		s.cfg.Metrics.batch("refused", 0)
+		return api.BatchReply{}, err
+	case res.Duplicate:
+		s.cfg.Metrics.batch("duplicate", 0)
+	default:
+		s.cfg.Metrics.batch("stored", len(b.Items))
+	}
+	return res, nil
+}
+
+// budget bounds the bytes of batch bodies being decoded and stored at once.
+type budget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+// take takes n bytes if there is room for them.
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// Heartbeat renews f's lease of the range and returns its new expiry.
+func (s *Service) Heartbeat(ctx context.Context, rangeID int64, f lease.Fence) (time.Time, error) {
+	return s.cfg.Store.Heartbeat(ctx, rangeID, f, s.cfg.LeaseTTL)
+}
+
+// Finish marks the range done when its batches reach its end (a conflict
+// otherwise), and drops its spool chunks.
+func (s *Service) Finish(ctx context.Context, rangeID int64, f lease.Fence) error {
+	if err := s.cfg.Store.Finish(ctx, rangeID, f); err != nil {
+		return err
+	}
+	if err := s.cfg.Spool.Drop(rangeID); err != nil {
+		s.cfg.Logger.Warn("drop spool", "range", rangeID, "err", err)
+	}
+	return nil
+}
+
+// Corrupt records that the range's chunk starting at from does not inflate
+// or parse: the range goes back to pending with one more attempt (failed at
+// the store's maximum), and the chunk leaves the spool, and the corpus when
+// the range's chunks live there, so it is fetched again.
+func (s *Service) Corrupt(ctx context.Context, rangeID int64, f lease.Fence, from int64) (api.Range, error) {
+	l, err := s.cfg.Store.Check(ctx, rangeID, f)
+	if err != nil {
+		return api.Range{}, err
+	}
+	rg, err := s.cfg.Store.Corrupt(ctx, rangeID, f, from, "reported corrupt by "+f.Node)
+	if err != nil {
+		return api.Range{}, err
+	}
+	span, _ := lease.SpanAt(l.Range.Start, l.Range.End, l.ChunkSize, from)
+	if err := s.cfg.Spool.DropChunk(rangeID, span); err != nil {
+		return api.Range{}, fmt.Errorf("drop corrupt chunk: %w", err)
+	}
+	if spool.InCorpus(l.Range, s.cfg.Corpus) {
+		if err := s.cfg.Corpus.Delete(l.Range.Group, span); err != nil {
+			return api.Range{}, fmt.Errorf("drop corrupt chunk: %w", err)
+		}
+	}
+	s.kick()
+	return rg, nil
+}
+
+// Release gives the range back as pending, with no attempt counted.
+func (s *Service) Release(ctx context.Context, rangeID int64, f lease.Fence) error {
+	return s.cfg.Store.Release(ctx, rangeID, f)
+}
