@@ -13,12 +13,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/edgeframe"
-	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -31,12 +29,8 @@ const (
 	DefaultMaxSnapshot = 64 << 20
 )
 
-// maxAnswer is the most the client reads of a JSON answer, and maxErrorBody
-// of an error answer.
-const (
-	maxAnswer    = 1 << 20
-	maxErrorBody = 64 << 10
-)
+// maxAnswer is the most the client reads of a JSON answer.
+const maxAnswer = 1 << 20
 
 // Config configures a Client. Its zero value means the defaults, except
 // BaseURL and Token, which are required.
@@ -141,10 +135,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // Client calls the coordinator's node API, one method per call of API.md.
 //
-// Error statuses come back as *HTTPError, matching lease.ErrLeaseLost (a 409
-// whose sentence says "lease lost"), lease.ErrConflict (any other 409),
-// lease.ErrNotFound (404), lease.ErrInvalid (400), ErrUnauthorized (401,
-// 403), ErrTooLarge (413) and ErrServer (5xx) under errors.Is.
+// Error answers come back as *HTTPError, decided by their status and code
+// with the api package's table (api.ErrorOf): lease.ErrLeaseLost (409
+// lease_lost), lease.ErrConflict (any other 409), lease.ErrNotFound (404),
+// lease.ErrInvalid (400), ErrUnauthorized (401, 403), ErrTooLarge (413) and
+// ErrServer (5xx) under errors.Is.
 //
 // Idempotent calls are retried on ErrServer and ErrNetwork, with exponential
 // backoff and jitter, never on a 4xx. They are every call but the two grants
@@ -190,14 +185,14 @@ func (cl *call) name() string { return cl.method + " " + cl.path }
 
 // Lease asks for a range of an unordered group (POST /v1/lease). It returns
 // false, with no error, when there is nothing to do (204). It is not retried.
-func (c *Client) Lease(ctx context.Context) (lease.Lease, bool, error) {
-	var l lease.Lease
+func (c *Client) Lease(ctx context.Context) (api.Lease, bool, error) {
+	var l api.Lease
 	ok, err := c.json(ctx, &call{method: http.MethodPost, path: "/v1/lease"}, &l)
 	if err != nil || !ok {
-		return lease.Lease{}, false, err
+		return api.Lease{}, false, err
 	}
 	if err := checkLease(l); err != nil {
-		return lease.Lease{}, false, fmt.Errorf("edge: POST /v1/lease: %w", err)
+		return api.Lease{}, false, fmt.Errorf("edge: POST /v1/lease: %w", err)
 	}
 	return l, true, nil
 }
@@ -221,7 +216,7 @@ func (c *Client) StreamFrom(ctx context.Context, rangeID, token, from int64) (*S
 	if from > 0 {
 		cl.query = url.Values{"from": {strconv.FormatInt(from, 10)}}
 	}
-	cl.accept = edgeframe.ContentType
+	cl.accept = api.FramesType
 	cl.retry = true
 	var resp *http.Response
 	err := c.retry(ctx, cl, func() error {
@@ -229,9 +224,9 @@ func (c *Client) StreamFrom(ctx context.Context, rangeID, token, from int64) (*S
 		if err != nil {
 			return err
 		}
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != edgeframe.ContentType {
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != api.FramesType {
 			r.Body.Close()
-			return fmt.Errorf("edge: %s: %w: the answer is %q, not %s", cl.name(), ErrProtocol, r.Header.Get("Content-Type"), edgeframe.ContentType)
+			return fmt.Errorf("edge: %s: %w: the answer is %q, not %s", cl.name(), ErrProtocol, r.Header.Get("Content-Type"), api.FramesType)
 		}
 		resp = r
 		return nil
@@ -292,16 +287,16 @@ func (s *Stream) Close() error { return s.body.Close() }
 // batch is checked with edgeframe.ValidateBatch first; a bad one gets an
 // error wrapping lease.ErrInvalid and is not sent. Nil Items are sent as an
 // empty list.
-func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b batch.Batch) (batch.Result, error) {
+func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b api.Batch) (api.BatchReply, error) {
 	body, err := edgeframe.MarshalBatch(b)
 	if err != nil {
-		return batch.Result{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, lease.ErrInvalid, err)
+		return api.BatchReply{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, lease.ErrInvalid, err)
 	}
 	cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
 	cl.body, cl.ctype, cl.retry = body, "application/json", true
-	var res batch.Result
+	var res api.BatchReply
 	if _, err := c.json(ctx, cl, &res); err != nil {
-		return batch.Result{}, err
+		return api.BatchReply{}, err
 	}
 	return res, nil
 }
@@ -311,9 +306,7 @@ func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b batch.Ba
 func (c *Client) Heartbeat(ctx context.Context, rangeID, token int64) (time.Time, error) {
 	cl := c.rangeCall(http.MethodPost, rangeID, "heartbeat", token)
 	cl.retry = true
-	var ans struct {
-		ExpiresAt time.Time `json:"expiresAt"`
-	}
+	var ans api.Expiry
 	_, err := c.json(ctx, cl, &ans)
 	return ans.ExpiresAt, err
 }
@@ -339,14 +332,11 @@ func (c *Client) Release(ctx context.Context, rangeID, token int64) error {
 // (POST /v1/ranges/{id}/corrupt). The range is no longer held afterwards; it
 // returns the range's new state (pending, or failed at the coordinator's
 // maximum attempts) and its attempts.
-func (c *Client) Corrupt(ctx context.Context, rangeID, token, from int64) (lease.State, int, error) {
+func (c *Client) Corrupt(ctx context.Context, rangeID, token, from int64) (api.State, int, error) {
 	cl := c.rangeCall(http.MethodPost, rangeID, "corrupt", token)
-	cl.body = fmt.Appendf(nil, `{"from":%d}`, from)
+	cl.body, _ = json.Marshal(api.CorruptRequest{From: &from})
 	cl.ctype, cl.retry = "application/json", true
-	var ans struct {
-		State    lease.State `json:"state"`
-		Attempts int         `json:"attempts"`
-	}
+	var ans api.CorruptReply
 	if _, err := c.json(ctx, cl, &ans); err != nil {
 		return "", 0, err
 	}
@@ -356,15 +346,15 @@ func (c *Client) Corrupt(ctx context.Context, rangeID, token, from int64) (lease
 // LeaseLane asks for a lane of an ordered group (POST /v1/groups/lease). It
 // returns false, with no error, when no lane has work (204). It is not
 // retried.
-func (c *Client) LeaseLane(ctx context.Context, lane lease.Lane) (grouplease.GroupLease, bool, error) {
+func (c *Client) LeaseLane(ctx context.Context, lane api.Lane) (api.GroupLease, bool, error) {
 	q, err := laneQuery(lane)
 	if err != nil {
-		return grouplease.GroupLease{}, false, err
+		return api.GroupLease{}, false, err
 	}
-	var gl grouplease.GroupLease
+	var gl api.GroupLease
 	ok, err := c.json(ctx, &call{method: http.MethodPost, path: "/v1/groups/lease", query: q}, &gl)
 	if err != nil || !ok {
-		return grouplease.GroupLease{}, false, err
+		return api.GroupLease{}, false, err
 	}
 	return gl, true, nil
 }
@@ -372,40 +362,38 @@ func (c *Client) LeaseLane(ctx context.Context, lane lease.Lane) (grouplease.Gro
 // Next asks for the lane's next range in article order
 // (POST /v1/groups/{id}/next), as a range lease with its own token. It
 // returns false, with no error, when no range is ready (204).
-func (c *Client) Next(ctx context.Context, groupID int64, lane lease.Lane, token int64) (lease.Lease, bool, error) {
+func (c *Client) Next(ctx context.Context, groupID int64, lane api.Lane, token int64) (api.Lease, bool, error) {
 	cl, err := c.laneCall(http.MethodPost, groupID, "next", lane, token)
 	if err != nil {
-		return lease.Lease{}, false, err
+		return api.Lease{}, false, err
 	}
-	var l lease.Lease
+	var l api.Lease
 	ok, err := c.json(ctx, cl, &l)
 	if err != nil || !ok {
-		return lease.Lease{}, false, err
+		return api.Lease{}, false, err
 	}
 	if err := checkLease(l); err != nil {
-		return lease.Lease{}, false, fmt.Errorf("edge: %s: %w", cl.name(), err)
+		return api.Lease{}, false, fmt.Errorf("edge: %s: %w", cl.name(), err)
 	}
 	return l, true, nil
 }
 
 // HeartbeatLane renews a lane grant (POST /v1/groups/{id}/heartbeat). It
 // returns the new expiry when the coordinator sends one, else the zero time.
-func (c *Client) HeartbeatLane(ctx context.Context, groupID int64, lane lease.Lane, token int64) (time.Time, error) {
+func (c *Client) HeartbeatLane(ctx context.Context, groupID int64, lane api.Lane, token int64) (time.Time, error) {
 	cl, err := c.laneCall(http.MethodPost, groupID, "heartbeat", lane, token)
 	if err != nil {
 		return time.Time{}, err
 	}
 	cl.optional = true
-	var ans struct {
-		ExpiresAt time.Time `json:"expiresAt"`
-	}
+	var ans api.Expiry
 	_, err = c.json(ctx, cl, &ans)
 	return ans.ExpiresAt, err
 }
 
 // ReleaseLane frees a lane (POST /v1/groups/{id}/release); the range it was
 // working on goes back to its next holder.
-func (c *Client) ReleaseLane(ctx context.Context, groupID int64, lane lease.Lane, token int64) error {
+func (c *Client) ReleaseLane(ctx context.Context, groupID int64, lane api.Lane, token int64) error {
 	cl, err := c.laneCall(http.MethodPost, groupID, "release", lane, token)
 	if err != nil {
 		return err
@@ -417,19 +405,19 @@ func (c *Client) ReleaseLane(ctx context.Context, groupID int64, lane lease.Lane
 // PutSnapshot stores the lane's window state taken at next
 // (PUT /v1/groups/{id}/snapshot); gz must be gzip. It fails with
 // lease.ErrConflict when next is older than the stored snapshot's.
-func (c *Client) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, token, next int64, gz []byte) (grouplease.Snapshot, error) {
+func (c *Client) PutSnapshot(ctx context.Context, groupID int64, lane api.Lane, token, next int64, gz []byte) (api.Snapshot, error) {
 	cl, err := c.laneCall(http.MethodPut, groupID, "snapshot", lane, token)
 	if err != nil {
-		return grouplease.Snapshot{}, err
+		return api.Snapshot{}, err
 	}
 	if len(gz) < 2 || gz[0] != 0x1f || gz[1] != 0x8b {
-		return grouplease.Snapshot{}, fmt.Errorf("edge: %s: %w: the snapshot is not gzip", cl.name(), lease.ErrInvalid)
+		return api.Snapshot{}, fmt.Errorf("edge: %s: %w: the snapshot is not gzip", cl.name(), lease.ErrInvalid)
 	}
 	cl.query.Set("next", strconv.FormatInt(next, 10))
-	cl.body, cl.ctype = gz, "application/octet-stream"
-	var s grouplease.Snapshot
+	cl.body, cl.ctype = gz, api.SnapshotType
+	var s api.Snapshot
 	if _, err := c.json(ctx, cl, &s); err != nil {
-		return grouplease.Snapshot{}, err
+		return api.Snapshot{}, err
 	}
 	return s, nil
 }
@@ -437,12 +425,12 @@ func (c *Client) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane
 // GetSnapshot reads the lane's snapshot (GET /v1/groups/{id}/snapshot): its
 // gzip bytes and the next it was taken at. found is false, with no error,
 // when the lane has none (404).
-func (c *Client) GetSnapshot(ctx context.Context, groupID int64, lane lease.Lane, token int64) (gz []byte, next int64, found bool, err error) {
+func (c *Client) GetSnapshot(ctx context.Context, groupID int64, lane api.Lane, token int64) (gz []byte, next int64, found bool, err error) {
 	cl, err := c.laneCall(http.MethodGet, groupID, "snapshot", lane, token)
 	if err != nil {
 		return nil, 0, false, err
 	}
-	cl.accept, cl.limit = "application/octet-stream", c.cfg.MaxSnapshot
+	cl.accept, cl.limit = api.SnapshotType, c.cfg.MaxSnapshot
 	var hdr http.Header
 	err = c.retry(ctx, cl, func() error {
 		var err error
@@ -455,9 +443,9 @@ func (c *Client) GetSnapshot(ctx context.Context, groupID int64, lane lease.Lane
 	if err != nil {
 		return nil, 0, false, err
 	}
-	next, perr := strconv.ParseInt(hdr.Get("X-Snapshot-Next"), 10, 64)
+	next, perr := strconv.ParseInt(hdr.Get(api.HeaderSnapshotNext), 10, 64)
 	if perr != nil {
-		return nil, 0, false, fmt.Errorf("edge: %s: %w: X-Snapshot-Next %q is not an article number", cl.name(), ErrProtocol, hdr.Get("X-Snapshot-Next"))
+		return nil, 0, false, fmt.Errorf("edge: %s: %w: %s %q is not an article number", cl.name(), ErrProtocol, api.HeaderSnapshotNext, hdr.Get(api.HeaderSnapshotNext))
 	}
 	return gz, next, true, nil
 }
@@ -469,7 +457,7 @@ func (c *Client) rangeCall(method string, rangeID int64, verb string, token int6
 	}
 }
 
-func (c *Client) laneCall(method string, groupID int64, verb string, lane lease.Lane, token int64) (*call, error) {
+func (c *Client) laneCall(method string, groupID int64, verb string, lane api.Lane, token int64) (*call, error) {
 	q, err := laneQuery(lane)
 	if err != nil {
 		return nil, err
@@ -480,7 +468,7 @@ func (c *Client) laneCall(method string, groupID int64, verb string, lane lease.
 	}, nil
 }
 
-func laneQuery(lane lease.Lane) (url.Values, error) {
+func laneQuery(lane api.Lane) (url.Values, error) {
 	if lane == "" {
 		lane = lease.LaneHistory
 	}
@@ -491,7 +479,7 @@ func laneQuery(lane lease.Lane) (url.Values, error) {
 }
 
 // checkLease refuses a granted lease that cannot be worked.
-func checkLease(l lease.Lease) error {
+func checkLease(l api.Lease) error {
 	r := l.Range
 	if r.Start > r.End || r.Next < r.Start || r.Next > r.End+1 {
 		return fmt.Errorf("%w: range %d has start %d, end %d and next %d", ErrProtocol, r.ID, r.Start, r.End, r.Next)
@@ -600,7 +588,7 @@ func (c *Client) roundTrip(ctx, actx context.Context, cl *call) (*http.Response,
 	}
 	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	if cl.hasToken {
-		req.Header.Set("Lease-Token", strconv.FormatInt(cl.token, 10))
+		req.Header.Set(api.HeaderLeaseToken, strconv.FormatInt(cl.token, 10))
 	}
 	if cl.ctype != "" {
 		req.Header.Set("Content-Type", cl.ctype)
@@ -628,24 +616,8 @@ func (c *Client) transportErr(ctx context.Context, cl *call, err error) error {
 	return fmt.Errorf("edge: %s: %w: %w", cl.name(), ErrNetwork, err)
 }
 
-// statusErr builds the *HTTPError of an error answer, with the server's
-// sentence from its {"error": "..."} body, or the body's text.
+// statusErr reads an error answer into an *HTTPError: its status, code
+// and sentence, matching the sentinel api.ErrorOf names for them.
 func statusErr(cl *call, resp *http.Response) error {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	var ans struct {
-		Error string `json:"error"`
-	}
-	msg := ""
-	if json.Unmarshal(raw, &ans) == nil && ans.Error != "" {
-		msg = ans.Error
-	} else {
-		msg = strings.TrimSpace(strings.ToValidUTF8(string(raw), "\uFFFD"))
-		if len(msg) > 512 {
-			msg = strings.ToValidUTF8(msg[:512], "") + "…"
-		}
-	}
-	return &HTTPError{
-		Method: cl.method, Path: cl.path, Status: resp.StatusCode, Message: msg,
-		Kind: statusKind(resp.StatusCode, msg),
-	}
+	return fmt.Errorf("edge: %w", api.ReadError(cl.method, cl.path, resp))
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -182,6 +183,53 @@ func TestClientStatusTable(t *testing.T) {
 			require.Contains(t, err.Error(), tc.msg)
 			require.Empty(t, s.got(), "a 4xx is never retried")
 			require.Equal(t, 1, countCalls(c.callLog(), "POST /v1/ranges/1/batch"))
+		})
+	}
+}
+
+// The client decides by the answer's status and code, never by its
+// sentence: a 409 whose sentence says "lease lost" but whose code is
+// conflict is a conflict, and the other way round.
+func TestClientDecidesByCode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status    int
+		body      string
+		want, not error
+		retried   bool
+	}{
+		{409, `{"error": "range 1: lease lost", "code": "conflict"}`, lease.ErrConflict, lease.ErrLeaseLost, false},
+		{409, `{"error": "range 1 is held under a newer grant", "code": "lease_lost"}`, lease.ErrLeaseLost, lease.ErrConflict, false},
+		{409, `{"error": "range 1: lease lost"}`, lease.ErrConflict, lease.ErrLeaseLost, false},
+		{503, `{"error": "no room for the batch", "code": "busy"}`, api.ErrBusy, nil, true},
+		{404, `{"error": "range 1: not found", "code": "not_found"}`, lease.ErrNotFound, nil, false},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			t.Parallel()
+			var calls atomic.Int32
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				io.WriteString(w, tc.body)
+			}))
+			t.Cleanup(hs.Close)
+			s := &sleeps{}
+			cl, err := edge.NewClient(edge.Config{BaseURL: hs.URL, Token: "t", HTTP: hs.Client(), Attempts: 2, Sleep: s.sleep})
+			require.NoError(t, err)
+			err = cl.Release(context.Background(), 1, 1)
+			require.ErrorIs(t, err, tc.want)
+			if tc.not != nil {
+				require.NotErrorIs(t, err, tc.not)
+			}
+			var he *edge.HTTPError
+			require.ErrorAs(t, err, &he)
+			require.Equal(t, tc.status, he.Status)
+			want := int32(1)
+			if tc.retried {
+				want = 2
+			}
+			require.Equal(t, want, calls.Load())
 		})
 	}
 }

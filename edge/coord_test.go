@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -28,15 +28,15 @@ import (
 // corrupt, plain range grants, group lanes with ordered next and snapshots.
 // It has no expiry. Tests inject faults through before and lose.
 //
-// It is no substitute for the real coordinator package: end-to-end tests of
-// the client against it are still to be written.
+// It is no substitute for the real coordinator package: internal/e2e and
+// examples/edgeworker run the client against that one.
 type coord struct {
 	src   *spool.Synthetic
 	token string // the node token
 
 	// before, when set, runs first for every request; a status other than 0
-	// answers it with that status and {"error": msg} instead. A status of -1
-	// drops the connection without an answer.
+	// answers it with that status and {"error": msg, "code"} instead (see
+	// writeFault). A status of -1 drops the connection without an answer.
 	before func(r *http.Request) (status int, msg string)
 	// lose, when set and true for a request, serves it but answers 503, as
 	// if the answer were lost on the way.
@@ -104,7 +104,7 @@ func (c *coord) start() *httptest.Server {
 		rec := &statusRecorder{ResponseWriter: w, c: c, i: len(c.calls) - 1, call: r.Method + " " + r.URL.Path}
 		c.logMu.Unlock()
 		if r.Header.Get("Authorization") != "Bearer "+c.token {
-			writeErr(rec, 401, "a missing or unknown node token")
+			writeErr(rec, 401, api.CodeUnauthorized, "a missing or unknown node token")
 			return
 		}
 		if c.before != nil {
@@ -116,13 +116,13 @@ func (c *coord) start() *httptest.Server {
 				}
 				return
 			} else if status != 0 {
-				writeErr(rec, status, msg)
+				writeFault(rec, status, msg)
 				return
 			}
 		}
 		if c.lose != nil && c.lose(r) {
 			mux.ServeHTTP(httptest.NewRecorder(), r)
-			writeErr(rec, 503, "the answer was lost")
+			writeFault(rec, 503, "the answer was lost")
 			return
 		}
 		mux.ServeHTTP(rec, r)
@@ -158,10 +158,29 @@ func (s *statusRecorder) Write(p []byte) (int, error) {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-func writeErr(w http.ResponseWriter, status int, msg string) {
+// writeErr answers an error as the coordinator does: its status, and a
+// body with its sentence and code.
+func writeErr(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	json.NewEncoder(w).Encode(api.ErrorBody{Error: msg, Code: code})
+}
+
+// writeFault answers a fault a test injects through before, with the code
+// the coordinator would send for it: a 5xx none (as a proxy in between
+// would not), a 4xx the code of its status, and a 409 lease_lost when the
+// test's sentence stands for a lost lease. This is the fake server choosing
+// what to say, as a real one chooses from its error; the client under test
+// reads only the status and the code.
+func writeFault(w http.ResponseWriter, status int, msg string) {
+	code := ""
+	if kind := api.ErrorOf(status, ""); status < 500 && kind != api.ErrProtocol {
+		_, code = api.StatusOf(kind)
+	}
+	if status == http.StatusConflict && strings.Contains(msg, "lease lost") {
+		code = api.CodeLeaseLost
+	}
+	writeErr(w, status, code, msg)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -289,13 +308,13 @@ func (c *coord) grant(w http.ResponseWriter, _ *http.Request) {
 func (c *coord) held(w http.ResponseWriter, req *http.Request) *crange {
 	id, err := strconv.ParseInt(req.PathValue("id"), 10, 64)
 	if err != nil || id < 1 || id > int64(len(c.ranges)) {
-		writeErr(w, 404, "no such range")
+		writeErr(w, 404, api.CodeNotFound, "no such range")
 		return nil
 	}
 	r := c.ranges[id-1]
 	tok, err := strconv.ParseInt(req.Header.Get("Lease-Token"), 10, 64)
 	if err != nil || tok != r.token || r.State != lease.StateLeased {
-		writeErr(w, 409, fmt.Sprintf("range %d: lease lost: token %s is not current", id, req.Header.Get("Lease-Token")))
+		writeErr(w, 409, api.CodeLeaseLost, fmt.Sprintf("range %d: lease lost: token %s is not current", id, req.Header.Get("Lease-Token")))
 		return nil
 	}
 	return r
@@ -320,7 +339,7 @@ func (c *coord) stream(w http.ResponseWriter, req *http.Request) {
 		n, err := strconv.ParseInt(raw, 10, 64)
 		if err != nil || n < rg.Start || n > rg.Next {
 			c.mu.Unlock()
-			writeErr(w, 400, fmt.Sprintf("range %d: from %q is not in %d..%d", rg.ID, raw, rg.Start, rg.Next))
+			writeErr(w, 400, api.CodeInvalid, fmt.Sprintf("range %d: from %q is not in %d..%d", rg.ID, raw, rg.Start, rg.Next))
 			return
 		}
 		asked = n
@@ -375,12 +394,9 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 	if req.PathValue("verb") == "batch" {
 		// Decode before the lease check, as a real server reads the body.
 		b, err := edgeframe.DecodeBatch(req.Body, 1<<20)
-		if errors.Is(err, edgeframe.ErrTooLarge) {
-			writeErr(w, 413, err.Error())
-			return
-		}
 		if err != nil {
-			writeErr(w, 400, err.Error())
+			status, code := api.StatusOf(err)
+			writeErr(w, status, code, err.Error())
 			return
 		}
 		r := c.held(w, req)
@@ -394,10 +410,9 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 			writeJSON(w, batch.Result{Next: r.Next})
 		case batch.Duplicate:
 			writeJSON(w, batch.Result{Next: r.Next, Duplicate: true})
-		case batch.Malformed:
-			writeErr(w, 400, err.Error())
-		default:
-			writeErr(w, 409, err.Error())
+		default: // malformed (400), a gap or an overlap (409)
+			status, code := api.StatusOf(err)
+			writeErr(w, status, code, err.Error())
 		}
 		return
 	}
@@ -410,7 +425,7 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 		writeJSON(w, map[string]any{"expiresAt": time.Now().Add(time.Minute).UTC()})
 	case "finish":
 		if r.Next <= r.End {
-			writeErr(w, 409, fmt.Sprintf("range %d: batches reach %d but the range ends at %d", r.ID, r.Next-1, r.End))
+			writeErr(w, 409, api.CodeConflict, fmt.Sprintf("range %d: batches reach %d but the range ends at %d", r.ID, r.Next-1, r.End))
 			return
 		}
 		r.State = lease.StateDone
@@ -422,7 +437,7 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 		var body struct{ From int64 }
 		if err := json.NewDecoder(req.Body).Decode(&body); err != nil ||
 			!lease.IsChunkStart(r.Start, r.End, c.chunk, body.From) {
-			writeErr(w, 400, fmt.Sprintf("range %d: %d is not the start of one of its chunks", r.ID, body.From))
+			writeErr(w, 400, api.CodeInvalid, fmt.Sprintf("range %d: %d is not the start of one of its chunks", r.ID, body.From))
 			return
 		}
 		delete(c.data, body.From)
@@ -433,7 +448,7 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 		}
 		writeJSON(w, map[string]any{"state": r.State, "attempts": r.Attempts})
 	default:
-		writeErr(w, 404, "no such call")
+		writeErr(w, 404, api.CodeNotFound, "no such call")
 	}
 }
 
@@ -442,7 +457,7 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 func (c *coord) laneOf(w http.ResponseWriter, req *http.Request, check bool) *clane {
 	lane, err := lease.ParseLane(req.URL.Query().Get("lane"))
 	if err != nil {
-		writeErr(w, 400, err.Error())
+		writeErr(w, 400, api.CodeInvalid, err.Error())
 		return nil
 	}
 	gid, _ := strconv.ParseInt(req.PathValue("id"), 10, 64)
@@ -451,12 +466,12 @@ func (c *coord) laneOf(w http.ResponseWriter, req *http.Request, check bool) *cl
 			continue
 		}
 		if check && (!l.held || req.Header.Get("Lease-Token") != strconv.FormatInt(l.token, 10)) {
-			writeErr(w, 409, fmt.Sprintf("group %d lane %s: lease lost", gid, lane))
+			writeErr(w, 409, api.CodeLeaseLost, fmt.Sprintf("group %d lane %s: lease lost", gid, lane))
 			return nil
 		}
 		return l
 	}
-	writeErr(w, 404, "no such group")
+	writeErr(w, 404, api.CodeNotFound, "no such group")
 	return nil
 }
 
@@ -474,7 +489,7 @@ func (c *coord) laneRanges(l *clane) []*crange {
 func (c *coord) grantLane(w http.ResponseWriter, req *http.Request) {
 	lane, err := lease.ParseLane(req.URL.Query().Get("lane"))
 	if err != nil {
-		writeErr(w, 400, err.Error())
+		writeErr(w, 400, api.CodeInvalid, err.Error())
 		return
 	}
 	c.mu.Lock()
@@ -541,7 +556,7 @@ func (c *coord) laneCall(w http.ResponseWriter, req *http.Request) {
 		}
 		w.WriteHeader(http.StatusOK)
 	default:
-		writeErr(w, 404, "no such call")
+		writeErr(w, 404, api.CodeNotFound, "no such call")
 	}
 }
 
@@ -555,11 +570,11 @@ func (c *coord) putSnapshot(w http.ResponseWriter, req *http.Request) {
 	}
 	next, err := strconv.ParseInt(req.URL.Query().Get("next"), 10, 64)
 	if err != nil || !bytes.HasPrefix(body, []byte{0x1f, 0x8b}) {
-		writeErr(w, 400, "snapshot: next is required and the body must be gzip")
+		writeErr(w, 400, api.CodeInvalid, "snapshot: next is required and the body must be gzip")
 		return
 	}
 	if l.hasSnap && next < l.snapNext {
-		writeErr(w, 409, fmt.Sprintf("snapshot at %d is older than the stored one at %d", next, l.snapNext))
+		writeErr(w, 409, api.CodeConflict, fmt.Sprintf("snapshot at %d is older than the stored one at %d", next, l.snapNext))
 		return
 	}
 	l.snap, l.snapNext, l.hasSnap = body, next, true
@@ -574,7 +589,7 @@ func (c *coord) getSnapshot(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if !l.hasSnap {
-		writeErr(w, 404, "the lane has no snapshot")
+		writeErr(w, 404, api.CodeNotFound, "the lane has no snapshot")
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
