@@ -6,18 +6,18 @@
 //
 // Client has one method per node API call. It sends the node token as
 // "Authorization: Bearer" and a held lease's token as "Lease-Token", and maps
-// error statuses back to errors with one table, the inverse of the
-// coordinator's (in the manner of WTF Dial): every error status comes back
-// as an *HTTPError carrying the server's {"error": "..."} sentence, which
-// matches under errors.Is:
+// error answers back to errors with the one table the coordinator uses too
+// (api.ErrorOf, in the manner of WTF Dial): every error status comes back as
+// an *HTTPError carrying the server's {"error": "...", "code": "..."}, which
+// matches under errors.Is by its status and code, never by its sentence:
 //
-//	409 whose sentence says "lease lost"  lease.ErrLeaseLost
-//	any other 409                         lease.ErrConflict
-//	404                                   lease.ErrNotFound
-//	400                                   lease.ErrInvalid
-//	401, 403                              ErrUnauthorized
-//	413                                   ErrTooLarge
-//	5xx                                   ErrServer
+//	409 with code lease_lost  lease.ErrLeaseLost
+//	any other 409             lease.ErrConflict
+//	404                       lease.ErrNotFound
+//	400                       lease.ErrInvalid
+//	401, 403                  ErrUnauthorized
+//	413                       ErrTooLarge
+//	5xx                       ErrServer
 //
 // A failure in transit is ErrNetwork. Both ErrServer and ErrNetwork are
 // retried, with exponential backoff (Config.Backoff doubling to MaxBackoff,
@@ -56,9 +56,9 @@
 //   - an error frame means the coordinator gave up waiting for a chunk: the
 //     range is released, for a later grant to try again.
 //
-// A lost lease (a 409 "lease lost" from any call, or from a heartbeat of the
-// range or of its lane) stops the range at once: nothing more is posted,
-// finished or released for it. A handler error wrapping overview.ErrBadChunk
+// A lost lease (a 409 with code lease_lost from any call, or from a
+// heartbeat of the range or of its lane) stops the range at once: nothing
+// more is posted, finished or released for it. A handler error wrapping overview.ErrBadChunk
 // reports the chunk corrupt (POST corrupt with the chunk's start), which
 // gives the range back; any other handler error releases the range and
 // makes Run back off.
