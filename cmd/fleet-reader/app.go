@@ -68,6 +68,8 @@ type Main struct {
 	// Token is the coordinators' admin token.
 	Token string
 
+	// Stdout receives the usage -h asks for.
+	Stdout io.Writer
 	// Stderr receives the log.
 	Stderr io.Writer
 	// Getenv reads the environment in ParseFlags; nil means os.Getenv.
@@ -108,12 +110,14 @@ func NewMain() *Main {
 		Keep:       DefaultKeep,
 		Timeout:    DefaultTimeout,
 		DrainDelay: DefaultDrainDelay,
+		Stdout:     os.Stdout,
 		Stderr:     os.Stderr,
 	}
 }
 
 // ParseFlags sets the options from the command line and the token from
-// EDGEINDEX_ADMIN_TOKEN. Errors wrap ErrUsage, or are flag.ErrHelp for -h.
+// EDGEINDEX_ADMIN_TOKEN. Errors wrap ErrUsage, or are flag.ErrHelp for -h,
+// which prints the usage to Stdout (the command then exits 0).
 func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("fleet-reader", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned; only -h prints the usage
@@ -135,7 +139,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.DrainDelay, "drain-delay", m.DrainDelay, "how long /readyz answers 503 before shutting down (less than 2s)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(m.stderr())
+			fs.SetOutput(m.stdout())
 			fs.Usage()
 			return err
 		}
@@ -193,6 +197,13 @@ func parseHosts(raw []string) ([]host, error) {
 		hosts = append(hosts, host{name: name, base: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/")})
 	}
 	return hosts, nil
+}
+
+func (m *Main) stdout() io.Writer {
+	if m.Stdout == nil {
+		return io.Discard
+	}
+	return m.Stdout
 }
 
 func (m *Main) stderr() io.Writer {

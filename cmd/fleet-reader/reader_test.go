@@ -669,7 +669,7 @@ func TestParseFlags(t *testing.T) {
 		require.Contains(t, err.Error(), tc.says, "%v", tc.args)
 	}
 	m = NewMain()
-	m.Stderr = io.Discard
+	m.Stdout, m.Stderr = io.Discard, io.Discard
 	require.ErrorIs(t, m.ParseFlags([]string{"-h"}), flag.ErrHelp)
 
 	// Options set by hand are checked by Run, before it listens.
@@ -688,5 +688,20 @@ func TestParseFlags(t *testing.T) {
 		tweak(m)
 		require.ErrorIs(t, m.Run(context.Background()), ErrUsage)
 		require.NoError(t, m.Close())
+	}
+}
+
+// TestHelp: -h prints the usage, with the environment and an example, to
+// Stdout; the command exits 0 on it (main).
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"--help"}} {
+		var out strings.Builder
+		m := NewMain()
+		m.Stdout, m.Stderr = &out, io.Discard
+		require.ErrorIs(t, m.ParseFlags(args), flag.ErrHelp, "%q", args)
+		for _, v := range []string{"usage: fleet-reader", TokenEnv, "Example:", "-coordinator"} {
+			require.Contains(t, out.String(), v, "%q", args)
+		}
 	}
 }

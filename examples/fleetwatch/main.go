@@ -33,7 +33,8 @@ func main() {
 	}
 }
 
-// run parses args and watches until ctx ends (or once, with --once).
+// run parses args and watches until ctx ends (or once, with --once). -h
+// prints the usage to out and returns nil.
 func run(ctx context.Context, args []string, token string, out io.Writer) error {
 	fs := flag.NewFlagSet("fleetwatch", flag.ContinueOnError)
 	base := fs.String("coordinator", "", "the coordinator's URL (required)")
@@ -46,7 +47,13 @@ func run(ctx context.Context, args []string, token string, out io.Writer) error 
 			"Example:\n  EDGEINDEX_ADMIN_TOKEN=... fleetwatch --coordinator http://127.0.0.1:7070 --every 5s\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
+	fs.SetOutput(io.Discard) // errors are returned; only -h prints the usage
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(out)
+			fs.Usage()
+			return nil
+		}
 		return err
 	}
 	if *base == "" || token == "" {

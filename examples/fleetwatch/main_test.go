@@ -47,6 +47,17 @@ func realCoordinator(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return hs, &hits
 }
 
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"--help"}} {
+		var out bytes.Buffer
+		require.NoError(t, run(t.Context(), args, "", &out), "%q", args)
+		for _, v := range []string{"usage: fleetwatch", "EDGEINDEX_ADMIN_TOKEN", "Example:", "-coordinator"} {
+			require.Contains(t, out.String(), v, "%q", args)
+		}
+	}
+}
+
 func TestOnce(t *testing.T) {
 	t.Parallel()
 	hs, _ := realCoordinator(t)
