@@ -17,6 +17,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -536,14 +537,7 @@ func (c *Client) retry(ctx context.Context, cl *call, try func() error) error {
 // backoff returns the wait after the n-th failed attempt: Backoff doubled
 // n-1 times, at most MaxBackoff, jittered to between half and all of it.
 func (c *Client) backoff(n int) time.Duration {
-	d := c.cfg.MaxBackoff
-	if n-1 < 32 {
-		if b := c.cfg.Backoff << (n - 1); b > 0 && b < d {
-			d = b
-		}
-	}
-	half := d / 2
-	return half + time.Duration(c.cfg.Rand()*float64(d-half))
+	return backoff.Wait(n, c.cfg.Backoff, c.cfg.MaxBackoff, c.cfg.Rand())
 }
 
 // attempt sends cl once, within the attempt timeout, and reads the whole

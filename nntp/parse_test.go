@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -50,23 +49,6 @@ func TestParseCapabilities(t *testing.T) {
 		_, err := parseCapabilities([]string{bad})
 		require.ErrorIs(t, err, ErrProtocol, "%q", bad)
 	}
-}
-
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	base, maxD := 100*time.Millisecond, 2*time.Second
-	prev := time.Duration(0)
-	for fails := 1; fails <= 10; fails++ {
-		lo, hi := backoff(fails, base, maxD, 0), backoff(fails, base, maxD, 0.999999)
-		require.LessOrEqual(t, lo, hi)
-		require.GreaterOrEqual(t, lo, prev/2, "the wait does not shrink")
-		require.LessOrEqual(t, hi, maxD)
-		require.Greater(t, hi, lo, "jittered")
-		prev = lo
-	}
-	require.Equal(t, 50*time.Millisecond, backoff(1, base, maxD, 0))
-	require.Equal(t, 100*time.Millisecond, backoff(2, base, maxD, 0))
-	require.Equal(t, time.Second, backoff(30, base, maxD, 0), "capped at max, halved by the jitter's floor")
 }
 
 func TestOverviewNumber(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgeindex/edgeindex/internal/backoff"
 )
 
 // pool holds up to cfg.MaxConns connections. A connection is taken by one
@@ -91,7 +93,7 @@ func (p *pool) dial(ctx context.Context, wait time.Duration) (*conn, error) {
 	if err != nil {
 		if ctx.Err() == nil { // a cancelled dial says nothing of the server
 			p.fails++
-			p.next = time.Now().Add(backoff(p.fails, p.cfg.DialBackoff, p.cfg.MaxDialBackoff, rand.Float64()))
+			p.next = time.Now().Add(backoff.Wait(p.fails, p.cfg.DialBackoff, p.cfg.MaxDialBackoff, rand.Float64()))
 		}
 		return nil, err
 	}
@@ -123,16 +125,4 @@ func (p *pool) close() {
 	for _, c := range idle {
 		c.quit()
 	}
-}
-
-// backoff is the wait after fails consecutive failed dials: base doubled
-// per failure up to max, then jittered to between half and all of it (r
-// is uniform in [0,1)).
-func backoff(fails int, base, max time.Duration, r float64) time.Duration {
-	d := base
-	for i := 1; i < fails && d < max; i++ {
-		d *= 2
-	}
-	d = min(d, max)
-	return d/2 + time.Duration(r*float64(d/2))
 }

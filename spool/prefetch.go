@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/edgeindex/edgeindex/corpus"
+	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -241,16 +242,14 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int,
 		return 0, err
 	}
 	var data []byte
-	wait := p.cfg.Backoff
 	for attempt := 1; ; attempt++ {
 		data, err = p.cfg.Source.Fetch(ctx, t.Range.Group, span)
 		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, ErrNoSuchGroup) || ctx.Err() != nil {
 			break
 		}
-		if serr := p.cfg.Sleep(ctx, wait/2+rand.N(wait/2+1)); serr != nil {
+		if serr := p.cfg.Sleep(ctx, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {
 			break
 		}
-		wait = min(2*wait, p.cfg.MaxBackoff)
 	}
 	if err != nil {
 		// Give the claim back, so this or another coordinator tries again.
