@@ -70,24 +70,24 @@ type Config struct {
 
 func (c *Config) validate() (*url.URL, error) {
 	if c.BaseURL == "" {
-		return nil, fmt.Errorf("edge: %w: BaseURL is required", ErrInvalidConfig)
+		return nil, lease.Invalidf("edge: BaseURL is required")
 	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("edge: %w: BaseURL %q is not an http or https URL", ErrInvalidConfig, c.BaseURL)
+		return nil, lease.Invalidf("edge: BaseURL %q is not an http or https URL", c.BaseURL)
 	}
 	if c.Token == "" {
-		return nil, fmt.Errorf("edge: %w: Token is required", ErrInvalidConfig)
+		return nil, lease.Invalidf("edge: Token is required")
 	}
 	switch {
 	case c.MaxFrame < 0:
-		return nil, fmt.Errorf("edge: %w: MaxFrame %d is negative", ErrInvalidConfig, c.MaxFrame)
+		return nil, lease.Invalidf("edge: MaxFrame %d is negative", c.MaxFrame)
 	case c.MaxSnapshot < 0:
-		return nil, fmt.Errorf("edge: %w: MaxSnapshot %d is negative", ErrInvalidConfig, c.MaxSnapshot)
+		return nil, lease.Invalidf("edge: MaxSnapshot %d is negative", c.MaxSnapshot)
 	case c.Backoff < 0, c.MaxBackoff < 0:
-		return nil, fmt.Errorf("edge: %w: Backoff and MaxBackoff must not be negative", ErrInvalidConfig)
+		return nil, lease.Invalidf("edge: Backoff and MaxBackoff must not be negative")
 	case c.Attempts < 0:
-		return nil, fmt.Errorf("edge: %w: Attempts %d is negative", ErrInvalidConfig, c.Attempts)
+		return nil, lease.Invalidf("edge: Attempts %d is negative", c.Attempts)
 	}
 	if c.HTTP == nil {
 		c.HTTP = &http.Client{}
@@ -157,7 +157,7 @@ type Client struct {
 	base *url.URL
 }
 
-// NewClient returns a Client, or an error wrapping ErrInvalidConfig.
+// NewClient returns a Client, or an error that is lease.ErrInvalid.
 func NewClient(cfg Config) (*Client, error) {
 	base, err := cfg.validate()
 	if err != nil {

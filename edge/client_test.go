@@ -543,7 +543,7 @@ func TestNewClientConfig(t *testing.T) {
 		{BaseURL: "http://127.0.0.1:1", Token: "t", Backoff: -time.Second},
 	} {
 		_, err := edge.NewClient(cfg)
-		require.ErrorIs(t, err, edge.ErrInvalidConfig, "%+v", cfg)
+		require.ErrorIs(t, err, lease.ErrInvalid, "%+v", cfg)
 	}
 	_, err := edge.NewClient(edge.Config{BaseURL: "https://coord.example/prefix", Token: "t"})
 	require.NoError(t, err)

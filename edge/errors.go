@@ -28,8 +28,6 @@ var (
 	// does not allow: an unexpected status, a body that does not decode, a
 	// stream of the wrong media type, a chunk outside the range.
 	ErrProtocol = api.ErrProtocol
-	// ErrInvalidConfig means a Config or WorkerConfig field is out of range.
-	ErrInvalidConfig = errors.New("invalid config")
 )
 
 // HTTPError is an error answer from the coordinator: the call, the status,

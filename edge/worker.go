@@ -62,18 +62,18 @@ type WorkerConfig struct {
 
 func (c *WorkerConfig) validate() error {
 	if c.Client == nil {
-		return fmt.Errorf("edge: %w: Client is required", ErrInvalidConfig)
+		return lease.Invalidf("edge: Client is required")
 	}
 	if c.Handler == nil {
-		return fmt.Errorf("edge: %w: Handler is required", ErrInvalidConfig)
+		return lease.Invalidf("edge: Handler is required")
 	}
 	for _, l := range c.Lanes {
 		if !l.Valid() {
-			return fmt.Errorf("edge: %w: lane: history or tail, not %q", ErrInvalidConfig, l)
+			return lease.Invalidf("edge: lane: history or tail, not %q", l)
 		}
 	}
 	if c.TTL < 0 || c.Idle < 0 || c.StopTimeout < 0 {
-		return fmt.Errorf("edge: %w: TTL, Idle and StopTimeout must not be negative", ErrInvalidConfig)
+		return lease.Invalidf("edge: TTL, Idle and StopTimeout must not be negative")
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -127,7 +127,7 @@ type Worker struct {
 	n        counters
 }
 
-// NewWorker returns a Worker, or an error wrapping ErrInvalidConfig.
+// NewWorker returns a Worker, or an error that is lease.ErrInvalid.
 func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -498,7 +498,7 @@ func TestNewWorkerConfig(t *testing.T) {
 		{Client: cl, Handler: &counter{}, Idle: -time.Second},
 	} {
 		_, err := edge.NewWorker(cfg)
-		require.ErrorIs(t, err, edge.ErrInvalidConfig)
+		require.ErrorIs(t, err, lease.ErrInvalid)
 	}
 }
 

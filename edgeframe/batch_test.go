@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/lease"
 )
 
 func decode(t *testing.T, body string) (edgeframe.Batch, error) {
@@ -219,7 +220,7 @@ func TestSentinelsAreDistinct(t *testing.T) {
 	all := []error{
 		edgeframe.ErrFrameTooLarge, edgeframe.ErrTruncated, edgeframe.ErrCut, edgeframe.ErrUnknownType,
 		edgeframe.ErrMalformed, edgeframe.ErrAborted, edgeframe.ErrBadBatch, edgeframe.ErrTooLarge,
-		edgeframe.ErrInvalidConfig,
+		lease.ErrInvalid,
 	}
 	for i, a := range all {
 		for j, b := range all {

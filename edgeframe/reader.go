@@ -2,15 +2,13 @@ package edgeframe
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"unicode/utf8"
-)
 
-// ErrInvalidConfig means a Config field is out of range.
-var ErrInvalidConfig = errors.New("invalid config")
+	"github.com/edgeindex/edgeindex/lease"
+)
 
 // Config configures a Reader. Its zero value means the defaults.
 type Config struct {
@@ -24,7 +22,7 @@ type Config struct {
 // withDefaults validates c and fills in its defaults.
 func (c Config) withDefaults() (Config, error) {
 	if c.MaxFrame < 0 {
-		return c, fmt.Errorf("edgeframe: %w: MaxFrame must be zero (64 MiB) or positive, not %d", ErrInvalidConfig, c.MaxFrame)
+		return c, lease.Invalidf("edgeframe: MaxFrame must be zero (64 MiB) or positive, not %d", c.MaxFrame)
 	}
 	if c.MaxFrame == 0 {
 		c.MaxFrame = DefaultMaxFrame
@@ -65,7 +63,7 @@ type Reader struct {
 }
 
 // NewReader returns a Reader that decodes frames from src. It returns an
-// error wrapping ErrInvalidConfig when cfg is invalid.
+// error that is lease.ErrInvalid when cfg is invalid.
 func NewReader(src io.Reader, cfg Config) (*Reader, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgeindex/edgeindex/lease"
 )
 
 // Defaults used when a Config field is zero.
@@ -39,7 +41,7 @@ type Config struct {
 
 func (c *Config) validate() error {
 	if c.Keep < 0 || c.Timeout < 0 || c.MaxStale < 0 {
-		return invalidf("Keep, Timeout and MaxStale cannot be negative")
+		return lease.Invalidf("fleetcache: Keep, Timeout and MaxStale cannot be negative")
 	}
 	if c.Keep == 0 {
 		c.Keep = DefaultKeep
@@ -48,7 +50,7 @@ func (c *Config) validate() error {
 		c.Timeout = DefaultTimeout
 	}
 	if c.MaxStale != 0 && c.MaxStale <= c.Keep {
-		return invalidf("MaxStale (%s) must be more than Keep (%s)", c.MaxStale, c.Keep)
+		return lease.Invalidf("fleetcache: MaxStale (%s) must be more than Keep (%s)", c.MaxStale, c.Keep)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -141,7 +143,7 @@ type Cache[T any] struct {
 // good.
 func New[T any](read ReadFunc[T], good func(T) bool, cfg Config) (*Cache[T], error) {
 	if read == nil {
-		return nil, invalidf("the read function is nil")
+		return nil, lease.Invalidf("fleetcache: the read function is nil")
 	}
 	wallClock := cfg.Now == nil
 	if err := cfg.validate(); err != nil {

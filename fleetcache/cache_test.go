@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/edgeindex/edgeindex/lease"
 )
 
 func TestMain(m *testing.M) {
@@ -80,10 +82,10 @@ func TestConfigValidate(t *testing.T) {
 		"max stale below defult": {MaxStale: 10 * time.Second},
 	} {
 		_, err := New(read, nil, cfg)
-		require.ErrorIs(t, err, ErrInvalidConfig, name)
+		require.ErrorIs(t, err, lease.ErrInvalid, name)
 	}
 	_, err := New[int](nil, nil, Config{})
-	require.ErrorIs(t, err, ErrInvalidConfig)
+	require.ErrorIs(t, err, lease.ErrInvalid)
 
 	c, err := New(read, nil, Config{})
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package fleetcache
 
 import (
 	"errors"
-	"fmt"
 )
 
 // Sentinel errors. The package wraps them with %w; callers test them with
@@ -19,9 +18,6 @@ var (
 	// ErrTooStale means the last good read is older than Config.MaxStale and
 	// the refresh that should have replaced it failed.
 	ErrTooStale = errors.New("fleetcache: the last good read is too old and the refresh failed")
-	// ErrInvalidConfig means a Config, SeatConfig or ServerConfig field is out
-	// of range.
-	ErrInvalidConfig = errors.New("fleetcache: invalid config")
 	// ErrBadRequest is answered by the Server with 400. Routes wrap it to say
 	// what was wrong with the request.
 	ErrBadRequest = errors.New("bad request")
@@ -31,10 +27,6 @@ var (
 	// ErrNotListening means Server.Serve was called before Server.Listen.
 	ErrNotListening = errors.New("fleetcache: the server is not listening")
 )
-
-func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
-}
 
 // StatusError is an error that the Server answers with its own HTTP status.
 // Build one with WithStatus.

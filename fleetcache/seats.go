@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/edgeindex/edgeindex/lease"
 )
 
 // Defaults used when a SeatConfig field is zero.
@@ -34,7 +36,7 @@ type SeatConfig struct {
 
 func (c *SeatConfig) validate() error {
 	if c.TTL < 0 || c.MaxEntries < 0 || c.Timeout < 0 {
-		return invalidf("TTL, MaxEntries and Timeout cannot be negative")
+		return lease.Invalidf("fleetcache: TTL, MaxEntries and Timeout cannot be negative")
 	}
 	if c.TTL == 0 {
 		c.TTL = DefaultSeatTTL
@@ -101,7 +103,7 @@ type Seats[K comparable, T any] struct {
 // good.
 func NewSeats[K comparable, T any](read SeatReadFunc[K, T], good func(T) bool, cfg SeatConfig) (*Seats[K, T], error) {
 	if read == nil {
-		return nil, invalidf("the seat read function is nil")
+		return nil, lease.Invalidf("fleetcache: the seat read function is nil")
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/edgeindex/edgeindex/lease"
 )
 
 // Server defaults, used when a ServerConfig field is zero.
@@ -112,7 +114,7 @@ type ServerConfig struct {
 func (c *ServerConfig) validate() error {
 	if c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 ||
 		c.DrainDelay < 0 || c.ShutdownTimeout < 0 || c.StaleWhileRevalidate < 0 || c.MaxHeaderBytes < 0 {
-		return invalidf("timeouts, StaleWhileRevalidate and MaxHeaderBytes cannot be negative")
+		return lease.Invalidf("fleetcache: timeouts, StaleWhileRevalidate and MaxHeaderBytes cannot be negative")
 	}
 	setDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDefault(&c.ReadTimeout, DefaultReadTimeout)
@@ -120,7 +122,7 @@ func (c *ServerConfig) validate() error {
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
 	if c.DrainDelay >= c.ShutdownTimeout {
-		return invalidf("DrainDelay (%s) must be less than ShutdownTimeout (%s)", c.DrainDelay, c.ShutdownTimeout)
+		return lease.Invalidf("fleetcache: DrainDelay (%s) must be less than ShutdownTimeout (%s)", c.DrainDelay, c.ShutdownTimeout)
 	}
 	if c.MaxHeaderBytes == 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
@@ -130,7 +132,7 @@ func (c *ServerConfig) validate() error {
 	}
 	host, port, err := net.SplitHostPort(c.Addr)
 	if err != nil {
-		return invalidf("Addr %q: %v", c.Addr, err)
+		return lease.Invalidf("fleetcache: Addr %q: %v", c.Addr, err)
 	}
 	if host == "" {
 		c.Addr = net.JoinHostPort("127.0.0.1", port)
@@ -144,13 +146,13 @@ func (c *ServerConfig) validate() error {
 	seen := map[string]bool{c.ReadyPath: true}
 	for _, rt := range c.Routes {
 		if !strings.HasPrefix(rt.Path, "/") {
-			return invalidf("route path %q does not start with /", rt.Path)
+			return lease.Invalidf("fleetcache: route path %q does not start with /", rt.Path)
 		}
 		if rt.Handle == nil {
-			return invalidf("route %s has no Handle", rt.Path)
+			return lease.Invalidf("fleetcache: route %s has no Handle", rt.Path)
 		}
 		if seen[rt.Path] {
-			return invalidf("route %s is given twice (or is the ready path)", rt.Path)
+			return lease.Invalidf("fleetcache: route %s is given twice (or is the ready path)", rt.Path)
 		}
 		seen[rt.Path] = true
 	}

@@ -4,13 +4,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
 var (
-	// ErrBadURL means a source URL could not be used; the error says why in
-	// one sentence.
-	ErrBadURL = errors.New("bad NNTP URL")
+	// ErrBadURL means a source URL, or a Config, could not be used; the
+	// error says why in one sentence. It is lease.ErrInvalid too, the one
+	// sentinel of configuration errors, under errors.Is.
+	ErrBadURL error = invalidSentinel("bad NNTP URL")
 	// ErrRefused means the server refused service in its greeting (400,
 	// service temporarily unavailable, or 502, permanently unavailable).
 	ErrRefused = errors.New("server refused the connection")
@@ -60,3 +62,10 @@ func (e *ProtocolError) Error() string {
 }
 
 func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// invalidSentinel is a sentinel that matches lease.ErrInvalid as well as
+// itself.
+type invalidSentinel string
+
+func (e invalidSentinel) Error() string        { return string(e) }
+func (e invalidSentinel) Is(target error) bool { return target == lease.ErrInvalid }
