@@ -126,6 +126,7 @@ func Run(t *testing.T, open Open) {
 		{"Repair", testRepair},
 		{"RepairOrderedAndExpired", testRepairOrderedAndExpired},
 		{"MissingBadInput", testMissingBadInput},
+		{"ReleasesBuild", testReleasesBuild}, {"ReleasesExactlyOnce", testReleasesExactlyOnce}, {"ReleasesPaging", testReleasesPaging}, {"ReleasesBadInput", testReleasesBadInput},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

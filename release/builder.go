@@ -1,0 +1,240 @@
+package release
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/collate"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Defaults of Config.
+const (
+	// DefaultInterval is how long Run waits after it has read the whole
+	// feed before it reads again.
+	DefaultInterval = 5 * time.Second
+	// DefaultWindow: a file joins a release of its set and poster posted
+	// within 6 hours of it. A release takes hours to post; a repost of the
+	// same name a day later is another release.
+	DefaultWindow = 6 * time.Hour
+	// DefaultPageSize is how many items of the feed one transaction
+	// consumes.
+	DefaultPageSize = 1000
+)
+
+// Config configures a Builder. Store is required; the zero value of every
+// other field means its default.
+type Config struct {
+	Store Store
+	// Feed is the results feed; nil means Store, which must then be one
+	// (sqlstore's Store is both).
+	Feed Feed
+	// Consumer names the cursor in the store. Builders with one name share
+	// the work of one feed, each page consumed by exactly one of them.
+	// Default DefaultConsumer.
+	Consumer string
+	// Group, when set, consumes only that group's items (its own cursor:
+	// give it its own Consumer).
+	Group string
+	// Interval is how long Run waits once it has caught up. Default
+	// DefaultInterval.
+	Interval time.Duration
+	// Window is how far apart in posting date a release's files may be.
+	// Default DefaultWindow.
+	Window time.Duration
+	// PageSize is how many items one transaction consumes, at most
+	// 10000. Default DefaultPageSize.
+	PageSize int
+	// Now is the clock for files whose Date header does not parse. Default
+	// time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.Store == nil {
+		return lease.Invalidf("release builder: Store is required")
+	}
+	if c.Feed == nil {
+		f, ok := c.Store.(Feed)
+		if !ok {
+			return lease.Invalidf("release builder: Feed is required when Store is no results feed")
+		}
+		c.Feed = f
+	}
+	if c.Interval < 0 || c.Window < 0 || c.PageSize < 0 || c.PageSize > 10000 {
+		return lease.Invalidf("release builder: Interval %s and Window %s must not be negative, PageSize %d must be 0 to 10000",
+			c.Interval, c.Window, c.PageSize)
+	}
+	if c.Consumer == "" {
+		c.Consumer = DefaultConsumer
+	}
+	if c.Interval == 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Stats counts what a Builder did.
+type Stats struct {
+	Pages    int64 `json:"pages"`    // pages applied
+	Items    int64 `json:"items"`    // items consumed
+	Skipped  int64 `json:"skipped"`  // of them, items that are no binary with parts
+	Files    int64 `json:"files"`    // files added or merged
+	Created  int64 `json:"created"`  // releases created
+	Changed  int64 `json:"changed"`  // release changes by later pages
+	Conflict int64 `json:"conflict"` // pages another builder consumed first
+}
+
+// Builder consumes the results feed by its cursor and builds releases of
+// the binaries in it. Each page is applied in one transaction with the
+// cursor, so each item is consumed exactly once, however many builders
+// share the consumer and however often they crash.
+type Builder struct {
+	cfg Config
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// NewBuilder checks cfg and returns a Builder; Run starts it.
+func NewBuilder(cfg Config) (*Builder, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Builder{cfg: cfg}, nil
+}
+
+// Stats returns what the builder did so far.
+func (b *Builder) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
+}
+
+// Run makes passes until ctx ends: a pass at once, then one every
+// Interval. A failed pass is logged; Run returns ctx's error.
+func (b *Builder) Run(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if _, err := b.Pass(ctx); err != nil && ctx.Err() == nil {
+			b.cfg.Logger.Warn("release builder pass", "err", err)
+		}
+		t.Reset(b.cfg.Interval)
+	}
+}
+
+// Pass consumes pages until the feed has nothing new, and returns how many
+// items it consumed. A page another builder consumed first is skipped (the
+// cursor is read again), not an error.
+func (b *Builder) Pass(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		n, moved, err := b.step(ctx)
+		total += int64(n)
+		if err != nil || (n == 0 && !moved) {
+			return total, err
+		}
+	}
+}
+
+// Step consumes one page of the feed and returns how many items it held:
+// 0 when there is nothing new, or when another builder consumed the page
+// first (then the next Step reads on from where that one left off).
+func (b *Builder) Step(ctx context.Context) (int, error) {
+	n, _, err := b.step(ctx)
+	return n, err
+}
+
+// step is Step; moved reports a page another builder consumed first.
+func (b *Builder) step(ctx context.Context) (n int, moved bool, err error) {
+	cur, err := b.cfg.Store.ReleaseCursor(ctx, b.cfg.Consumer)
+	if err != nil {
+		return 0, false, fmt.Errorf("release builder: %w", err)
+	}
+	page, err := b.cfg.Feed.Results(ctx, batch.Query{Group: b.cfg.Group, After: cur.After, Limit: b.cfg.PageSize})
+	if err != nil {
+		return 0, false, fmt.Errorf("release builder: feed: %w", err)
+	}
+	if len(page.Results) == 0 {
+		return 0, false, nil
+	}
+	u, skipped := b.update(cur.After, page)
+	applied, err := b.cfg.Store.PutReleases(ctx, u)
+	if errors.Is(err, ErrCursorMoved) {
+		b.mu.Lock()
+		b.stats.Conflict++
+		b.mu.Unlock()
+		return 0, true, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("release builder: %w", err)
+	}
+	b.mu.Lock()
+	b.stats.Pages++
+	b.stats.Items += int64(u.Items)
+	b.stats.Skipped += int64(skipped)
+	b.stats.Files += int64(applied.Files)
+	b.stats.Created += int64(applied.Created)
+	b.stats.Changed += int64(applied.Changed)
+	b.mu.Unlock()
+	if applied.Created > 0 {
+		b.cfg.Logger.Debug("releases", "created", applied.Created, "changed", applied.Changed, "files", applied.Files)
+	}
+	return u.Items, false, nil
+}
+
+// update turns a page of the feed into an Update: items decoded as
+// binaries and merged by key, in the order of their first item. Items that
+// are not a binary with parts are skipped.
+func (b *Builder) update(after string, page batch.Page) (Update, int) {
+	u := Update{Consumer: b.cfg.Consumer, After: after, Next: page.Next, Items: len(page.Results), Window: b.cfg.Window}
+	at := make(map[string]int, len(page.Results))
+	skipped := 0
+	var now time.Time
+	for _, it := range page.Results {
+		var bin collate.Binary
+		if err := json.Unmarshal(it.Value, &bin); err != nil || len(bin.Parts) == 0 || bin.Total < 1 {
+			skipped++
+			continue
+		}
+		f := FromBinary(it.Key, bin)
+		if f.Date.IsZero() {
+			if now.IsZero() {
+				now = b.cfg.Now().UTC()
+			}
+			f.Date = now
+		}
+		if i, ok := at[f.Key]; ok {
+			u.Files[i] = u.Files[i].Merge(f)
+			continue
+		}
+		at[f.Key] = len(u.Files)
+		u.Files = append(u.Files, f)
+	}
+	return u, skipped
+}

@@ -1,0 +1,32 @@
+// Package release builds releases from the results feed: it groups the
+// binaries a collating worker stored (collate.Binary items) into the sets
+// their posters posted, the way NNTmux makes releases of collections.
+//
+// A Builder reads the feed (batch.Store.Results) page by page from its
+// cursor, merges the items of one key (collate.Merge: a binary split by a
+// range boundary, or repaired later, comes as several items), and hands
+// each page to Store.PutReleases, which places the page's files into
+// releases (Assign) and moves the cursor in the same transaction. So each
+// item is consumed exactly once, by one of any number of builders sharing
+// a consumer name, whenever they crash.
+//
+// A file joins a release when it has the same poster and the same set name
+// as the release's files (ParseSet: the subject without file counters,
+// sizes, "yEnc" and file extensions, so "name.part01.rar", "name.r00",
+// "name.vol01+02.par2", "name.nfo" and "[01/15]" or "(1/40)" forms all
+// clean to one key), and was posted within the window of its dates
+// (Config.Window, 6 hours by default; dates from the binaries' Date
+// headers). A release knows its files with their parts, its parts seen and
+// expected, its files seen and expected (from [n/N]), whether it is
+// complete, its size, its groups and its posting date.
+//
+// A Builder runs inside `coordinator serve` (on by default; --releases=false
+// turns it off), or in any program that embeds it:
+//
+//	b, err := release.NewBuilder(release.Config{Store: store})
+//	go b.Run(ctx)
+//
+// Store.Releases pages through releases by an opaque cursor and
+// Store.ReleaseByID returns one with its files: package nzb writes it as an
+// NZB file. sqlstore implements Store on SQLite and PostgreSQL.
+package release

@@ -1,0 +1,261 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/collate"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Sentinel errors, tested with errors.Is. They wrap the lease package's, so
+// a caller that maps those to HTTP statuses maps these too.
+var (
+	// ErrCursorMoved means the consumer's cursor is no longer the one the
+	// page was read from: another builder consumed it. Nothing was written;
+	// read the cursor again.
+	ErrCursorMoved = fmt.Errorf("release cursor moved: %w", lease.ErrConflict)
+	// ErrBadCursor means a listing cursor was not one a Page handed out.
+	ErrBadCursor = fmt.Errorf("bad cursor: %w", lease.ErrInvalid)
+	// ErrNotFound means no release has that id.
+	ErrNotFound = fmt.Errorf("release: %w", lease.ErrNotFound)
+)
+
+// File is one file of a release: a binary (the items of one key merged
+// with collate.Merge), with every group it was read in.
+type File struct {
+	Key     string `json:"key"`     // the binary's key (collate.Key)
+	Subject string `json:"subject"` // collate.Binary.Subject: the subject without its part counter
+	Name    string `json:"name"`    // the file name from the subject
+	Poster  string `json:"poster"`
+	// Date is when it was posted: the earliest Date header of its items
+	// that parses, else when the builder first saw it.
+	Date     time.Time      `json:"date"`
+	Groups   []string       `json:"groups"` // sorted, one each
+	Total    int            `json:"total"`  // the parts the binary has
+	Complete bool           `json:"complete"`
+	Bytes    int64          `json:"bytes"` // the sum of its parts' bytes
+	Parts    []collate.Part `json:"parts"` // ascending by N, one per part number
+}
+
+// FromBinary makes a File of one item of the results feed. A date that
+// does not parse is the zero time.
+func FromBinary(key string, b collate.Binary) File {
+	f := File{Key: key, Subject: validText(b.Subject), Name: validText(b.Name), Poster: validText(b.Poster),
+		Total: b.Total, Complete: b.Complete, Parts: b.Parts}
+	if b.Group != "" {
+		f.Groups = []string{b.Group}
+	}
+	f.Date, _ = ParseDate(b.Date)
+	f.Bytes = partBytes(f.Parts)
+	return f
+}
+
+// Merge returns the union of two items of one file: parts as collate.Merge
+// joins them, the groups of both, the earlier date. Neither f nor g is
+// changed.
+func (f File) Merge(g File) File {
+	b := collate.Merge(f.binary(), g.binary())
+	out := f
+	out.Parts, out.Complete, out.Total = b.Parts, b.Complete, b.Total
+	if out.Subject == "" {
+		out.Subject = g.Subject
+	}
+	if out.Name == "" {
+		out.Name = g.Name
+	}
+	if out.Poster == "" {
+		out.Poster = g.Poster
+	}
+	if out.Date.IsZero() || (!g.Date.IsZero() && g.Date.Before(out.Date)) {
+		out.Date = g.Date
+	}
+	out.Groups = unionSorted(f.Groups, g.Groups)
+	out.Bytes = partBytes(out.Parts)
+	return out
+}
+
+// binary is f as collate's Binary, for collate.Merge.
+func (f File) binary() collate.Binary {
+	return collate.Binary{Subject: f.Subject, Name: f.Name, Poster: f.Poster, Total: f.Total, Complete: f.Complete, Parts: f.Parts}
+}
+
+func partBytes(parts []collate.Part) int64 {
+	var n int64
+	for _, p := range parts {
+		n += p.Bytes
+	}
+	return n
+}
+
+// unionSorted returns the sorted union of two sorted lists without
+// repeats, as a new slice.
+func unionSorted(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	out = append(out, a...)
+	out = append(out, b...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ParseDate parses a Date header as Usenet posts have it (RFC 5322, and
+// the obsolete forms net/mail accepts), in UTC.
+func ParseDate(s string) (time.Time, error) {
+	t, err := mail.ParseDate(strings.TrimSpace(s))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
+
+// Release is a set of files one poster posted together: the files whose
+// subjects share a set name (ParseSet), posted within the builder's window
+// of each other.
+type Release struct {
+	ID     int64    `json:"id"`
+	Key    string   `json:"key"`  // SetKey(poster, Set.Key)
+	Name   string   `json:"name"` // Set.Name of its first file
+	Poster string   `json:"poster"`
+	Groups []string `json:"groups"` // every group a file of it was read in, sorted
+	// Posted is the date of its earliest file, Last of its latest.
+	Posted time.Time `json:"posted"`
+	Last   time.Time `json:"last"`
+	// FilesSeen counts its files, FilesComplete those with every part.
+	// FilesExpected is the largest file counter of their subjects
+	// ([01/15] expects 15), or 0 when they have none.
+	FilesSeen     int `json:"filesSeen"`
+	FilesComplete int `json:"filesComplete"`
+	FilesExpected int `json:"filesExpected"`
+	// PartsSeen counts the parts of its files that were read, and
+	// PartsExpected the parts its files have (their totals). Parts of files
+	// not seen at all are not counted: FilesExpected shows those.
+	PartsSeen     int64 `json:"partsSeen"`
+	PartsExpected int64 `json:"partsExpected"`
+	// Complete: every file has every part, and at least FilesExpected
+	// files were seen.
+	Complete bool      `json:"complete"`
+	Bytes    int64     `json:"bytes"`   // the sum of its parts' bytes
+	Updated  time.Time `json:"updated"` // when a page of the feed last changed it
+	// Files are its files, sorted by name, with their parts;
+	// Store.ReleaseByID fills them, a listing leaves them nil.
+	Files []File `json:"files,omitempty"`
+}
+
+// Completion is the share of the expected parts that were seen, from 0 to
+// 100, as NNTmux shows it.
+func (r *Release) Completion() float64 {
+	if r.PartsExpected == 0 {
+		return 0
+	}
+	return 100 * float64(r.PartsSeen) / float64(r.PartsExpected)
+}
+
+// add counts a file into the release's totals; sign -1 takes it out.
+func (r *Release) add(f *File, sign int) {
+	r.FilesSeen += sign
+	if f.Complete {
+		r.FilesComplete += sign
+	}
+	r.PartsSeen += int64(sign * len(f.Parts))
+	r.PartsExpected += int64(sign * f.Total)
+	r.Bytes += int64(sign) * f.Bytes
+}
+
+// settle recomputes Complete.
+func (r *Release) settle() {
+	r.Complete = r.FilesSeen > 0 && r.FilesComplete == r.FilesSeen && r.FilesSeen >= r.FilesExpected
+}
+
+// Query selects a page of releases. The zero Query reads the first page of
+// every group.
+type Query struct {
+	Group string // empty: every group; else the releases with a file read in it
+	After string // an opaque cursor from a previous Page; empty: the start
+	Limit int    // 0: 100; at most 1000
+}
+
+// Page is one page of releases, oldest first (by id), without their files.
+// Next is the cursor to read what comes after this page; with nothing new
+// it is the cursor asked for.
+type Page struct {
+	Releases []Release `json:"releases"`
+	Next     string    `json:"next"`
+}
+
+// DefaultConsumer is the name of the builder's cursor in the store when
+// Config.Consumer is empty.
+const DefaultConsumer = "releases"
+
+// Cursor is how far a consumer has read the results feed.
+type Cursor struct {
+	Consumer string    `json:"consumer"`
+	After    string    `json:"after"` // the feed cursor to read from; empty: the start
+	Items    int64     `json:"items"` // items consumed so far
+	At       time.Time `json:"at"`    // when it last moved; zero before the first page
+}
+
+// Update is what a builder makes of one page of the results feed, for
+// Store.PutReleases to apply in one transaction with the cursor.
+type Update struct {
+	Consumer string
+	// After is the cursor the page was read from, Next the cursor after it.
+	After, Next string
+	// Items counts the page's items, Files (some items merged by key, some
+	// skipped) included.
+	Items int
+	// Files are the page's binaries, one per key, with groups and dates.
+	Files []File
+	// Window: a file joins a release of its set and poster when its date
+	// is within Window of the release's [Posted, Last].
+	Window time.Duration
+}
+
+// Applied counts what PutReleases changed.
+type Applied struct {
+	Created int `json:"created"` // new releases
+	Changed int `json:"changed"` // existing releases that got a file or parts
+	Files   int `json:"files"`   // files added or merged
+}
+
+// Store keeps releases and the builder's cursor. sqlstore implements it on
+// SQLite and PostgreSQL.
+type Store interface {
+	// ReleaseCursor returns the consumer's cursor; one that never moved
+	// has After "".
+	ReleaseCursor(ctx context.Context, consumer string) (Cursor, error)
+	// PutReleases applies one page of the feed: it assigns u's files to
+	// releases (Assign), writes them, and moves the consumer's cursor from
+	// u.After to u.Next, in one transaction. When the stored cursor is not
+	// u.After it writes nothing and returns ErrCursorMoved.
+	PutReleases(ctx context.Context, u Update) (Applied, error)
+	// Releases pages through releases by id, without their files. An
+	// unknown group is lease.ErrNotFound.
+	Releases(ctx context.Context, q Query) (Page, error)
+	// ReleaseByID returns one release with its files and their parts, or
+	// ErrNotFound. (Release is lease.Store's: a range given back.)
+	ReleaseByID(ctx context.Context, id int64) (Release, error)
+}
+
+// Feed is the results feed the builder consumes: every batch.Store is one.
+type Feed interface {
+	Results(ctx context.Context, q batch.Query) (batch.Page, error)
+}
+
+// MaxQueryLimit is the largest Query.Limit.
+const MaxQueryLimit = 1000
+
+// CheckQuery applies Query's defaults and bounds; stores call it.
+func CheckQuery(q Query) (Query, error) {
+	if q.Limit == 0 {
+		q.Limit = 100
+	}
+	if q.Limit < 0 || q.Limit > MaxQueryLimit {
+		return q, lease.Invalidf("releases: limit %d must be 1 to %d", q.Limit, MaxQueryLimit)
+	}
+	return q, nil
+}

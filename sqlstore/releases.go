@@ -1,0 +1,418 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/release"
+)
+
+var _ release.Store = (*Store)(nil)
+
+const releaseCols = `id, set_key, name, poster, group_names, posted_us, last_us, files_seen, files_complete, files_expected,
+	parts_seen, parts_expected, bytes, complete, updated_us`
+
+// releaseRow is a row of releases.
+type releaseRow struct {
+	ID            int64  `db:"id"`
+	SetKey        string `db:"set_key"`
+	Name          string `db:"name"`
+	Poster        string `db:"poster"`
+	Groups        string `db:"group_names"`
+	PostedUS      int64  `db:"posted_us"`
+	LastUS        int64  `db:"last_us"`
+	FilesSeen     int    `db:"files_seen"`
+	FilesComplete int    `db:"files_complete"`
+	FilesExpected int    `db:"files_expected"`
+	PartsSeen     int64  `db:"parts_seen"`
+	PartsExpected int64  `db:"parts_expected"`
+	Bytes         int64  `db:"bytes"`
+	Complete      bool   `db:"complete"`
+	UpdatedUS     int64  `db:"updated_us"`
+}
+
+func (r releaseRow) release() (release.Release, error) {
+	out := release.Release{ID: r.ID, Key: r.SetKey, Name: r.Name, Poster: r.Poster,
+		Posted: time.UnixMicro(r.PostedUS).UTC(), Last: time.UnixMicro(r.LastUS).UTC(),
+		FilesSeen: r.FilesSeen, FilesComplete: r.FilesComplete, FilesExpected: r.FilesExpected,
+		PartsSeen: r.PartsSeen, PartsExpected: r.PartsExpected, Bytes: r.Bytes, Complete: r.Complete,
+		Updated: time.UnixMicro(r.UpdatedUS).UTC()}
+	if err := json.Unmarshal([]byte(r.Groups), &out.Groups); err != nil {
+		return out, fmt.Errorf("release %d: groups: %w", r.ID, err)
+	}
+	return out, nil
+}
+
+// ReleaseCursor implements release.Store.
+func (s *Store) ReleaseCursor(ctx context.Context, consumer string) (release.Cursor, error) {
+	c := release.Cursor{Consumer: consumer}
+	var row struct {
+		Cursor string `db:"feed_after"`
+		Items  int64  `db:"items"`
+		AtUS   int64  `db:"at_us"`
+	}
+	err := s.rdb.GetContext(ctx, &row, s.q("SELECT feed_after, items, at_us FROM feed_cursors WHERE consumer = ?"), consumer)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("release cursor: %w", err)
+	}
+	c.After, c.Items = row.Cursor, row.Items
+	if row.Items > 0 {
+		c.At = time.UnixMicro(row.AtUS).UTC()
+	}
+	return c, nil
+}
+
+// PutReleases implements release.Store: in one transaction it checks the
+// consumer's cursor, reads what release.Needs names, lets release.Assign
+// place the page's files, writes releases, groups and files (multi-row
+// inserts), and moves the cursor. On PostgreSQL it first takes a
+// transaction-level advisory lock, so release writers commit one at a time
+// and release ids commit in order: a reader paging by id skips none.
+func (s *Store) PutReleases(ctx context.Context, u release.Update) (release.Applied, error) {
+	var applied release.Applied
+	if u.Consumer == "" || u.Window < 0 || u.Items < len(u.Files) {
+		return applied, lease.Invalidf("releases: an update needs a consumer, a window of 0 or more, and items for its %d files", len(u.Files))
+	}
+	if _, _, err := parseCursor(u.Next); err != nil || u.Next == "" {
+		return applied, lease.Invalidf("releases: next %q is no feed cursor", u.Next)
+	}
+	for i, f := range u.Files {
+		if f.Key == "" || f.Date.IsZero() {
+			return applied, lease.Invalidf("releases: file %d has no key or no date", i)
+		}
+	}
+	now := s.nowMicros()
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		if s.d.name == "postgres" {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.releases'))"); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO feed_cursors (consumer, feed_after, items, at_us) VALUES (?, '', 0, ?)
+			ON CONFLICT (consumer) DO NOTHING`), u.Consumer, now); err != nil {
+			return err
+		}
+		var cur string
+		if err := tx.GetContext(ctx, &cur, s.q("SELECT feed_after FROM feed_cursors WHERE consumer = ? {forupdate}"), u.Consumer); err != nil {
+			return err
+		}
+		if cur != u.After {
+			return fmt.Errorf("%w: consumer %q is at %q, the page was read from %q", release.ErrCursorMoved, u.Consumer, cur, u.After)
+		}
+		need := release.Needs(u.Files, u.Window)
+		stored, err := s.releaseFiles(ctx, tx, need.Keys)
+		if err != nil {
+			return err
+		}
+		rels, err := s.releaseCandidates(ctx, tx, need, stored)
+		if err != nil {
+			return err
+		}
+		ch := release.Assign(u.Files, stored, rels, u.Window, time.UnixMicro(now).UTC())
+		ids, err := s.writeReleases(ctx, tx, ch)
+		if err != nil {
+			return err
+		}
+		if err := s.writeReleaseFiles(ctx, tx, ch.Files, ids); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE feed_cursors SET feed_after = ?, items = items + ?, at_us = ? WHERE consumer = ?"),
+			u.Next, u.Items, now, u.Consumer); err != nil {
+			return err
+		}
+		applied = release.Applied{Created: len(ch.New), Changed: len(ch.Changed), Files: len(ch.Files)}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, release.ErrCursorMoved) {
+			return release.Applied{}, err
+		}
+		return release.Applied{}, fmt.Errorf("releases: %w", err)
+	}
+	return applied, nil
+}
+
+// inChunk bounds the parameters of one IN list.
+const inChunk = 500
+
+// placeholders returns "?,?,...,?" with n marks.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// releaseFiles reads the stored files of keys.
+func (s *Store) releaseFiles(ctx context.Context, tx *sqlx.Tx, keys []string) (map[string]release.Stored, error) {
+	out := make(map[string]release.Stored, len(keys))
+	for part := range slices.Chunk(keys, inChunk) {
+		args := make([]any, len(part))
+		for i, k := range part {
+			args[i] = k
+		}
+		rows, err := tx.QueryContext(ctx, s.bind("SELECT key, release_id, value FROM release_files WHERE key IN ("+placeholders(len(part))+")"), args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var key, value string
+			var id int64
+			if err := rows.Scan(&key, &id, &value); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			var f release.File
+			if err := json.Unmarshal([]byte(value), &f); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("release file %s: %w", key, err)
+			}
+			out[key] = release.Stored{Release: id, File: f}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// releaseCandidates reads the releases of the stored files and those a new
+// file may join.
+func (s *Store) releaseCandidates(ctx context.Context, tx *sqlx.Tx, need release.Lookup, stored map[string]release.Stored) ([]release.Release, error) {
+	seen := map[int64]bool{}
+	var out []release.Release
+	scan := func(query string, args []any) error {
+		var rows []releaseRow
+		if err := tx.SelectContext(ctx, &rows, s.bind(query), args...); err != nil {
+			return err
+		}
+		for _, row := range rows {
+			if seen[row.ID] {
+				continue
+			}
+			seen[row.ID] = true
+			r, err := row.release()
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	}
+	var ids []int64
+	for _, st := range stored {
+		ids = append(ids, st.Release)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for part := range slices.Chunk(ids, inChunk) {
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		if err := scan("SELECT "+releaseCols+" FROM releases WHERE id IN ("+placeholders(len(part))+")", args); err != nil {
+			return nil, err
+		}
+	}
+	for part := range slices.Chunk(need.Sets, inChunk) {
+		args := make([]any, 0, len(part)+2)
+		for _, k := range part {
+			args = append(args, k)
+		}
+		args = append(args, need.To.UnixMicro(), need.From.UnixMicro())
+		if err := scan("SELECT "+releaseCols+" FROM releases WHERE set_key IN ("+placeholders(len(part))+
+			") AND posted_us <= ? AND last_us >= ?", args); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// writeReleases creates the new releases and updates the changed ones,
+// with their groups. It returns the id of each new release by its
+// placeholder id.
+func (s *Store) writeReleases(ctx context.Context, tx *sqlx.Tx, ch release.Changes) (map[int64]int64, error) {
+	ids := make(map[int64]int64, len(ch.New))
+	var groups []any // group_name, release_id pairs
+	for _, r := range ch.New {
+		gs, err := json.Marshal(nonNil(r.Groups))
+		if err != nil {
+			return nil, err
+		}
+		var id int64
+		if err := tx.GetContext(ctx, &id, s.q(`INSERT INTO releases (set_key, name, poster, group_names, posted_us, last_us,
+			files_seen, files_complete, files_expected, parts_seen, parts_expected, bytes, complete, updated_us)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+			r.Key, r.Name, r.Poster, string(gs), r.Posted.UnixMicro(), r.Last.UnixMicro(), r.FilesSeen, r.FilesComplete,
+			r.FilesExpected, r.PartsSeen, r.PartsExpected, r.Bytes, r.Complete, r.Updated.UnixMicro()); err != nil {
+			return nil, err
+		}
+		ids[r.ID] = id
+		for _, g := range r.Groups {
+			groups = append(groups, g, id)
+		}
+	}
+	for _, r := range ch.Changed {
+		gs, err := json.Marshal(nonNil(r.Groups))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE releases SET group_names = ?, posted_us = ?, last_us = ?, files_seen = ?,
+			files_complete = ?, files_expected = ?, parts_seen = ?, parts_expected = ?, bytes = ?, complete = ?, updated_us = ?
+			WHERE id = ?`),
+			string(gs), r.Posted.UnixMicro(), r.Last.UnixMicro(), r.FilesSeen, r.FilesComplete, r.FilesExpected,
+			r.PartsSeen, r.PartsExpected, r.Bytes, r.Complete, r.Updated.UnixMicro(), r.ID); err != nil {
+			return nil, err
+		}
+		for _, g := range r.Groups {
+			groups = append(groups, g, r.ID)
+		}
+	}
+	for part := range slices.Chunk(groups, 2*inChunk) {
+		values := strings.TrimSuffix(strings.Repeat("(?,?),", len(part)/2), ",")
+		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO release_groups (group_name, release_id) VALUES "+values+
+			" ON CONFLICT DO NOTHING"), part...); err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}
+
+// writeReleaseFiles inserts the new files (multi-row) and replaces the
+// merged ones.
+func (s *Store) writeReleaseFiles(ctx context.Context, tx *sqlx.Tx, files []release.Placed, ids map[int64]int64) error {
+	var inserts []any
+	for _, p := range files {
+		id := p.Release
+		if id < 0 {
+			id = ids[id]
+		}
+		value, err := json.Marshal(p.File)
+		if err != nil {
+			return err
+		}
+		if p.New {
+			inserts = append(inserts, p.File.Key, id, string(value))
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE release_files SET value = ? WHERE key = ?"), string(value), p.File.Key); err != nil {
+			return err
+		}
+	}
+	for part := range slices.Chunk(inserts, 3*inChunk) {
+		values := strings.TrimSuffix(strings.Repeat("(?,?,?),", len(part)/3), ",")
+		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO release_files (key, release_id, value) VALUES "+values), part...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Releases implements release.Store.
+func (s *Store) Releases(ctx context.Context, q release.Query) (release.Page, error) {
+	q, err := release.CheckQuery(q)
+	if err != nil {
+		return release.Page{}, err
+	}
+	after := int64(0)
+	if q.After != "" {
+		after, err = strconv.ParseInt(q.After, 10, 64)
+		if err != nil || after < 0 {
+			return release.Page{}, fmt.Errorf("releases: %w: %q", release.ErrBadCursor, q.After)
+		}
+	}
+	var rows []releaseRow
+	if q.Group == "" {
+		err = s.rdb.SelectContext(ctx, &rows, s.q("SELECT "+releaseCols+" FROM releases WHERE id > ? ORDER BY id LIMIT ?"), after, q.Limit)
+	} else {
+		if _, err := s.Group(ctx, q.Group); err != nil {
+			return release.Page{}, fmt.Errorf("releases: %w", err)
+		}
+		err = s.rdb.SelectContext(ctx, &rows, s.q(`SELECT `+prefixed("r.", releaseCols)+` FROM release_groups g
+			JOIN releases r ON r.id = g.release_id WHERE g.group_name = ? AND g.release_id > ? ORDER BY g.release_id LIMIT ?`),
+			q.Group, after, q.Limit)
+	}
+	if err != nil {
+		return release.Page{}, fmt.Errorf("releases: %w", err)
+	}
+	page := release.Page{Releases: make([]release.Release, 0, len(rows)), Next: q.After}
+	for _, row := range rows {
+		r, err := row.release()
+		if err != nil {
+			return release.Page{}, fmt.Errorf("releases: %w", err)
+		}
+		page.Releases = append(page.Releases, r)
+		page.Next = strconv.FormatInt(r.ID, 10)
+	}
+	return page, nil
+}
+
+// prefixed puts p before each of the comma-separated columns.
+func prefixed(p, cols string) string {
+	fields := strings.Split(cols, ",")
+	for i, f := range fields {
+		fields[i] = p + strings.TrimSpace(f)
+	}
+	return strings.Join(fields, ", ")
+}
+
+// ReleaseByID implements release.Store.
+func (s *Store) ReleaseByID(ctx context.Context, id int64) (release.Release, error) {
+	var row releaseRow
+	err := s.rdb.GetContext(ctx, &row, s.q("SELECT "+releaseCols+" FROM releases WHERE id = ?"), id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return release.Release{}, fmt.Errorf("%w: no release %d", release.ErrNotFound, id)
+	}
+	if err != nil {
+		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
+	}
+	r, err := row.release()
+	if err != nil {
+		return release.Release{}, err
+	}
+	rows, err := s.rdb.QueryContext(ctx, s.q("SELECT value FROM release_files WHERE release_id = ?"), id)
+	if err != nil {
+		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
+	}
+	defer rows.Close()
+	r.Files = []release.File{}
+	for rows.Next() {
+		var value string
+		if err := rows.Scan(&value); err != nil {
+			return release.Release{}, fmt.Errorf("release %d: %w", id, err)
+		}
+		var f release.File
+		if err := json.Unmarshal([]byte(value), &f); err != nil {
+			return release.Release{}, fmt.Errorf("release %d: file: %w", id, err)
+		}
+		r.Files = append(r.Files, f)
+	}
+	if err := rows.Err(); err != nil {
+		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
+	}
+	slices.SortFunc(r.Files, func(a, b release.File) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return r, nil
+}
