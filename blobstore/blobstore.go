@@ -31,8 +31,8 @@ type Store interface {
 	// fails leaves the old one. size is the number of bytes r holds, or -1
 	// when it is not known; a reader with more or fewer is an error
 	// wrapping ErrSize. An error r returns (also one it returns in place of
-	// io.EOF, see Checked) stores nothing and is returned, wrapped. Put
-	// returns the number of bytes stored.
+	// io.EOF, see Checked) stores nothing and is returned, wrapped. A nil r
+	// is empty. Put returns the number of bytes stored.
 	Put(ctx context.Context, key string, r io.Reader, size int64) (int64, error)
 	// Open returns the blob for streaming and its size, or an error
 	// wrapping ErrNotFound. The caller closes it. The reader holds no copy

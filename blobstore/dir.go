@@ -1,6 +1,7 @@
 package blobstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -80,6 +81,9 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, size int64) (int
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
+	}
+	if r == nil {
+		r = bytes.NewReader(nil)
 	}
 	if size >= 0 {
 		r = &exact{r: r, left: size}

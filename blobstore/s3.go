@@ -137,6 +137,9 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) (int6
 	if err != nil {
 		return 0, err
 	}
+	if r == nil {
+		r = bytes.NewReader(nil)
+	}
 	opts := minio.PutObjectOptions{ContentType: "application/octet-stream"}
 	var rec *recorder
 	switch {

@@ -27,27 +27,47 @@ type Open func(t *testing.T, dir string) spool.Store
 // it only fails a broken store, it never paces a working one.
 const waitLimit = 10 * time.Second
 
-// Run runs the conformance suite against the stores open returns. Every
-// case runs in parallel in its own temporary directory.
+// Run runs the conformance suite against the stores open returns: every
+// case, including those that look at the files of a store that keeps the
+// disk layout (spool.ChunkPath, spool.TempPrefix). Every case runs in
+// parallel in its own temporary directory.
 func Run(t *testing.T, open Open) {
 	t.Helper()
+	run(t, open, true)
+}
+
+// RunStore runs the cases that hold for any Store, whatever keeps its
+// bytes (an object store, say): Run less the cases that look at files.
+// dir is then only a name: the same dir is the same store, reopened.
+func RunStore(t *testing.T, open Open) {
+	t.Helper()
+	run(t, open, false)
+}
+
+func run(t *testing.T, open Open, files bool) {
+	t.Helper()
 	cases := []struct {
-		name string
-		fn   func(t *testing.T, open Open)
+		name  string
+		fn    func(t *testing.T, open Open)
+		files bool // looks at the disk layout
 	}{
-		{"PutHasRead", testPutHasRead},
-		{"Overwrite", testOverwrite},
-		{"InvalidSpan", testInvalidSpan},
-		{"SizeAccounting", testSizeAccounting},
-		{"Drop", testDrop},
-		{"WaitRoom", testWaitRoom},
-		{"WaitChunk", testWaitChunk},
-		{"Close", testClose},
-		{"Restart", testRestart},
-		{"CrashLeftovers", testCrashLeftovers},
-		{"Concurrent", testConcurrent},
+		{"PutHasRead", testPutHasRead, false},
+		{"Overwrite", testOverwrite, false},
+		{"InvalidSpan", testInvalidSpan, false},
+		{"SizeAccounting", testSizeAccounting, false},
+		{"Drop", testDrop, false},
+		{"DropFiles", testDropFiles, true},
+		{"WaitRoom", testWaitRoom, false},
+		{"WaitChunk", testWaitChunk, false},
+		{"Close", testClose, false},
+		{"Restart", testRestart, false},
+		{"CrashLeftovers", testCrashLeftovers, true},
+		{"Concurrent", testConcurrent, false},
 	}
 	for _, c := range cases {
+		if c.files && !files {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.fn(t, open)
@@ -174,8 +194,7 @@ func testSizeAccounting(t *testing.T, open Open) {
 }
 
 func testDrop(t *testing.T, open Open) {
-	dir := t.TempDir()
-	s := open(t, dir)
+	s := open(t, t.TempDir())
 	spans := lease.Spans(1, 5000, 1000)
 	for _, sp := range spans {
 		require.NoError(t, s.Put(1, sp, chunk(1, sp, 64)))
@@ -188,16 +207,14 @@ func testDrop(t *testing.T, open Open) {
 		require.ErrorIs(t, err, spool.ErrNotFound)
 		require.True(t, s.Has(2, sp), "range 2 keeps its chunks")
 	}
-	_, err := os.Stat(filepath.Dir(spool.ChunkPath(dir, 1, spans[0])))
-	require.ErrorIs(t, err, fs.ErrNotExist, "the range's files are gone")
 
 	require.NoError(t, s.Drop(1), "dropping an empty range")
 	require.NoError(t, s.Drop(99), "dropping an unknown range")
 
 	require.NoError(t, s.DropChunk(2, spans[2]))
 	require.False(t, s.Has(2, spans[2]))
-	_, err = os.Stat(spool.ChunkPath(dir, 2, spans[2]))
-	require.ErrorIs(t, err, fs.ErrNotExist)
+	_, err := s.Read(2, spans[2])
+	require.ErrorIs(t, err, spool.ErrNotFound)
 	require.True(t, s.Has(2, spans[1]))
 	require.NoError(t, s.DropChunk(2, spans[2]), "dropping a missing chunk")
 
@@ -206,6 +223,34 @@ func testDrop(t *testing.T, open Open) {
 	got, err := s.Read(1, spans[0])
 	require.NoError(t, err)
 	require.Equal(t, []byte("again"), got)
+
+	// Range ids whose text is a prefix of another's are other ranges.
+	require.NoError(t, s.Put(12, spans[0], []byte("12")))
+	require.NoError(t, s.Put(123, spans[0], []byte("123")))
+	require.NoError(t, s.Drop(12))
+	require.True(t, s.Has(123, spans[0]))
+	got, err = s.Read(123, spans[0])
+	require.NoError(t, err)
+	require.Equal(t, []byte("123"), got)
+}
+
+// testDropFiles checks that Drop and DropChunk remove the files.
+func testDropFiles(t *testing.T, open Open) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	spans := lease.Spans(1, 5000, 1000)
+	for _, sp := range spans {
+		require.NoError(t, s.Put(1, sp, chunk(1, sp, 64)))
+		require.NoError(t, s.Put(2, sp, chunk(2, sp, 64)))
+	}
+	require.NoError(t, s.Drop(1))
+	_, err := os.Stat(filepath.Dir(spool.ChunkPath(dir, 1, spans[0])))
+	require.ErrorIs(t, err, fs.ErrNotExist, "the range's files are gone")
+	require.NoError(t, s.DropChunk(2, spans[2]))
+	_, err = os.Stat(spool.ChunkPath(dir, 2, spans[2]))
+	require.ErrorIs(t, err, fs.ErrNotExist)
+	_, err = os.Stat(spool.ChunkPath(dir, 2, spans[1]))
+	require.NoError(t, err)
 }
 
 func testWaitRoom(t *testing.T, open Open) {
