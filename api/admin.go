@@ -11,6 +11,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
 )
 
 // DefaultMaxAnswer is the most an AdminClient reads of one answer.
@@ -57,23 +58,52 @@ type AdminClient struct {
 	base *url.URL
 }
 
-// NewAdminClient checks cfg and returns an AdminClient.
-func NewAdminClient(cfg AdminConfig) (*AdminClient, error) {
-	u, err := url.Parse(cfg.BaseURL)
+// withDefaults returns c with every zero field that has a default set to it.
+func (c AdminConfig) withDefaults() AdminConfig {
+	if c.HTTP == nil {
+		c.HTTP = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	if c.MaxAnswer == 0 {
+		c.MaxAnswer = DefaultMaxAnswer
+	}
+	return c
+}
+
+// validate checks an AdminConfig that has its defaults.
+func (c AdminConfig) validate() error {
+	if _, err := ParseBaseURL(c.BaseURL); err != nil {
+		return fmt.Errorf("api: %w", err)
+	}
+	if c.Token == "" {
+		return lease.Invalidf("api: the admin Token is required")
+	}
+	if c.MaxAnswer < 0 {
+		return lease.Invalidf("api: MaxAnswer %d is negative", c.MaxAnswer)
+	}
+	return nil
+}
+
+// ParseBaseURL parses a client's BaseURL: an http or https URL with a
+// host, whose path (if any) prefixes every route. Its error is ErrInvalid.
+// The edge client and the AdminClient both use it.
+func ParseBaseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("api: %w: BaseURL %q is not an http or https URL", ErrInvalid, cfg.BaseURL)
+		return nil, lease.Invalidf("BaseURL %q is not an http or https URL", raw)
 	}
-	if cfg.Token == "" {
-		return nil, fmt.Errorf("api: %w: the admin Token is required", ErrInvalid)
+	return u, nil
+}
+
+// NewAdminClient checks cfg and returns an AdminClient, or an error that
+// is ErrInvalid.
+func NewAdminClient(cfg AdminConfig) (*AdminClient, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
-	if cfg.MaxAnswer < 0 {
-		return nil, fmt.Errorf("api: %w: MaxAnswer %d is negative", ErrInvalid, cfg.MaxAnswer)
-	}
-	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	}
-	if cfg.MaxAnswer == 0 {
-		cfg.MaxAnswer = DefaultMaxAnswer
+	u, err := ParseBaseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
 	}
 	return &AdminClient{cfg: cfg, base: u}, nil
 }

@@ -49,10 +49,16 @@ type Config struct {
 	MaxBinaries int
 }
 
-func (c *Config) validate() error {
+// withDefaults returns c with every zero field that has a default set to it.
+func (c Config) withDefaults() Config {
 	if c.MaxBinaries == 0 {
 		c.MaxBinaries = DefaultMaxBinaries
 	}
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
 	if c.MaxBinaries < 0 {
 		return lease.Invalidf("collate: max binaries %d is negative", c.MaxBinaries)
 	}
@@ -124,6 +130,7 @@ var (
 
 // New returns a Collator with an empty window.
 func New(cfg Config) (*Collator, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -72,10 +72,16 @@ type Config struct {
 	MaxChunkBytes int64
 }
 
-func (c *Config) validate() error {
+// withDefaults returns c with every zero field that has a default set to it.
+func (c Config) withDefaults() Config {
 	if c.MaxChunkBytes == 0 {
 		c.MaxChunkBytes = DefaultMaxChunkBytes
 	}
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
 	if c.MaxChunkBytes < 0 {
 		return lease.Invalidf("corpus max chunk bytes %d is negative", c.MaxChunkBytes)
 	}
@@ -98,6 +104,7 @@ var _ Store = (*Disk)(nil)
 // Open opens the corpus in dir, creating dir if needed, and removes the
 // temporary files a crash left behind. Other files are left alone.
 func Open(dir string, cfg Config) (*Disk, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -68,27 +68,9 @@ type Config struct {
 	Rand func() float64
 }
 
-func (c *Config) validate() (*url.URL, error) {
-	if c.BaseURL == "" {
-		return nil, lease.Invalidf("edge: BaseURL is required")
-	}
-	u, err := url.Parse(c.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, lease.Invalidf("edge: BaseURL %q is not an http or https URL", c.BaseURL)
-	}
-	if c.Token == "" {
-		return nil, lease.Invalidf("edge: Token is required")
-	}
-	switch {
-	case c.MaxFrame < 0:
-		return nil, lease.Invalidf("edge: MaxFrame %d is negative", c.MaxFrame)
-	case c.MaxSnapshot < 0:
-		return nil, lease.Invalidf("edge: MaxSnapshot %d is negative", c.MaxSnapshot)
-	case c.Backoff < 0, c.MaxBackoff < 0:
-		return nil, lease.Invalidf("edge: Backoff and MaxBackoff must not be negative")
-	case c.Attempts < 0:
-		return nil, lease.Invalidf("edge: Attempts %d is negative", c.Attempts)
-	}
+// withDefaults returns c with every zero field that has a default set to
+// it, and a MaxBackoff below Backoff raised to it.
+func (c Config) withDefaults() Config {
 	if c.HTTP == nil {
 		c.HTTP = &http.Client{}
 	}
@@ -119,7 +101,31 @@ func (c *Config) validate() (*url.URL, error) {
 	if c.Rand == nil {
 		c.Rand = rand.Float64
 	}
-	return u, nil
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
+	if c.BaseURL == "" {
+		return lease.Invalidf("edge: BaseURL is required")
+	}
+	if _, err := api.ParseBaseURL(c.BaseURL); err != nil {
+		return fmt.Errorf("edge: %w", err)
+	}
+	if c.Token == "" {
+		return lease.Invalidf("edge: Token is required")
+	}
+	switch {
+	case c.MaxFrame < 0:
+		return lease.Invalidf("edge: MaxFrame %d is negative", c.MaxFrame)
+	case c.MaxSnapshot < 0:
+		return lease.Invalidf("edge: MaxSnapshot %d is negative", c.MaxSnapshot)
+	case c.Backoff < 0, c.MaxBackoff < 0:
+		return lease.Invalidf("edge: Backoff and MaxBackoff must not be negative")
+	case c.Attempts < 0:
+		return lease.Invalidf("edge: Attempts %d is negative", c.Attempts)
+	}
+	return nil
 }
 
 // sleep waits d, or until ctx is done.
@@ -159,7 +165,11 @@ type Client struct {
 
 // NewClient returns a Client, or an error that is lease.ErrInvalid.
 func NewClient(cfg Config) (*Client, error) {
-	base, err := cfg.validate()
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	base, err := api.ParseBaseURL(cfg.BaseURL)
 	if err != nil {
 		return nil, err
 	}

@@ -60,21 +60,8 @@ type WorkerConfig struct {
 	Now func() time.Time
 }
 
-func (c *WorkerConfig) validate() error {
-	if c.Client == nil {
-		return lease.Invalidf("edge: Client is required")
-	}
-	if c.Handler == nil {
-		return lease.Invalidf("edge: Handler is required")
-	}
-	for _, l := range c.Lanes {
-		if !l.Valid() {
-			return lease.Invalidf("edge: lane: history or tail, not %q", l)
-		}
-	}
-	if c.TTL < 0 || c.Idle < 0 || c.StopTimeout < 0 {
-		return lease.Invalidf("edge: TTL, Idle and StopTimeout must not be negative")
-	}
+// withDefaults returns c with every zero field that has a default set to it.
+func (c WorkerConfig) withDefaults() WorkerConfig {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -92,6 +79,25 @@ func (c *WorkerConfig) validate() error {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	return c
+}
+
+// validate checks a WorkerConfig that has its defaults.
+func (c WorkerConfig) validate() error {
+	if c.Client == nil {
+		return lease.Invalidf("edge: Client is required")
+	}
+	if c.Handler == nil {
+		return lease.Invalidf("edge: Handler is required")
+	}
+	for _, l := range c.Lanes {
+		if !l.Valid() {
+			return lease.Invalidf("edge: lane: history or tail, not %q", l)
+		}
+	}
+	if c.TTL < 0 || c.Idle < 0 || c.StopTimeout < 0 {
+		return lease.Invalidf("edge: TTL, Idle and StopTimeout must not be negative")
 	}
 	return nil
 }
@@ -129,6 +135,7 @@ type Worker struct {
 
 // NewWorker returns a Worker, or an error that is lease.ErrInvalid.
 func NewWorker(cfg WorkerConfig) (*Worker, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -19,18 +19,24 @@ type Config struct {
 	MaxFrame int
 }
 
-// withDefaults validates c and fills in its defaults.
-func (c Config) withDefaults() (Config, error) {
-	if c.MaxFrame < 0 {
-		return c, lease.Invalidf("edgeframe: MaxFrame must be zero (64 MiB) or positive, not %d", c.MaxFrame)
-	}
+// withDefaults returns c with every zero field that has a default set to
+// it, and a MaxFrame above what the length field holds lowered to that.
+func (c Config) withDefaults() Config {
 	if c.MaxFrame == 0 {
 		c.MaxFrame = DefaultMaxFrame
 	}
-	if uint64(c.MaxFrame) > maxPayload {
+	if c.MaxFrame > 0 && uint64(c.MaxFrame) > maxPayload {
 		c.MaxFrame = int(min(uint64(maxPayload), uint64(math.MaxInt)))
 	}
-	return c, nil
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
+	if c.MaxFrame < 0 {
+		return lease.Invalidf("edgeframe: MaxFrame must be zero (64 MiB) or positive, not %d", c.MaxFrame)
+	}
+	return nil
 }
 
 // firstGrow is the most the Reader allocates for a payload before any of its
@@ -65,8 +71,8 @@ type Reader struct {
 // NewReader returns a Reader that decodes frames from src. It returns an
 // error that is lease.ErrInvalid when cfg is invalid.
 func NewReader(src io.Reader, cfg Config) (*Reader, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	return &Reader{src: src, max: cfg.MaxFrame}, nil

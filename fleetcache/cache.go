@@ -39,21 +39,23 @@ type Config struct {
 	Now func() time.Time
 }
 
-func (c *Config) validate() error {
+// withDefaults returns c with every zero field that has a default set to it.
+func (c Config) withDefaults() Config {
+	setDefault(&c.Keep, DefaultKeep)
+	setDefault(&c.Timeout, DefaultTimeout)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
 	if c.Keep < 0 || c.Timeout < 0 || c.MaxStale < 0 {
 		return lease.Invalidf("fleetcache: Keep, Timeout and MaxStale cannot be negative")
 	}
-	if c.Keep == 0 {
-		c.Keep = DefaultKeep
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
 	if c.MaxStale != 0 && c.MaxStale <= c.Keep {
 		return lease.Invalidf("fleetcache: MaxStale (%s) must be more than Keep (%s)", c.MaxStale, c.Keep)
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	return nil
 }
@@ -146,6 +148,7 @@ func New[T any](read ReadFunc[T], good func(T) bool, cfg Config) (*Cache[T], err
 		return nil, lease.Invalidf("fleetcache: the read function is nil")
 	}
 	wallClock := cfg.Now == nil
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

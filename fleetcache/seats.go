@@ -34,21 +34,21 @@ type SeatConfig struct {
 	Now func() time.Time
 }
 
-func (c *SeatConfig) validate() error {
-	if c.TTL < 0 || c.MaxEntries < 0 || c.Timeout < 0 {
-		return lease.Invalidf("fleetcache: TTL, MaxEntries and Timeout cannot be negative")
-	}
-	if c.TTL == 0 {
-		c.TTL = DefaultSeatTTL
-	}
-	if c.MaxEntries == 0 {
-		c.MaxEntries = DefaultSeatMaxEntries
-	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
+// withDefaults returns c with every zero field that has a default set to it.
+func (c SeatConfig) withDefaults() SeatConfig {
+	setDefault(&c.TTL, DefaultSeatTTL)
+	setDefault(&c.MaxEntries, DefaultSeatMaxEntries)
+	setDefault(&c.Timeout, DefaultTimeout)
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	return c
+}
+
+// validate checks a SeatConfig that has its defaults.
+func (c SeatConfig) validate() error {
+	if c.TTL < 0 || c.MaxEntries < 0 || c.Timeout < 0 {
+		return lease.Invalidf("fleetcache: TTL, MaxEntries and Timeout cannot be negative")
 	}
 	return nil
 }
@@ -105,6 +105,7 @@ func NewSeats[K comparable, T any](read SeatReadFunc[K, T], good func(T) bool, c
 	if read == nil {
 		return nil, lease.Invalidf("fleetcache: the seat read function is nil")
 	}
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

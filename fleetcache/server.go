@@ -111,37 +111,37 @@ type ServerConfig struct {
 	ErrorLog *log.Logger
 }
 
-func (c *ServerConfig) validate() error {
-	if c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 ||
-		c.DrainDelay < 0 || c.ShutdownTimeout < 0 || c.StaleWhileRevalidate < 0 || c.MaxHeaderBytes < 0 {
-		return lease.Invalidf("fleetcache: timeouts, StaleWhileRevalidate and MaxHeaderBytes cannot be negative")
-	}
+// withDefaults returns c with every zero field that has a default set to
+// it, and an Addr with an empty host given 127.0.0.1.
+func (c ServerConfig) withDefaults() ServerConfig {
 	setDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDefault(&c.ReadTimeout, DefaultReadTimeout)
 	setDefault(&c.WriteTimeout, DefaultWriteTimeout)
 	setDefault(&c.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.ShutdownTimeout, DefaultShutdownTimeout)
+	setDefault(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setDefault(&c.Addr, DefaultAddr)
+	if host, port, err := net.SplitHostPort(c.Addr); err == nil && host == "" {
+		c.Addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	setDefault(&c.ReadyPath, DefaultReadyPath)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// validate checks a ServerConfig that has its defaults.
+func (c ServerConfig) validate() error {
+	if c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 ||
+		c.DrainDelay < 0 || c.ShutdownTimeout < 0 || c.StaleWhileRevalidate < 0 || c.MaxHeaderBytes < 0 {
+		return lease.Invalidf("fleetcache: timeouts, StaleWhileRevalidate and MaxHeaderBytes cannot be negative")
+	}
 	if c.DrainDelay >= c.ShutdownTimeout {
 		return lease.Invalidf("fleetcache: DrainDelay (%s) must be less than ShutdownTimeout (%s)", c.DrainDelay, c.ShutdownTimeout)
 	}
-	if c.MaxHeaderBytes == 0 {
-		c.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if c.Addr == "" {
-		c.Addr = DefaultAddr
-	}
-	host, port, err := net.SplitHostPort(c.Addr)
-	if err != nil {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return lease.Invalidf("fleetcache: Addr %q: %v", c.Addr, err)
-	}
-	if host == "" {
-		c.Addr = net.JoinHostPort("127.0.0.1", port)
-	}
-	if c.ReadyPath == "" {
-		c.ReadyPath = DefaultReadyPath
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	seen := map[string]bool{c.ReadyPath: true}
 	for _, rt := range c.Routes {
@@ -159,9 +159,10 @@ func (c *ServerConfig) validate() error {
 	return nil
 }
 
-func setDefault(d *time.Duration, def time.Duration) {
-	if *d == 0 {
-		*d = def
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
 	}
 }
 
@@ -186,6 +187,7 @@ var _ http.Handler = (*Server)(nil)
 
 // NewServer returns a Server. It does not listen yet.
 func NewServer(cfg ServerConfig) (*Server, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

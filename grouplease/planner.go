@@ -36,19 +36,33 @@ type Planner struct {
 	cfg PlannerConfig
 }
 
+// withDefaults returns c with every zero field that has a default set to it.
+func (c PlannerConfig) withDefaults() PlannerConfig {
+	if c.Interval == 0 {
+		c.Interval = time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// validate checks a PlannerConfig that has its defaults.
+func (c PlannerConfig) validate() error {
+	if c.Store == nil || c.Source == nil {
+		return lease.Invalidf("planner: Store and Source are required")
+	}
+	if c.Interval < 0 {
+		return lease.Invalidf("planner: Interval %s must not be negative", c.Interval)
+	}
+	return nil
+}
+
 // NewPlanner checks cfg and returns a Planner; Run starts it.
 func NewPlanner(cfg PlannerConfig) (*Planner, error) {
-	if cfg.Store == nil || cfg.Source == nil {
-		return nil, lease.Invalidf("planner: Store and Source are required")
-	}
-	if cfg.Interval < 0 {
-		return nil, lease.Invalidf("planner: Interval %s must not be negative", cfg.Interval)
-	}
-	if cfg.Interval == 0 {
-		cfg.Interval = time.Minute
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	return &Planner{cfg: cfg}, nil
 }

@@ -100,17 +100,12 @@ func (c Config) GoString() string { return c.String() }
 // Validate reports whether c can be used, with its defaults filled in. It
 // does not change c.
 func (c Config) Validate() error {
-	_, err := c.withDefaults()
-	return err
+	return c.withDefaults().validate()
 }
 
-// withDefaults returns a copy of c with its defaults filled in, or an error
-// saying what is wrong.
-func (c Config) withDefaults() (Config, error) {
-	host, port, err := net.SplitHostPort(c.Addr)
-	if err != nil || host == "" || port == "" {
-		return c, fmt.Errorf("%w: address %q: want host:port", ErrBadURL, c.Addr)
-	}
+// withDefaults returns a copy of c with every zero field that has a default
+// set to it, and a TLSConfig (a clone) whose ServerName is Addr's host.
+func (c Config) withDefaults() Config {
 	if c.MaxConns == 0 {
 		c.MaxConns = DefaultMaxConns
 	}
@@ -123,28 +118,36 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxDialBackoff == 0 {
 		c.MaxDialBackoff = DefaultMaxDialBackoff
 	}
-	switch {
-	case c.MaxConns < 0:
-		return c, fmt.Errorf("%w: MaxConns %d is negative", ErrBadURL, c.MaxConns)
-	case c.Timeout < 0 || c.DialBackoff < 0 || c.MaxDialBackoff < 0:
-		return c, fmt.Errorf("%w: a negative duration", ErrBadURL)
-	case c.StartTLS < StartTLSAuto || c.StartTLS > StartTLSRequire:
-		return c, fmt.Errorf("%w: StartTLS mode %d", ErrBadURL, int(c.StartTLS))
-	case c.Pass != "" && c.User == "":
-		return c, fmt.Errorf("%w: a password without a user", ErrBadURL)
-	case strings.ContainsAny(c.User+c.Pass, "\r\n"):
-		return c, fmt.Errorf("%w: the user or password holds a line break", ErrBadURL)
-	}
 	tc := c.TLSConfig
 	if tc == nil {
 		tc = &tls.Config{}
 	}
 	tc = tc.Clone()
-	if tc.ServerName == "" {
+	if host, _, err := net.SplitHostPort(c.Addr); err == nil && tc.ServerName == "" {
 		tc.ServerName = host
 	}
 	c.TLSConfig = tc
-	return c, nil
+	return c
+}
+
+// validate checks a Config that has its defaults, saying what is wrong.
+func (c Config) validate() error {
+	host, port, err := net.SplitHostPort(c.Addr)
+	switch {
+	case err != nil || host == "" || port == "":
+		return fmt.Errorf("%w: address %q: want host:port", ErrBadURL, c.Addr)
+	case c.MaxConns < 0:
+		return fmt.Errorf("%w: MaxConns %d is negative", ErrBadURL, c.MaxConns)
+	case c.Timeout < 0 || c.DialBackoff < 0 || c.MaxDialBackoff < 0:
+		return fmt.Errorf("%w: a negative duration", ErrBadURL)
+	case c.StartTLS < StartTLSAuto || c.StartTLS > StartTLSRequire:
+		return fmt.Errorf("%w: StartTLS mode %d", ErrBadURL, int(c.StartTLS))
+	case c.Pass != "" && c.User == "":
+		return fmt.Errorf("%w: a password without a user", ErrBadURL)
+	case strings.ContainsAny(c.User+c.Pass, "\r\n"):
+		return fmt.Errorf("%w: the user or password holds a line break", ErrBadURL)
+	}
+	return nil
 }
 
 // ParseURL parses nntp://[user:pass@]host[:port] (port 119 by default) or
@@ -239,7 +242,7 @@ func ParseURL(raw string) (Config, error) {
 			return c, fmt.Errorf("%w: unknown parameter %q: want starttls, compress, conns or timeout", ErrBadURL, k)
 		}
 	}
-	if _, err := c.withDefaults(); err != nil {
+	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil

@@ -29,8 +29,8 @@ var _ spool.ChunkSource = (*Source)(nil)
 
 // New returns a Source for cfg. It does not connect; Check does.
 func New(cfg Config) (*Source, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	s := &Source{cfg: cfg}

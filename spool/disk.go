@@ -84,10 +84,14 @@ type Config struct {
 	MaxBytes int64
 }
 
-func (c *Config) validate() error {
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
+// withDefaults returns c with every zero field that has a default set to it.
+func (c Config) withDefaults() Config {
+	setDefault(&c.MaxBytes, DefaultMaxBytes)
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
 	if c.MaxBytes < 0 {
 		return lease.Invalidf("spool max bytes %d is negative", c.MaxBytes)
 	}
@@ -116,6 +120,7 @@ var _ Store = (*Disk)(nil)
 // already there and removes the temporary files that a crash left behind;
 // files it does not recognise are left alone and not counted.
 func Open(dir string, cfg Config) (*Disk, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

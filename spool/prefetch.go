@@ -63,10 +63,8 @@ type PrefetchConfig struct {
 	Logger *slog.Logger
 }
 
-func (c *PrefetchConfig) validate() error {
-	if c.Source == nil || c.Spool == nil || c.Claims == nil || c.Targets == nil {
-		return lease.Invalidf("prefetch: Source, Spool, Claims and Targets are required")
-	}
+// withDefaults returns c with every zero field that has a default set to it.
+func (c PrefetchConfig) withDefaults() PrefetchConfig {
 	setDefault(&c.Owner, "coordinator")
 	setDefault(&c.Concurrency, 4)
 	setDefault(&c.Lookahead, 4)
@@ -80,6 +78,14 @@ func (c *PrefetchConfig) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// validate checks a PrefetchConfig that has its defaults.
+func (c PrefetchConfig) validate() error {
+	if c.Source == nil || c.Spool == nil || c.Claims == nil || c.Targets == nil {
+		return lease.Invalidf("prefetch: Source, Spool, Claims and Targets are required")
 	}
 	if c.Concurrency < 1 || c.Lookahead < 0 || c.Attempts < 1 {
 		return lease.Invalidf("prefetch: Concurrency and Attempts must be at least 1, Lookahead at least 0")
@@ -120,6 +126,7 @@ type Prefetcher struct {
 
 // NewPrefetcher checks cfg and returns a Prefetcher; Run starts it.
 func NewPrefetcher(cfg PrefetchConfig) (*Prefetcher, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

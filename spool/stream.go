@@ -74,11 +74,10 @@ type StreamConfig struct {
 	Clock     Clock
 }
 
-func (c *StreamConfig) validate() error {
-	if c.Spool == nil {
-		return lease.Invalidf("stream: a Spool is required")
-	}
-	if c.Notify == nil {
+// withDefaults returns c with every zero field that has a default set to
+// it. Notify's default is Spool's, so it is set only when Spool is.
+func (c StreamConfig) withDefaults() StreamConfig {
+	if c.Notify == nil && c.Spool != nil {
 		c.Notify = c.Spool.Notify
 	}
 	if c.Check == nil {
@@ -97,6 +96,14 @@ func (c *StreamConfig) validate() error {
 	if c.Clock == nil {
 		c.Clock = realClock{}
 	}
+	return c
+}
+
+// validate checks a StreamConfig that has its defaults.
+func (c StreamConfig) validate() error {
+	if c.Spool == nil {
+		return lease.Invalidf("stream: a Spool is required")
+	}
 	return nil
 }
 
@@ -114,6 +121,7 @@ func (c *StreamConfig) validate() error {
 // every chunk is sent, or with an error frame (and an error) when a chunk
 // misses the wait limit, the lease is lost, or ctx ends.
 func Stream(ctx context.Context, w io.Writer, r lease.Range, chunkSize int64, cfg StreamConfig) error {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return err
 	}

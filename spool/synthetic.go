@@ -27,15 +27,19 @@ type SyntheticConfig struct {
 	MaxSpan int64
 }
 
-func (c *SyntheticConfig) validate() error {
+// withDefaults returns c with every zero field that has a default set to it.
+func (c SyntheticConfig) withDefaults() SyntheticConfig {
 	if c.Low == 0 && c.High == 0 {
 		c.Low, c.High = 1, 10_000_000
 	}
+	setDefault(&c.MaxSpan, 1_000_000)
+	return c
+}
+
+// validate checks a SyntheticConfig that has its defaults.
+func (c SyntheticConfig) validate() error {
 	if c.Low < 0 || c.Low > c.High {
 		return lease.Invalidf("synthetic watermarks: want 0 <= low <= high, got %d..%d", c.Low, c.High)
-	}
-	if c.MaxSpan == 0 {
-		c.MaxSpan = 1_000_000
 	}
 	if c.MaxSpan < 0 {
 		return lease.Invalidf("synthetic max span %d is negative", c.MaxSpan)
@@ -76,6 +80,7 @@ var _ ChunkSource = (*Synthetic)(nil)
 
 // NewSynthetic returns a Synthetic source.
 func NewSynthetic(cfg SyntheticConfig) (*Synthetic, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

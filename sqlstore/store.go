@@ -76,7 +76,8 @@ type Config struct {
 	PlanAhead int
 }
 
-func (c Config) withDefaults() (Config, error) {
+// withDefaults returns c with every zero field that has a default set to it.
+func (c Config) withDefaults() Config {
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = DefaultMaxAttempts
 	}
@@ -89,11 +90,16 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PlanAhead == 0 {
 		c.PlanAhead = DefaultPlanAhead
 	}
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
 	if c.MaxAttempts < 1 || c.RepairTries < 1 || c.RepairDelay < 0 || c.PlanAhead < 1 {
-		return c, lease.Invalidf("sqlstore: MaxAttempts %d, RepairTries %d and PlanAhead %d must be at least 1, RepairDelay %s not negative",
+		return lease.Invalidf("sqlstore: MaxAttempts %d, RepairTries %d and PlanAhead %d must be at least 1, RepairDelay %s not negative",
 			c.MaxAttempts, c.RepairTries, c.PlanAhead, c.RepairDelay)
 	}
-	return c, nil
+	return nil
 }
 
 // Store implements the lease, group lane, batch, catalog and node stores on
@@ -152,8 +158,8 @@ var (
 // "sqlite://PATH" (the directory is created) or "postgres://..." (also
 // "postgresql://").
 func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	s := &Store{cfg: cfg, groups: map[int64]grouplease.Group{}}
