@@ -3,9 +3,11 @@ package corpus_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/edgeindex/edgeindex/internal/miniotest"
 )
 
+// TestMain stops the throwaway MinIO, if a test started one, and checks
+// that no goroutine leaked.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	miniotest.Main(m)
 }

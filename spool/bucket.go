@@ -43,12 +43,10 @@ type BucketConfig struct {
 	Logger *slog.Logger
 }
 
-func (c *BucketConfig) validate() error {
+// withDefaults returns c with every zero field that has a default set to it.
+func (c BucketConfig) withDefaults() BucketConfig {
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
-	}
-	if c.MaxBytes < 0 {
-		return lease.Invalidf("spool max bytes %d is negative", c.MaxBytes)
 	}
 	if c.Refresh == 0 {
 		c.Refresh = DefaultRefresh
@@ -56,11 +54,19 @@ func (c *BucketConfig) validate() error {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
-	if c.Refresh < 0 || c.Timeout < 0 {
-		return lease.Invalidf("spool refresh %s and timeout %s: want positive durations", c.Refresh, c.Timeout)
-	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// validate checks a BucketConfig that has its defaults.
+func (c BucketConfig) validate() error {
+	if c.MaxBytes < 0 {
+		return lease.Invalidf("spool max bytes %d is negative", c.MaxBytes)
+	}
+	if c.Refresh < 0 || c.Timeout < 0 {
+		return lease.Invalidf("spool refresh %s and timeout %s: want positive durations", c.Refresh, c.Timeout)
 	}
 	return nil
 }
@@ -136,6 +142,7 @@ var _ Store = (*Bucket)(nil)
 // chunks there, and starts listing it again every Refresh until Close.
 // Blobs whose keys are not the spool's are left alone and not counted.
 func OpenBucket(ctx context.Context, store blobstore.Store, cfg BucketConfig) (*Bucket, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

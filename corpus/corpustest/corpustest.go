@@ -21,26 +21,47 @@ import (
 // Open returns a store on dir. See the package doc.
 type Open func(t *testing.T, dir string) corpus.Store
 
-// Run runs the conformance suite against the stores open returns. Every
-// case runs in parallel in its own temporary directory.
+// Run runs the conformance suite against the stores open returns: every
+// case, including those that look at the files of a store that keeps the
+// disk layout (corpus.ChunkPath, corpus.TempPrefix). Every case runs in
+// parallel in its own temporary directory.
 func Run(t *testing.T, open Open) {
 	t.Helper()
+	run(t, open, true)
+}
+
+// RunStore runs the cases that hold for any Store, whatever keeps its
+// bytes (an object store, say): Run less the cases that look at files.
+// dir is then only a name: the same dir is the same store, reopened.
+func RunStore(t *testing.T, open Open) {
+	t.Helper()
+	run(t, open, false)
+}
+
+func run(t *testing.T, open Open, files bool) {
+	t.Helper()
 	cases := []struct {
-		name string
-		fn   func(t *testing.T, open Open)
+		name  string
+		fn    func(t *testing.T, open Open)
+		files bool // looks at the disk layout
 	}{
-		{"PutHasRead", testPutHasRead},
-		{"Overwrite", testOverwrite},
-		{"InvalidArgs", testInvalidArgs},
-		{"Delete", testDelete},
-		{"Spans", testSpans},
-		{"Close", testClose},
-		{"Restart", testRestart},
-		{"CrashLeftovers", testCrashLeftovers},
-		{"PathEscaping", testPathEscaping},
-		{"Concurrent", testConcurrent},
+		{"PutHasRead", testPutHasRead, false},
+		{"Overwrite", testOverwrite, false},
+		{"InvalidArgs", testInvalidArgs, false},
+		{"Delete", testDelete, false},
+		{"DeleteFiles", testDeleteFiles, true},
+		{"Spans", testSpans, false},
+		{"Close", testClose, false},
+		{"Restart", testRestart, false},
+		{"CrashLeftovers", testCrashLeftovers, true},
+		{"HostileGroups", testHostileGroups, false},
+		{"PathEscaping", testPathEscaping, true},
+		{"Concurrent", testConcurrent, false},
 	}
 	for _, c := range cases {
+		if c.files && !files {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.fn(t, open)
@@ -143,8 +164,7 @@ func testInvalidArgs(t *testing.T, open Open) {
 }
 
 func testDelete(t *testing.T, open Open) {
-	dir := t.TempDir()
-	s := open(t, dir)
+	s := open(t, t.TempDir())
 	spans := lease.Spans(1, 5000, 1000)
 	for _, sp := range spans {
 		require.NoError(t, s.Put(group, sp, chunk(group, sp, 64)))
@@ -155,8 +175,6 @@ func testDelete(t *testing.T, open Open) {
 	require.False(t, s.Has(group, spans[1]))
 	_, err := s.Read(group, spans[1])
 	require.ErrorIs(t, err, corpus.ErrNotFound)
-	_, err = os.Stat(chunkPath(t, dir, group, spans[1]))
-	require.ErrorIs(t, err, fs.ErrNotExist, "the file is gone")
 	require.True(t, s.Has("other.group", spans[1]), "the same span of another group is kept")
 	require.True(t, s.Has(group, spans[0]))
 
@@ -172,6 +190,20 @@ func testDelete(t *testing.T, open Open) {
 	data, err := s.Read(group, spans[1])
 	require.NoError(t, err)
 	require.Equal(t, []byte("refetched"), data)
+}
+
+// testDeleteFiles checks that Delete removes the file.
+func testDeleteFiles(t *testing.T, open Open) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	a, b := span(1, 1000), span(1001, 2000)
+	require.NoError(t, s.Put(group, a, []byte("a")))
+	require.NoError(t, s.Put(group, b, []byte("b")))
+	require.NoError(t, s.Delete(group, a))
+	_, err := os.Stat(chunkPath(t, dir, group, a))
+	require.ErrorIs(t, err, fs.ErrNotExist, "the file is gone")
+	_, err = os.Stat(chunkPath(t, dir, group, b))
+	require.NoError(t, err)
 }
 
 func testSpans(t *testing.T, open Open) {
@@ -309,6 +341,35 @@ func hostileGroups() []string {
 		".hidden", corpus.TempPrefix + "group", "~", "%", "%%", "%2E", "grüße", "a b", "a\tb", "a\nb",
 		long, long[:999] + "b", strings.Repeat("../", 300), strings.Repeat("\xff", 300),
 	}
+}
+
+// testHostileGroups checks that every hostile name is a group of its own,
+// across a restart, whatever the store keeps its bytes in.
+func testHostileGroups(t *testing.T, open Open) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	a := span(1, 10)
+	groups := hostileGroups()
+	for _, g := range groups {
+		require.NoError(t, s.Put(g, a, chunk(g, a, 50)), "group %q", g)
+	}
+	check := func(s corpus.Store) {
+		t.Helper()
+		for _, g := range groups {
+			got, err := s.Read(g, a)
+			require.NoError(t, err, "group %q", g)
+			require.Equal(t, chunk(g, a, 50), got, "group %q reads its own chunk", g)
+			spans, err := s.Spans(g)
+			require.NoError(t, err)
+			require.Equal(t, []lease.Span{a}, spans, "group %q", g)
+		}
+	}
+	check(s)
+	require.NoError(t, s.Delete("a", a))
+	require.True(t, s.Has("A", a), "groups that differ in case differ")
+	require.NoError(t, s.Put("a", a, chunk("a", a, 50)))
+	require.NoError(t, s.Close())
+	check(open(t, dir))
 }
 
 func testPathEscaping(t *testing.T, open Open) {

@@ -15,5 +15,7 @@
 // more than once with the same dir; the suite closes a store before it
 // reopens its directory, and Close must be safe to call twice. The crash
 // and escaping cases look at the files, so they assume the layout of
-// corpus.ChunkPath and the corpus.TempPrefix naming of files being written.
+// corpus.ChunkPath and the corpus.TempPrefix naming of files being written;
+// RunStore leaves them out, for a store that keeps no files (the Bucket
+// corpus on an object store: dir is then a name for a prefix).
 package corpustest
