@@ -1,9 +1,13 @@
 package blobstore_test
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,4 +58,41 @@ func TestS3Conformance(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
+}
+
+// A bad key or a missing bucket fails at OpenS3, with no secret in the
+// sentence.
+func TestOpenS3Refuses(t *testing.T) {
+	t.Parallel()
+	raw := miniotest.URL(t)
+	cfg, err := blobstore.ParseURL(raw, nil)
+	require.NoError(t, err)
+
+	wrong := cfg
+	wrong.SecretKey = "wrong-secret-never-shown"
+	_, err = blobstore.OpenS3(t.Context(), wrong)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), wrong.SecretKey)
+	require.NotContains(t, err.Error(), cfg.SecretKey)
+
+	missing := cfg
+	missing.Bucket = "no-such-bucket-here"
+	_, err = blobstore.OpenS3(t.Context(), missing)
+	require.ErrorContains(t, err, "no such bucket")
+	require.NotContains(t, err.Error(), cfg.SecretKey)
+}
+
+// A multipart upload that fails is aborted: no parts are left behind.
+func TestS3AbortsFailedUploads(t *testing.T) {
+	t.Parallel()
+	s := miniotest.Store(t)
+	boom := errors.New("the body broke")
+	r := io.MultiReader(bytes.NewReader(make([]byte, blobstore.SmallPut+blobstore.PartSize+1)), iotest.ErrReader(boom))
+	_, err := s.Put(t.Context(), "big", r, -1)
+	require.ErrorIs(t, err, boom)
+	cfg := s.Config()
+	for u := range s.Client().ListIncompleteUploads(t.Context(), cfg.Bucket, "", true) {
+		require.NoError(t, u.Err)
+		t.Errorf("an incomplete upload is left: %s", u.Key)
+	}
 }

@@ -48,14 +48,15 @@ func (c S3Config) String() string {
 	if c.Prefix != "" {
 		u.Path = "/" + c.Prefix
 	}
-	q := url.Values{}
-	q.Set("endpoint", c.Endpoint)
+	// Built by hand, to keep the endpoint's ':' as it is.
+	var q strings.Builder
+	q.WriteString("endpoint=" + strings.ReplaceAll(url.QueryEscape(c.Endpoint), "%3A", ":"))
 	if c.Region != "" {
-		q.Set("region", c.Region)
+		q.WriteString("&region=" + url.QueryEscape(c.Region))
 	}
-	q.Set("tls", strconv.FormatBool(!c.DisableTLS))
-	q.Set("path-style", strconv.FormatBool(c.PathStyle))
-	u.RawQuery = q.Encode()
+	q.WriteString("&tls=" + strconv.FormatBool(!c.DisableTLS))
+	q.WriteString("&path-style=" + strconv.FormatBool(c.PathStyle))
+	u.RawQuery = q.String()
 	return u.String()
 }
 
@@ -174,16 +175,36 @@ func ParseURL(raw string, getenv func(string) string) (S3Config, error) {
 	return c, nil
 }
 
-// Redact returns a URL with any password in it replaced by "xxxxx", for
-// logs; a string that is no URL comes back as "(a URL that does not parse)"
-// when it might hold one.
+// Redact returns a URL with its password, and the values of parameters
+// other than endpoint, region, tls and path-style (a secret given under a
+// wrong name), replaced by "xxxxx", for logs; a string that is no URL
+// comes back as "(a URL that does not parse)" when it might hold a secret.
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		if strings.Contains(raw, "@") {
+		if strings.ContainsAny(raw, "@?") {
 			return "(a URL that does not parse)"
 		}
 		return raw
+	}
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			u.RawQuery = "xxxxx"
+		} else {
+			for k, vs := range q {
+				for i, v := range vs {
+					switch k {
+					case "endpoint":
+						vs[i] = Redact(v)
+					case "region", "tls", "path-style":
+					default:
+						vs[i] = "xxxxx"
+					}
+				}
+			}
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.Redacted()
 }

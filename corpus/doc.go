@@ -11,7 +11,13 @@
 // separator, and differs for names that differ even on a case-insensitive
 // file system; so a group named "../x" stays inside the directory.
 //
+// Bucket keeps the same chunks in a blobstore.Store that coordinators on
+// several machines share (an S3 bucket): a blob per chunk,
+// <escaped group>/<from>-<to>.gz, written with one atomic Put, so it is
+// never seen half-written; like Disk it keeps no index in memory.
+//
 // Errors wrap the sentinels of this package and of package lease
 // (lease.ErrInvalid for malformed arguments); test them with errors.Is.
-// The conformance suite for any Store is corpus/corpustest.
+// The conformance suite for any Store is corpus/corpustest (RunStore for
+// a store that keeps no files).
 package corpus

@@ -8,7 +8,7 @@
 // writes and reads them. A range's chunks are its spans of chunkSize aligned
 // to the range start, see lease.Spans.
 //
-// The package has five parts:
+// The package has six parts:
 //
 //   - ChunkSource, the small interface for where chunks come from (an NNTP
 //     provider, the Synthetic generator, or any func pair through
@@ -20,6 +20,11 @@
 //     total size (WaitRoom), with a broadcast when a chunk arrives (Notify,
 //     WaitChunk). It survives a restart: Open recounts the files and removes
 //     writes that a crash left behind;
+//   - Bucket, the same spool in a blobstore.Store that coordinators on
+//     several machines share (an S3 bucket): a chunk per blob, written with
+//     one atomic Put, streamed from one GET; the size bound holds across
+//     the coordinators within one Refresh, since each lists the store
+//     every Refresh (see Bucket);
 //   - Prefetcher, which fetches the chunks of leased ranges first, in stream
 //     order from each range's next, then looks ahead into pending ranges,
 //     with bounded concurrency, a claim per chunk in the shared database
@@ -31,5 +36,6 @@
 //
 // Errors wrap the sentinels of this package and of package lease
 // (lease.ErrInvalid for malformed arguments); test them with errors.Is.
-// The conformance suite for any Store is spool/spooltest.
+// The conformance suite for any Store is spool/spooltest (RunStore for a
+// store that keeps no files, RunShared for one that coordinators share).
 package spool
