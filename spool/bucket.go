@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -597,6 +598,20 @@ func (b *Bucket) Size() int64 {
 
 // MaxBytes implements Store.
 func (b *Bucket) MaxBytes() int64 { return b.cfg.MaxBytes }
+
+// Ranges lists, in ascending order, the ranges that have chunks in the
+// index: for a janitor that drops the ranges that are done (a Put on one
+// coordinator that overlapped a Drop on another leaves its chunk behind).
+func (b *Bucket) Ranges() []int64 {
+	b.mu.Lock()
+	ids := make([]int64, 0, len(b.chunks))
+	for id := range b.chunks {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	slices.Sort(ids)
+	return ids
+}
 
 // WaitRoom implements Store. Room freed by another coordinator is seen at
 // the next Refresh.

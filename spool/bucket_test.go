@@ -121,7 +121,11 @@ func TestBucketLayout(t *testing.T) {
 	info, err := d.Stat(t.Context(), "42/3000000001-3000002000.gz")
 	require.NoError(t, err)
 	require.Equal(t, int64(5), info.Size)
+	require.NoError(t, b.Put(7, sp, []byte("x")))
+	require.NoError(t, b.Put(-1, sp, []byte("x")))
+	require.Equal(t, []int64{-1, 7, 42}, b.Ranges())
 	require.NoError(t, b.Drop(7))
+	require.Equal(t, []int64{-1, 42}, b.Ranges())
 	_, err = d.Stat(t.Context(), "7/5-2.gz")
 	require.NoError(t, err, "a blob that is no chunk survives a Drop of its range")
 }
