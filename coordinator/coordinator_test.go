@@ -598,7 +598,7 @@ func TestStreamReplay(t *testing.T) {
 func TestStreamDoesNotKeepLease(t *testing.T) {
 	t.Parallel()
 	clock := storetest.NewClock()
-	st, err := sqlstore.Open(t.Context(), backends[0].URL(t), sqlstore.Config{Now: clock.Now})
+	st, err := sqlstore.Open(t.Context(), backends[0].URL(t), sqlstore.Config{Clock: clock})
 	require.NoError(t, err)
 	defer st.Close()
 	h := newHarnessStore(t, st, func(c *coordinator.Config) {
@@ -628,4 +628,25 @@ func TestStreamDoesNotKeepLease(t *testing.T) {
 	last := frames[len(frames)-1]
 	require.Equal(t, edgeframe.TypeError, last.Type)
 	require.Contains(t, last.Message, "lease lost")
+}
+
+// TestFleetAtInjectedClock: the fleet view is read at the coordinator's
+// clock, the one the store's expiries come from when it is injected in both,
+// so a dashboard compares a lease's expiry with the same clock.
+func TestFleetAtInjectedClock(t *testing.T) {
+	t.Parallel()
+	clk := storetest.NewClock()
+	st, err := sqlstore.Open(t.Context(), backends[0].URL(t), sqlstore.Config{Clock: clk})
+	require.NoError(t, err)
+	defer st.Close()
+	h := newHarnessStore(t, st, func(c *coordinator.Config) { c.Clock = clk })
+	h.group("plain", false, 1, 100, lease.LaneHistory)
+	l := h.lease(h.token)
+	clk.Advance(10 * time.Second)
+	r := h.do("GET", "/v1/fleet", adminToken, 0, nil)
+	require.Equal(t, http.StatusOK, r.status)
+	var f api.Fleet
+	require.NoError(t, json.Unmarshal(r.body, &f))
+	require.Equal(t, clk.Now(), f.At)
+	require.Equal(t, l.ExpiresAt, f.At.Add(-10*time.Second+coordinator.DefaultLeaseTTL), "the lease expires a TTL after its grant, on the same clock")
 }

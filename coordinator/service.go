@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -81,6 +82,11 @@ type Config struct {
 	Logger               *slog.Logger
 	// Metrics, when set, counts what the coordinator does. See NewMetrics.
 	Metrics *Metrics
+	// Clock tells the time a fleet view is read at (api.Fleet.At, which
+	// dashboards compare with the store's expiries: give it the store's
+	// clock when one is injected there) and times streams. Nil means
+	// clock.Real.
+	Clock clock.Clock
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -105,6 +111,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	return c
 }

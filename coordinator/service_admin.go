@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
@@ -29,7 +28,7 @@ func (s *Service) Fleet(ctx context.Context) (api.Fleet, error) {
 	if err != nil {
 		return api.Fleet{}, err
 	}
-	f := api.Fleet{Schema: api.FleetSchema, At: time.Now().UTC(), Nodes: []api.FleetNode{}, Groups: []api.FleetGroup{},
+	f := api.Fleet{Schema: api.FleetSchema, At: s.cfg.Clock.Now().UTC(), Nodes: []api.FleetNode{}, Groups: []api.FleetGroup{},
 		Ranges: map[lease.State]int64{}, SpoolBytes: s.cfg.Spool.Size()}
 	byNode := map[string][]api.FleetLease{}
 	for _, l := range held {

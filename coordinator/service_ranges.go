@@ -101,6 +101,7 @@ func (rs *RangeStream) Send(ctx context.Context, sink StreamSink) error {
 		Corpus:    svc.cfg.Corpus,
 		Keepalive: svc.cfg.Keepalive,
 		WaitLimit: svc.cfg.WaitLimit,
+		Clock:     svc.cfg.Clock,
 		Check: func(ctx context.Context) error {
 			_, err := svc.cfg.Store.Check(ctx, rs.l.Range.ID, rs.f)
 			return err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/lease"
@@ -60,9 +61,9 @@ type Config struct {
 	// Attempts is how many times an idempotent call is tried in all before
 	// its error is returned; 0 means 5, and 1 means no retry.
 	Attempts int
-	// Sleep waits d or until ctx is done, returning ctx's error then. Nil
-	// means a timer. Tests inject it.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock times the waits between retries, and is the Worker's unless its
+	// WorkerConfig names another. Nil means clock.Real. Tests inject one.
+	Clock clock.Clock
 	// Rand returns a number in [0, 1) that jitters each wait: a wait is
 	// between half and all of its backoff. Nil means math/rand/v2.
 	Rand func() float64
@@ -95,8 +96,8 @@ func (c Config) withDefaults() Config {
 	if c.Attempts == 0 {
 		c.Attempts = DefaultAttempts
 	}
-	if c.Sleep == nil {
-		c.Sleep = sleep
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	if c.Rand == nil {
 		c.Rand = rand.Float64
@@ -126,18 +127,6 @@ func (c Config) validate() error {
 		return lease.Invalidf("edge: Attempts %d is negative", c.Attempts)
 	}
 	return nil
-}
-
-// sleep waits d, or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // Client calls the coordinator's node API, one method per call of API.md.
@@ -538,7 +527,7 @@ func (c *Client) retry(ctx context.Context, cl *call, try func() error) error {
 		}
 		d := c.backoff(n)
 		c.cfg.Logger.Debug("edge: retrying", "call", cl.name(), "attempt", n, "wait", d, "err", err)
-		if serr := c.cfg.Sleep(ctx, d); serr != nil {
+		if serr := clock.Sleep(ctx, c.cfg.Clock, d); serr != nil {
 			return fmt.Errorf("%w; gave up waiting to retry: %w", err, serr)
 		}
 	}

@@ -25,17 +25,19 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// sleeps records the waits asked of an injected Sleep, which returns at once.
+// sleeps records the waits asked of an injected clock, which pass at once.
 type sleeps struct {
 	mu sync.Mutex
 	ds []time.Duration
 }
 
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.ds = append(s.ds, d)
-	s.mu.Unlock()
-	return ctx.Err()
+func (s *sleeps) clock() waitFunc {
+	return func(d time.Duration) bool {
+		s.mu.Lock()
+		s.ds = append(s.ds, d)
+		s.mu.Unlock()
+		return true
+	}
 }
 
 func (s *sleeps) got() []time.Duration {
@@ -45,7 +47,7 @@ func (s *sleeps) got() []time.Duration {
 }
 
 // startCoord starts c and returns a client of it; cfg's BaseURL, Token and
-// HTTP are filled in, and Sleep when it is nil (recording into the returned
+// HTTP are filled in, and Clock when it is nil (recording into the returned
 // sleeps).
 func startCoord(t *testing.T, c *coord, cfg edge.Config) (*edge.Client, *sleeps) {
 	t.Helper()
@@ -56,8 +58,8 @@ func startCoord(t *testing.T, c *coord, cfg edge.Config) (*edge.Client, *sleeps)
 		cfg.Token = c.token
 	}
 	s := &sleeps{}
-	if cfg.Sleep == nil {
-		cfg.Sleep = s.sleep
+	if cfg.Clock == nil {
+		cfg.Clock = s.clock()
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = func() float64 { return 0 }
@@ -134,10 +136,10 @@ func TestClientRetryStopsWhenContextEnds(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cl, _ := startCoord(t, c, edge.Config{Sleep: func(ctx context.Context, _ time.Duration) error {
+	cl, _ := startCoord(t, c, edge.Config{Clock: waitFunc(func(time.Duration) bool {
 		cancel()
-		return ctx.Err()
-	}})
+		return true
+	})})
 	l := leased(t, cl)
 	err := cl.Release(ctx, l.Range.ID, l.Token)
 	require.ErrorIs(t, err, edge.ErrServer)
@@ -215,7 +217,7 @@ func TestClientDecidesByCode(t *testing.T) {
 			}))
 			t.Cleanup(hs.Close)
 			s := &sleeps{}
-			cl, err := edge.NewClient(edge.Config{BaseURL: hs.URL, Token: "t", HTTP: hs.Client(), Attempts: 2, Sleep: s.sleep})
+			cl, err := edge.NewClient(edge.Config{BaseURL: hs.URL, Token: "t", HTTP: hs.Client(), Attempts: 2, Clock: s.clock()})
 			require.NoError(t, err)
 			err = cl.Release(context.Background(), 1, 1)
 			require.ErrorIs(t, err, tc.want)

@@ -2,7 +2,6 @@ package edge_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -609,9 +608,22 @@ func countCalls(log []string, prefix string) int {
 	return n
 }
 
-// blockSleep is a Sleep that waits only for ctx: nothing it is asked to
-// wait for ever comes by itself.
-func blockSleep(ctx context.Context, _ time.Duration) error {
-	<-ctx.Done()
-	return context.Cause(ctx)
+// waitFunc is an injected clock.Clock whose After calls f with the wait
+// asked: the wait has passed at once when f returns true, and never comes
+// by itself when it returns false (clock.Sleep then waits for ctx).
+type waitFunc func(d time.Duration) bool
+
+func (f waitFunc) Now() time.Time { return time.Now() }
+
+func (f waitFunc) After(d time.Duration) <-chan time.Time {
+	if !f(d) {
+		return nil // a nil channel never receives
+	}
+	ch := make(chan time.Time, 1)
+	ch <- time.Now()
+	return ch
 }
+
+// blockClock is a clock whose waits end only with their ctx: nothing it is
+// asked to wait for ever comes by itself.
+var blockClock = waitFunc(func(time.Duration) bool { return false })

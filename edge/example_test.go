@@ -10,6 +10,20 @@ import (
 	"github.com/edgeindex/edgeindex/overview"
 )
 
+// stopAtIdle is an injected clock.Clock: none of its waits ends by itself
+// (so no heartbeat is sent either), and the first idle wait, once the work
+// is done, stops the worker.
+type stopAtIdle struct{ stop context.CancelFunc }
+
+func (s stopAtIdle) Now() time.Time { return time.Now() }
+
+func (s stopAtIdle) After(d time.Duration) <-chan time.Time {
+	if d == edge.DefaultIdle {
+		s.stop()
+	}
+	return nil // the worker's wait ends with its context
+}
+
 // A worker whose handler counts overview lines, run against a coordinator
 // holding one range of 5000 articles in chunks of 1000. The coordinator
 // here is this package's small in-test one (newCoord), serving the node API
@@ -44,15 +58,8 @@ func Example() {
 		Client:  client,
 		Handler: count,
 		// Stop at the first idle wait, when the work is done; a real worker
-		// runs until SIGTERM cancels ctx. No wait ever ends by itself here,
-		// so no heartbeat is sent either.
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			if d == edge.DefaultIdle {
-				stop()
-			}
-			<-ctx.Done()
-			return ctx.Err()
-		},
+		// leaves Clock nil and runs until SIGTERM cancels ctx.
+		Clock: stopAtIdle{stop},
 	})
 	if err != nil {
 		log.Fatal(err)

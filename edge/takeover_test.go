@@ -116,7 +116,7 @@ func TestWorkerLaneShutdownSavesWindow(t *testing.T) {
 	cl, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: c.token, HTTP: &http.Client{Transport: tr}})
 	require.NoError(t, err)
 	h := &window{}
-	w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: h, Lanes: []lease.Lane{lease.LaneTail}, Sleep: blockSleep})
+	w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: h, Lanes: []lease.Lane{lease.LaneTail}, Clock: blockClock})
 	require.NoError(t, err)
 	require.NoError(t, w.Run(ctx))
 
@@ -234,19 +234,19 @@ func collateLane(t *testing.T, tr *killTransport, replay bool) (*coord, int64) {
 	gid := c.addLane("alt.binaries.lane", lease.LaneHistory, 1, 1200, 400)
 	srv := c.start()
 	t.Cleanup(srv.Close)
-	nowait := func(context.Context, time.Duration) error { return nil }
+	nowait := waitFunc(func(time.Duration) bool { return true })
 	runOne := func(rt http.RoundTripper, ctx context.Context, cancel context.CancelFunc) *edge.Worker {
-		cl, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: c.token, HTTP: &http.Client{Transport: rt}, Sleep: nowait})
+		cl, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: c.token, HTTP: &http.Client{Transport: rt}, Clock: nowait})
 		require.NoError(t, err)
 		col, err := collate.New(collate.Config{})
 		require.NoError(t, err)
 		w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: col, Lanes: []lease.Lane{lease.LaneHistory},
-			Idle: idle, Sleep: func(ctx context.Context, d time.Duration) error {
+			Idle: idle, Clock: waitFunc(func(d time.Duration) bool {
 				if d == idle {
 					cancel() // no more work
 				}
-				return blockSleep(ctx, d)
-			}})
+				return false
+			})})
 		require.NoError(t, err)
 		done := make(chan error, 1)
 		go func() { done <- w.Run(ctx) }()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -52,12 +53,10 @@ type WorkerConfig struct {
 	// StopTimeout bounds the finish or release done after Run's context is
 	// cancelled; 0 means 10 s.
 	StopTimeout time.Duration
-	// Sleep waits d or until ctx is done, returning ctx's error then: the
-	// idle wait, the heartbeat interval, the wait before reopening a cut
-	// stream. It is called from several goroutines. Nil means a timer.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now tells the time, for the logs. Nil means time.Now.
-	Now func() time.Time
+	// Clock times the worker's waits (the idle wait, the heartbeat interval,
+	// the wait before reopening a cut stream) and tells the time for the
+	// logs. It is used from several goroutines. Nil means the Client's.
+	Clock clock.Clock
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -74,11 +73,11 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout
 	}
-	if c.Sleep == nil {
-		c.Sleep = sleep
+	if c.Clock == nil && c.Client != nil {
+		c.Clock = c.Client.cfg.Clock
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	return c
 }
@@ -182,7 +181,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		default:
 			fails = 0
 		}
-		if w.cfg.Sleep(ctx, wait) != nil {
+		if clock.Sleep(ctx, w.cfg.Clock, wait) != nil {
 			break
 		}
 	}
@@ -276,7 +275,7 @@ type laneWindow struct {
 func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow) (outcome, error) {
 	r := l.Range
 	log := w.log.With("range", r.ID, "group", r.Group, "lane", r.Lane, "token", l.Token)
-	start := w.cfg.Now()
+	start := w.cfg.Clock.Now()
 	log.Info("edge: range leased", "start", r.Start, "end", r.End, "next", r.Next)
 
 	rctx, cancel := context.WithCancelCause(ctx)
@@ -351,7 +350,7 @@ func (w *Worker) finish(ctx context.Context, l lease.Lease, win *laneWindow, log
 	switch {
 	case err == nil:
 		w.n.ranges.Add(1)
-		log.Info("edge: range done", "took", w.cfg.Now().Sub(start))
+		log.Info("edge: range done", "took", w.cfg.Clock.Now().Sub(start))
 		return finished, nil
 	case verdict(err):
 		return w.fenced(l, err, log)
@@ -425,7 +424,7 @@ func (w *Worker) keepAlive(ctx context.Context, lost context.CancelCauseFunc, ev
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for w.cfg.Sleep(hctx, every) == nil {
+		for clock.Sleep(hctx, w.cfg.Clock, every) == nil {
 			err := beat(hctx)
 			switch {
 			case err == nil:
@@ -470,7 +469,7 @@ func (w *Worker) stream(ctx context.Context, l lease.Lease, ordered bool, win *l
 		}
 		wait := w.c.backoff(cuts)
 		log.Warn("edge: stream cut; reopening it from next", "next", *next, "err", err, "wait", wait)
-		if err := w.cfg.Sleep(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, w.cfg.Clock, wait); err != nil {
 			return err
 		}
 	}

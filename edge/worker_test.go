@@ -30,38 +30,36 @@ const (
 	laneBeat  = 30 * time.Second // TTL/3 of its 90 s lane grants
 )
 
-// wsleep is a worker's injected Sleep. The idle wait stops the run: the
-// work is done. A heartbeat wait returns when the test sends on its channel
-// in beats, else waits for ctx. Every other wait (backoffs) returns at once.
+// wsleep is a worker's injected clock. The idle wait stops the run: the
+// work is done. A heartbeat wait passes when the test sends on its channel
+// in beats, else waits for ctx. Every other wait (backoffs) passes at once.
 type wsleep struct {
 	stop      context.CancelFunc
-	beats     map[time.Duration]chan struct{}
+	beats     map[time.Duration]chan time.Time
 	onBackoff func()
 	mu        sync.Mutex
 	ds        []time.Duration
 }
 
-func (s *wsleep) sleep(ctx context.Context, d time.Duration) error {
+func (s *wsleep) Now() time.Time { return time.Now() }
+
+func (s *wsleep) After(d time.Duration) <-chan time.Time {
 	s.mu.Lock()
 	s.ds = append(s.ds, d)
 	s.mu.Unlock()
 	if d == idle {
 		s.stop()
-		<-ctx.Done()
-		return ctx.Err()
+		return nil // clock.Sleep waits for ctx
 	}
 	if d == rangeBeat || d == laneBeat || d == 10*time.Second {
-		select {
-		case <-s.beats[d]: // a nil channel never sends
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return s.beats[d] // a nil channel never sends
 	}
 	if s.onBackoff != nil {
 		s.onBackoff()
 	}
-	return ctx.Err()
+	ch := make(chan time.Time, 1)
+	ch <- time.Now()
+	return ch
 }
 
 func (s *wsleep) got() []time.Duration {
@@ -80,14 +78,14 @@ type run struct {
 }
 
 // startWorker makes a worker of handler against c. cfg's Client, Handler,
-// Idle and Sleep are filled in.
+// Idle and Clock are filled in.
 func startWorker(t *testing.T, c *coord, h edge.Handler, cfg edge.WorkerConfig) *run {
 	t.Helper()
 	cl, _ := startCoord(t, c, edge.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	s := &wsleep{stop: cancel, beats: map[time.Duration]chan struct{}{}}
-	cfg.Client, cfg.Handler, cfg.Idle, cfg.Sleep = cl, h, idle, s.sleep
+	s := &wsleep{stop: cancel, beats: map[time.Duration]chan time.Time{}}
+	cfg.Client, cfg.Handler, cfg.Idle, cfg.Clock = cl, h, idle, s
 	w, err := edge.NewWorker(cfg)
 	require.NoError(t, err)
 	return &run{c: c, w: w, sleep: s, stop: cancel, ctx: ctx}
@@ -280,11 +278,11 @@ func TestWorkerHeartbeatLostCancelsRange(t *testing.T) {
 	}}
 	// A TTL override of 30 s heartbeats every 10 s.
 	r := startWorker(t, c, h, edge.WorkerConfig{TTL: 30 * time.Second})
-	beat := make(chan struct{})
+	beat := make(chan time.Time)
 	r.sleep.beats[10*time.Second] = beat
 	go func() {
 		<-started
-		beat <- struct{}{}
+		beat <- time.Time{}
 	}()
 	require.NoError(t, r.untilIdle(t))
 
@@ -299,11 +297,11 @@ func TestWorkerHeartbeatsAtTTLThird(t *testing.T) {
 	t.Parallel()
 	c := newCoord(100)
 	id := c.addRange("alt.a", 1, 200)
-	beat := make(chan struct{})
+	beat := make(chan time.Time)
 	h := &counter{hook: func(_ context.Context, ch edge.Chunk) error {
 		if ch.From == 1 {
-			beat <- struct{}{} // two heartbeats while the first chunk is handled
-			beat <- struct{}{}
+			beat <- time.Time{} // two heartbeats while the first chunk is handled
+			beat <- time.Time{}
 		}
 		return nil
 	}}
@@ -461,7 +459,7 @@ func TestWorkerShutdownFinishesWhenOnlyFinishLeft(t *testing.T) {
 	tr := &cancelAfterTransport{rt: srv.Client().Transport, mark: `"next":251`, cancel: cancel}
 	cl, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: c.token, HTTP: &http.Client{Transport: tr}})
 	require.NoError(t, err)
-	w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: &counter{}, Sleep: blockSleep})
+	w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: &counter{}, Clock: blockClock})
 	require.NoError(t, err)
 	require.NoError(t, w.Run(ctx))
 
@@ -479,7 +477,7 @@ func TestWorkerUnauthorized(t *testing.T) {
 	t.Cleanup(srv.Close)
 	cl, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: "revoked", HTTP: srv.Client()})
 	require.NoError(t, err)
-	w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: &counter{}, Sleep: blockSleep})
+	w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: &counter{}, Clock: blockClock})
 	require.NoError(t, err)
 	err = w.Run(context.Background())
 	require.ErrorIs(t, err, edge.ErrUnauthorized)
@@ -609,11 +607,11 @@ func TestWorkerLaneLost(t *testing.T) {
 		return nil
 	}}}
 	r := startWorker(t, c, h, edge.WorkerConfig{Lanes: []lease.Lane{lease.LaneTail}})
-	beat := make(chan struct{})
+	beat := make(chan time.Time)
 	r.sleep.beats[laneBeat] = beat
 	go func() {
 		<-started
-		beat <- struct{}{}
+		beat <- time.Time{}
 	}()
 	require.NoError(t, r.untilIdle(t))
 

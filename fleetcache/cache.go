@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -35,16 +36,16 @@ type Config struct {
 	// fails, instead of a read that old. 0 means off: the last good read is
 	// served however old it is. When set it must be more than Keep.
 	MaxStale time.Duration
-	// Now is the clock. nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock. nil means clock.Real.
+	Clock clock.Clock
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
 func (c Config) withDefaults() Config {
 	setDefault(&c.Keep, DefaultKeep)
 	setDefault(&c.Timeout, DefaultTimeout)
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	return c
 }
@@ -129,7 +130,7 @@ type Cache[T any] struct {
 	good        func(T) bool
 	cfg         Config
 	keepSeconds float64
-	wallClock   bool // cfg.Now is time.Now: hits read only the monotonic clock
+	wallClock   bool // cfg.Clock is clock.Real: hits read only the monotonic clock
 
 	cur    atomic.Pointer[entry[T]]
 	flight atomic.Pointer[flight[T]]
@@ -147,7 +148,7 @@ func New[T any](read ReadFunc[T], good func(T) bool, cfg Config) (*Cache[T], err
 	if read == nil {
 		return nil, lease.Invalidf("fleetcache: the read function is nil")
 	}
-	wallClock := cfg.Now == nil
+	wallClock := cfg.Clock == nil || cfg.Clock == clock.Real
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func (c *Cache[T]) age(e *entry[T]) time.Duration {
 	if c.wallClock {
 		return time.Since(e.polledAt)
 	}
-	return c.cfg.Now().Sub(e.polledAt)
+	return c.cfg.Clock.Now().Sub(e.polledAt)
 }
 
 // answer serves e at the given age. ServedAt is computed from the read's
@@ -249,10 +250,10 @@ func (c *Cache[T]) start(ctx context.Context, seen *entry[T]) *flight[T] {
 // run makes one read and publishes it if it is good.
 func (c *Cache[T]) run(ctx context.Context, f *flight[T], previous T) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	start := c.cfg.Now()
+	start := c.cfg.Clock.Now()
 	v, err := readOnce(ctx, c.read, c.good, previous)
 	cancel()
-	took := c.cfg.Now().Sub(start)
+	took := c.cfg.Clock.Now().Sub(start)
 
 	e := &entry[T]{value: v, polledAt: start, polled: start.UTC()}
 	c.mu.Lock()

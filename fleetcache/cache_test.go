@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -18,27 +19,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// clock is an injected clock that moves only when told.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
 var t0 = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
-func newClock() *clock { return &clock{t: t0} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock returns an injected clock that moves only when told.
+func newClock() *clock.Manual { return clock.NewManual(t0) }
 
 func newCache[T any](t *testing.T, read ReadFunc[T], good func(T) bool, cfg Config) *Cache[T] {
 	t.Helper()
@@ -180,11 +164,11 @@ func TestCacheStaleRefreshRunsDetached(t *testing.T) {
 			return previous + 1, ctx.Err()
 		},
 	}}
-	c := newCache(t, s.read, nil, Config{Keep: 10 * time.Second, Now: clk.Now})
+	c := newCache(t, s.read, nil, Config{Keep: 10 * time.Second, Clock: clk})
 	_, err := c.Get(t.Context())
 	require.NoError(t, err)
 
-	clk.Add(11 * time.Second)
+	clk.Advance(11 * time.Second)
 	ctx, cancel := context.WithCancel(t.Context())
 	a, err := c.Get(ctx)
 	require.NoError(t, err)
@@ -215,10 +199,10 @@ func TestCacheThousandStaleCallersCauseOneRead(t *testing.T) {
 		value(1),
 		func(context.Context, int) (int, error) { <-release; return 2, nil },
 	}}
-	c := newCache(t, s.read, nil, Config{Keep: 10 * time.Second, Now: clk.Now})
+	c := newCache(t, s.read, nil, Config{Keep: 10 * time.Second, Clock: clk})
 	_, err := c.Get(t.Context())
 	require.NoError(t, err)
-	clk.Add(10 * time.Second) // exactly Keep: stale
+	clk.Advance(10 * time.Second) // exactly Keep: stale
 
 	const n = 1000
 	var wg sync.WaitGroup
@@ -249,11 +233,11 @@ func TestCacheFailedReadIsNotKept(t *testing.T) {
 	clk := newClock()
 	boom := errors.New("boom")
 	s := &script{steps: []func(context.Context, int) (int, error){value(1), fail(boom), value(3)}}
-	c := newCache(t, s.read, nil, Config{Keep: 10 * time.Second, Now: clk.Now})
+	c := newCache(t, s.read, nil, Config{Keep: 10 * time.Second, Clock: clk})
 	_, err := c.Get(t.Context())
 	require.NoError(t, err)
 
-	clk.Add(11 * time.Second)
+	clk.Advance(11 * time.Second)
 	a, err := c.Get(t.Context()) // starts the failing refresh
 	require.NoError(t, err)
 	require.Equal(t, 1, a.Value)
@@ -301,7 +285,7 @@ func TestCacheRejectedReadIsNotKept(t *testing.T) {
 	clk := newClock()
 	s := &script{steps: []func(context.Context, int) (int, error){value(-1), value(5), value(-2), value(6)}}
 	good := func(v int) bool { return v >= 0 }
-	c := newCache(t, s.read, good, Config{Keep: 10 * time.Second, Now: clk.Now})
+	c := newCache(t, s.read, good, Config{Keep: 10 * time.Second, Clock: clk})
 
 	a, err := c.Get(t.Context())
 	require.ErrorIs(t, err, ErrRejected)
@@ -313,7 +297,7 @@ func TestCacheRejectedReadIsNotKept(t *testing.T) {
 	require.Equal(t, 5, a.Value)
 	require.Equal(t, uint64(1), a.Generation)
 
-	clk.Add(11 * time.Second)
+	clk.Advance(11 * time.Second)
 	_, err = c.Get(t.Context())
 	require.NoError(t, err)
 	require.NoError(t, c.Wait(t.Context()))
@@ -367,12 +351,12 @@ func TestCacheMaxStale(t *testing.T) {
 	clk := newClock()
 	boom := errors.New("boom")
 	s := &script{steps: []func(context.Context, int) (int, error){value(1), value(2), fail(boom), value(4)}}
-	c := newCache(t, s.read, nil, Config{Keep: 10 * time.Second, MaxStale: 30 * time.Second, Now: clk.Now})
+	c := newCache(t, s.read, nil, Config{Keep: 10 * time.Second, MaxStale: 30 * time.Second, Clock: clk})
 	_, err := c.Get(t.Context())
 	require.NoError(t, err)
 
 	// Between Keep and MaxStale: answered at once, stale.
-	clk.Add(20 * time.Second)
+	clk.Advance(20 * time.Second)
 	a, err := c.Get(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, a.Value)
@@ -380,7 +364,7 @@ func TestCacheMaxStale(t *testing.T) {
 	require.NoError(t, c.Wait(t.Context()))
 
 	// Read 2 was kept at t0+20s. Past MaxStale of it, the refresh fails.
-	clk.Add(31 * time.Second)
+	clk.Advance(31 * time.Second)
 	a, err = c.Get(t.Context())
 	require.ErrorIs(t, err, ErrTooStale)
 	require.ErrorIs(t, err, ErrReadFailed)
@@ -402,10 +386,10 @@ func TestCacheMetaWithInjectedClock(t *testing.T) {
 	clk := newClock()
 	release := make(chan struct{})
 	s := &script{steps: []func(context.Context, int) (int, error){
-		func(context.Context, int) (int, error) { clk.Add(2 * time.Second); return 1, nil },
+		func(context.Context, int) (int, error) { clk.Advance(2 * time.Second); return 1, nil },
 		func(context.Context, int) (int, error) { <-release; return 2, nil },
 	}}
-	c := newCache(t, s.read, nil, Config{Now: clk.Now})
+	c := newCache(t, s.read, nil, Config{Clock: clk})
 	_, ok := c.LastRead()
 	require.False(t, ok)
 
@@ -421,7 +405,7 @@ func TestCacheMetaWithInjectedClock(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, ReadInfo{At: t0, OK: true, Duration: 2 * time.Second, DurationSeconds: 2, Generation: 1}, info)
 
-	clk.Add(5 * time.Second)
+	clk.Advance(5 * time.Second)
 	a, err = c.Get(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, Meta{
@@ -432,7 +416,7 @@ func TestCacheMetaWithInjectedClock(t *testing.T) {
 		FromCache:       true,
 	}, a.Meta)
 
-	clk.Add(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	a, err = c.Get(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, Meta{
@@ -457,12 +441,12 @@ func TestCachePassesThePreviousGoodRead(t *testing.T) {
 		defer mu.Unlock()
 		seen = append(seen, previous)
 		return previous + 10, nil
-	}, nil, Config{Keep: time.Second, Now: clk.Now})
+	}, nil, Config{Keep: time.Second, Clock: clk})
 	for range 3 {
 		_, err := c.Get(t.Context())
 		require.NoError(t, err)
 		require.NoError(t, c.Wait(t.Context()))
-		clk.Add(2 * time.Second)
+		clk.Advance(2 * time.Second)
 	}
 	mu.Lock()
 	defer mu.Unlock()

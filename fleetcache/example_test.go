@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync/atomic"
 	"time"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/fleetcache"
 )
 
@@ -15,13 +15,10 @@ import (
 // served; after it the answer is stale and one refresh starts in the
 // background.
 func Example() {
-	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	var elapsed atomic.Int64
-	now := func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
-	advance := func(d time.Duration) { elapsed.Add(int64(d)) }
+	clk := clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 
 	counter := func(_ context.Context, previous int) (int, error) { return previous + 1, nil }
-	c, err := fleetcache.New(counter, nil, fleetcache.Config{Keep: 15 * time.Second, Now: now})
+	c, err := fleetcache.New(counter, nil, fleetcache.Config{Keep: 15 * time.Second, Clock: clk})
 	if err != nil {
 		panic(err)
 	}
@@ -36,9 +33,9 @@ func Example() {
 	}
 
 	show() // the first call waits for the first read
-	advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	show() // within Keep
-	advance(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	show() // after Keep: stale, and a refresh starts
 	if err := c.Wait(ctx); err != nil {
 		panic(err)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -30,8 +31,8 @@ type SeatConfig struct {
 	MaxEntries int
 	// Timeout bounds each read. 0 means 10 s.
 	Timeout time.Duration
-	// Now is the clock. nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock. nil means clock.Real.
+	Clock clock.Clock
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -39,8 +40,8 @@ func (c SeatConfig) withDefaults() SeatConfig {
 	setDefault(&c.TTL, DefaultSeatTTL)
 	setDefault(&c.MaxEntries, DefaultSeatMaxEntries)
 	setDefault(&c.Timeout, DefaultTimeout)
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	return c
 }
@@ -128,7 +129,7 @@ func NewSeats[K comparable, T any](read SeatReadFunc[K, T], good func(T) bool, c
 // ErrRejected and the Answer holds the rejected value. A cancelled ctx stops
 // the waiting, never the read.
 func (s *Seats[K, T]) Get(ctx context.Context, key K, gen uint64) (Answer[T], error) {
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	s.mu.Lock()
 	if el, ok := s.entries[key]; ok {
 		e := el.Value.(*seatEntry[K, T])
@@ -161,11 +162,11 @@ func (s *Seats[K, T]) Get(ctx context.Context, key K, gen uint64) (Answer[T], er
 	}
 	if f.err != nil {
 		if errors.Is(f.err, ErrRejected) {
-			return s.answer(f.value, 0, f.readAt, s.cfg.Now(), false), f.err
+			return s.answer(f.value, 0, f.readAt, s.cfg.Clock.Now(), false), f.err
 		}
 		return Answer[T]{}, f.err
 	}
-	return s.answer(f.value, gen, f.readAt, s.cfg.Now(), false), nil
+	return s.answer(f.value, gen, f.readAt, s.cfg.Clock.Now(), false), nil
 }
 
 func (s *Seats[K, T]) answer(v T, gen uint64, readAt, now time.Time, fromCache bool) Answer[T] {
@@ -188,7 +189,7 @@ func (s *Seats[K, T]) answer(v T, gen uint64, readAt, now time.Time, fromCache b
 
 func (s *Seats[K, T]) run(ctx context.Context, fk seatKey[K], f *seatFlight[T]) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	start := s.cfg.Now()
+	start := s.cfg.Clock.Now()
 	var zero T
 	v, err := readOnce(ctx, func(ctx context.Context, _ T) (T, error) { return s.read(ctx, fk.key) }, s.good, zero)
 	cancel()
@@ -214,7 +215,7 @@ func (s *Seats[K, T]) keep(e *seatEntry[K, T]) {
 		s.remove(el)
 	}
 	s.entries[e.key] = s.lru.PushFront(e)
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	for el := s.lru.Back(); el != nil; el = s.lru.Back() {
 		old := el.Value.(*seatEntry[K, T])
 		if s.lru.Len() <= s.cfg.MaxEntries && now.Sub(old.readAt) < s.cfg.TTL {

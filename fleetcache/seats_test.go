@@ -73,14 +73,14 @@ func TestSeatsTTLAndGeneration(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	r := &seatReader{}
-	s := newSeats(t, r.read, nil, SeatConfig{Now: clk.Now})
+	s := newSeats(t, r.read, nil, SeatConfig{Clock: clk})
 
 	a := seatValue(t, s, "h/n", 1)
 	require.Equal(t, "h/n#1", a.Value)
 	require.False(t, a.Meta.FromCache)
 	require.Equal(t, uint64(1), a.Generation)
 
-	clk.Add(9 * time.Second)
+	clk.Advance(9 * time.Second)
 	a = seatValue(t, s, "h/n", 1)
 	require.Equal(t, "h/n#1", a.Value)
 	require.Equal(t, Meta{
@@ -91,7 +91,7 @@ func TestSeatsTTLAndGeneration(t *testing.T) {
 		FromCache:       true,
 	}, a.Meta)
 
-	clk.Add(time.Second) // 10 s: expired
+	clk.Advance(time.Second) // 10 s: expired
 	require.Equal(t, "h/n#2", seatValue(t, s, "h/n", 1).Value)
 	require.Equal(t, "h/n#2", seatValue(t, s, "h/n", 1).Value)
 
@@ -111,7 +111,7 @@ func TestSeatsLRU(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	r := &seatReader{}
-	s := newSeats(t, r.read, nil, SeatConfig{MaxEntries: 2, Now: clk.Now})
+	s := newSeats(t, r.read, nil, SeatConfig{MaxEntries: 2, Clock: clk})
 
 	seatValue(t, s, "a", 1)
 	seatValue(t, s, "b", 1)
@@ -130,10 +130,10 @@ func TestSeatsDropExpiredWhenKeeping(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
 	r := &seatReader{}
-	s := newSeats(t, r.read, nil, SeatConfig{Now: clk.Now})
+	s := newSeats(t, r.read, nil, SeatConfig{Clock: clk})
 	seatValue(t, s, "a", 1)
 	seatValue(t, s, "b", 1)
-	clk.Add(11 * time.Second)
+	clk.Advance(11 * time.Second)
 	seatValue(t, s, "c", 1)
 	require.Equal(t, 1, s.Len())
 }

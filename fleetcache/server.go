@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -104,8 +105,8 @@ type ServerConfig struct {
 	// ShutdownTimeout bounds the whole stop, from the context being done to
 	// Serve returning; connections still open then are closed. 0 means 2 s.
 	ShutdownTimeout time.Duration
-	// Now is the clock. nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock. nil means clock.Real.
+	Clock clock.Clock
 	// ErrorLog receives the http.Server's errors. nil means the log package's
 	// standard logger.
 	ErrorLog *log.Logger
@@ -125,8 +126,8 @@ func (c ServerConfig) withDefaults() ServerConfig {
 		c.Addr = net.JoinHostPort("127.0.0.1", port)
 	}
 	setDefault(&c.ReadyPath, DefaultReadyPath)
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	return c
 }
@@ -191,7 +192,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, routes: make(map[string]RouteFunc, len(cfg.Routes)), startedAt: cfg.Now()}
+	s := &Server{cfg: cfg, routes: make(map[string]RouteFunc, len(cfg.Routes)), startedAt: cfg.Clock.Now()}
 	for _, rt := range cfg.Routes {
 		s.routes[rt.Path] = rt.Handle
 	}
@@ -292,7 +293,7 @@ func (s *Server) cacheControl(m Meta) string {
 
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	draining := s.draining.Load()
-	st := ReadyState{Ready: !draining, Draining: draining, StartedAt: s.startedAt.UTC(), ServedAt: s.cfg.Now().UTC()}
+	st := ReadyState{Ready: !draining, Draining: draining, StartedAt: s.startedAt.UTC(), ServedAt: s.cfg.Clock.Now().UTC()}
 	var v any
 	if s.cfg.Ready != nil {
 		v = s.cfg.Ready(st)

@@ -202,7 +202,7 @@ func TestServerIfNoneMatch(t *testing.T) {
 
 func TestServerHead(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, ServerConfig{Now: newClock().Now})
+	s := newTestServer(t, ServerConfig{Clock: newClock()})
 	for _, path := range []string{"/v1/fleet", "/readyz", "/nowhere", "/v1/seat"} {
 		get := do(t, s, "GET", path)
 		head := do(t, s, "HEAD", path)
@@ -219,7 +219,7 @@ func TestServerHead(t *testing.T) {
 func TestServerReadyDraining(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	s := newTestServer(t, ServerConfig{Now: clk.Now, Ready: func(st ReadyState) any {
+	s := newTestServer(t, ServerConfig{Clock: clk, Ready: func(st ReadyState) any {
 		return map[string]any{
 			"schema":        "test.ready/v1",
 			"ready":         st.Ready,
@@ -229,7 +229,7 @@ func TestServerReadyDraining(t *testing.T) {
 			"lastFleetRead": nil,
 		}
 	}})
-	clk.Add(3 * time.Second)
+	clk.Advance(3 * time.Second)
 	w := do(t, s, "GET", "/readyz")
 	require.Equal(t, 200, w.Code)
 	require.JSONEq(t, `{"schema":"test.ready/v1","ready":true,"meaning":"serving",
@@ -244,7 +244,7 @@ func TestServerReadyDraining(t *testing.T) {
 	require.Contains(t, w.Body.String(), `"ready":false`)
 	require.Equal(t, 200, do(t, s, "GET", "/v1/fleet").Code, "other routes keep answering while draining")
 
-	plain := newTestServer(t, ServerConfig{Now: clk.Now})
+	plain := newTestServer(t, ServerConfig{Clock: clk})
 	require.JSONEq(t, `{"ready":true,"startedAt":"2025-03-04T05:06:10Z","servedAt":"2025-03-04T05:06:10Z"}`,
 		do(t, plain, "GET", "/readyz").Body.String())
 }

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/lease"
@@ -58,8 +59,9 @@ type PrefetchConfig struct {
 	// Idle is how long Run waits between passes when nothing kicks it.
 	// Default 2s.
 	Idle time.Duration
-	// Sleep waits between retries; tests inject it. Default: a timer.
-	Sleep  func(ctx context.Context, d time.Duration) error
+	// Clock times the waits between retries; tests inject one. Default
+	// clock.Real.
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
@@ -73,8 +75,8 @@ func (c PrefetchConfig) withDefaults() PrefetchConfig {
 	setDefault(&c.Backoff, 200*time.Millisecond)
 	setDefault(&c.MaxBackoff, 10*time.Second)
 	setDefault(&c.Idle, 2*time.Second)
-	if c.Sleep == nil {
-		c.Sleep = sleep
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -97,17 +99,6 @@ func setDefault[T comparable](v *T, def T) {
 	var zero T
 	if *v == zero {
 		*v = def
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -254,7 +245,7 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int,
 		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, ErrNoSuchGroup) || ctx.Err() != nil {
 			break
 		}
-		if serr := p.cfg.Sleep(ctx, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {
+		if serr := clock.Sleep(ctx, p.cfg.Clock, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {
 			break
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -57,7 +58,30 @@ func newPrefetchEnv(t *testing.T) *prefetchEnv {
 
 func (e *prefetchEnv) config(owner string) spool.PrefetchConfig {
 	return spool.PrefetchConfig{Source: e.src, Spool: e.spool, Corpus: e.corpus, Claims: e.store, Targets: e.store,
-		Owner: owner, Sleep: func(context.Context, time.Duration) error { return nil }}
+		Owner: owner, Clock: &passClock{}}
+}
+
+// passClock is an injected clock whose waits pass at once; it records them.
+type passClock struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (c *passClock) Now() time.Time { return time.Now() }
+
+func (c *passClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	ch <- time.Now()
+	return ch
+}
+
+func (c *passClock) got() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.waits)
 }
 
 func TestPrefetchPass(t *testing.T) {
@@ -143,22 +167,17 @@ func TestPrefetchRetries(t *testing.T) {
 		}
 		return e.src.Fetch(ctx, g, s)
 	}}
-	var mu sync.Mutex
-	var waits []time.Duration
+	clk := &passClock{}
 	cfg := e.config("c1")
 	cfg.Source = flaky
 	cfg.Targets = onlyLeased{e.store}
 	cfg.Backoff, cfg.MaxBackoff = 100*time.Millisecond, 150*time.Millisecond
-	cfg.Sleep = func(_ context.Context, d time.Duration) error {
-		mu.Lock()
-		waits = append(waits, d)
-		mu.Unlock()
-		return nil
-	}
+	cfg.Clock = clk
 	p, err := spool.NewPrefetcher(cfg)
 	require.NoError(t, err)
 	n, err := p.Pass(t.Context())
 	require.NoError(t, err)
+	waits := clk.got()
 	require.Equal(t, 5, n)
 	require.Equal(t, int64(3), calls.Load())
 	require.Len(t, waits, 2)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
@@ -16,18 +17,6 @@ import (
 
 // ErrWaitLimit means a chunk did not arrive within the stream's wait limit.
 var ErrWaitLimit = errors.New("chunk did not arrive within the wait limit")
-
-// Clock is the time a stream sees; tests inject one. Its After behaves like
-// time.After.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // StreamConfig configures Stream. Spool is required; the zero value of
 // every other field means its default.
@@ -71,7 +60,9 @@ type StreamConfig struct {
 	// SetLength, when set, is told the stream's exact length before the
 	// first byte when every chunk is stored already.
 	SetLength func(n int64)
-	Clock     Clock
+	// Clock times keepalives, lease checks and the wait limit; tests inject
+	// one. Default clock.Real.
+	Clock clock.Clock
 }
 
 // withDefaults returns c with every zero field that has a default set to
@@ -94,7 +85,7 @@ func (c StreamConfig) withDefaults() StreamConfig {
 	setDefault(&c.WaitLimit, time.Hour)
 	setDefault(&c.WriteTimeout, 30*time.Second)
 	if c.Clock == nil {
-		c.Clock = realClock{}
+		c.Clock = clock.Real
 	}
 	return c
 }

@@ -9,9 +9,10 @@
 // use FOR NO KEY UPDATE SKIP LOCKED, items go in with COPY, and migrations run under
 // an advisory lock so processes that start together do not race.
 //
-// One clock decides expiry: Config.Now when set (tests inject it), otherwise
-// the database's clock on PostgreSQL, so every process sharing it agrees, and
-// time.Now on SQLite, whose file only processes on one machine can share.
+// One clock decides expiry: Config.Clock when set (tests inject a
+// clock.Manual), otherwise the database's clock on PostgreSQL, so every
+// process sharing it agrees, and clock.Real on SQLite, whose file only
+// processes on one machine can share.
 //
 // The results feed on PostgreSQL orders items by the transaction that stored
 // them and shows an item only once every transaction that started before it

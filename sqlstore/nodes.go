@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
 )
@@ -26,12 +27,13 @@ func (r nodeRow) node() node.Node {
 	return node.Node{Name: r.Name, CreatedAt: time.UnixMicro(r.Created).UTC(), LastSeen: time.UnixMicro(r.LastSeen).UTC()}
 }
 
-// nowMicros is the clock in Go, for values stored rather than compared.
+// nowMicros is the clock in Go, for values stored rather than compared:
+// the injected one, or clock.Real.
 func (s *Store) nowMicros() int64 {
-	if s.cfg.Now != nil {
-		return s.cfg.Now().UnixMicro()
+	if s.cfg.Clock != nil {
+		return s.cfg.Clock.Now().UnixMicro()
 	}
-	return time.Now().UnixMicro()
+	return clock.Real.Now().UnixMicro()
 }
 
 // AddNode implements node.Store.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 
@@ -25,8 +26,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 var backends = pgtest.Backends
 
 func opener(url func(testing.TB) string) storetest.Open {
-	return func(t *testing.T, now func() time.Time) storetest.Backend {
-		return open(t, url(t), sqlstore.Config{Now: now})
+	return func(t *testing.T, c clock.Clock) storetest.Backend {
+		return open(t, url(t), sqlstore.Config{Clock: c})
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" driver, pure Go
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
@@ -58,10 +59,11 @@ const (
 
 // Config tunes a Store. The zero Config is ready to use.
 type Config struct {
-	// Now is the one clock that decides expiry. When nil, PostgreSQL uses the
-	// database's clock (now()), so every process sharing the database agrees;
-	// SQLite, which only processes on one machine can share, uses time.Now.
-	Now func() time.Time
+	// Clock is the one clock that decides expiry. When nil, PostgreSQL uses
+	// the database's clock (now()), so every process sharing the database
+	// agrees; SQLite, which only processes on one machine can share, uses
+	// clock.Real.
+	Clock clock.Clock
 	// MaxAttempts is how many corrupt chunks a range survives before it
 	// becomes failed. Zero means DefaultMaxAttempts.
 	MaxAttempts int
@@ -252,13 +254,14 @@ func (s *Store) bind(raw string) string {
 }
 
 // now returns the argument for a {now} placeholder: the injected clock in
-// microseconds, time.Now on SQLite, or NULL so PostgreSQL uses its own clock.
+// microseconds, clock.Real on SQLite, or NULL so PostgreSQL uses its own
+// clock.
 func (s *Store) now() any {
 	switch {
-	case s.cfg.Now != nil:
-		return s.cfg.Now().UnixMicro()
+	case s.cfg.Clock != nil:
+		return s.cfg.Clock.Now().UnixMicro()
 	case s.d.name == "sqlite":
-		return time.Now().UnixMicro()
+		return clock.Real.Now().UnixMicro()
 	}
 	return nil
 }

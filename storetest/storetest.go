@@ -2,8 +2,8 @@
 // interfaces. Every backend runs the same cases, River-style:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T, now func() time.Time) storetest.Backend {
-//			return openMyBackend(t, now)
+//		storetest.Run(t, func(t *testing.T, c clock.Clock) storetest.Backend {
+//			return openMyBackend(t, c)
 //		})
 //	}
 //
@@ -19,11 +19,11 @@ package storetest
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
@@ -42,46 +42,27 @@ type Backend interface {
 	spool.Claims
 }
 
-// Open returns a new, empty backend whose one clock is now. The backend is
+// Open returns a new, empty backend whose one clock is c. The backend is
 // closed by a t.Cleanup it registers.
-type Open func(t *testing.T, now func() time.Time) Backend
+type Open func(t *testing.T, c clock.Clock) Backend
 
-// Clock is a settable clock for tests: expiry is decided by it, not by sleeping.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewClock returns a clock at a fixed instant.
-func NewClock() *Clock {
-	return &Clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// NewClock returns a clock.Manual at the fixed instant the cases start at:
+// expiry is decided by it, not by sleeping.
+func NewClock() *clock.Manual {
+	return clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // env is one case's backend and clock.
 type env struct {
 	Backend
-	clock *Clock
+	clock *clock.Manual
 	ctx   context.Context
 }
 
 func newEnv(t *testing.T, open Open) *env {
 	t.Helper()
 	c := NewClock()
-	return &env{Backend: open(t, c.Now), clock: c, ctx: t.Context()}
+	return &env{Backend: open(t, c), clock: c, ctx: t.Context()}
 }
 
 // Run runs every conformance case against backends made by open.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/fleetcache"
 )
 
@@ -74,8 +75,8 @@ type Main struct {
 	Stderr io.Writer
 	// Getenv reads the environment in ParseFlags; nil means os.Getenv.
 	Getenv func(string) string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock; nil means clock.Real.
+	Clock clock.Clock
 	// OnListen, when set, is told the address once Run is listening.
 	OnListen func(addr net.Addr)
 
@@ -245,12 +246,12 @@ func (m *Main) open() error {
 		m.byName[hosts[i].name] = hosts[i]
 	}
 
-	m.fleet, err = fleetcache.New(m.readFleet, (*fleetRead).allOK, fleetcache.Config{Keep: m.Keep, Timeout: m.Timeout, Now: m.Now})
+	m.fleet, err = fleetcache.New(m.readFleet, (*fleetRead).allOK, fleetcache.Config{Keep: m.Keep, Timeout: m.Timeout, Clock: m.Clock})
 	if err != nil {
 		return err
 	}
 	m.seats, err = fleetcache.NewSeats(m.readSeat, nil, fleetcache.SeatConfig{
-		TTL: seatTTL, MaxEntries: seatEntries, Timeout: m.Timeout, Now: m.Now,
+		TTL: seatTTL, MaxEntries: seatEntries, Timeout: m.Timeout, Clock: m.Clock,
 	})
 	if err != nil {
 		return err
@@ -265,7 +266,7 @@ func (m *Main) open() error {
 		Ready:           m.ready,
 		DrainDelay:      m.DrainDelay,
 		ShutdownTimeout: shutdownTimeout,
-		Now:             m.Now,
+		Clock:           m.Clock,
 		ErrorLog:        log.New(m.stderr(), "fleet-reader: http: ", log.LstdFlags),
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/fleetcache"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -154,23 +155,12 @@ func (c *coord) populate(unordered, ordered string) lease.Lease {
 	return l
 }
 
-// clock is an injected clock.
-type clock struct {
-	base time.Time
-	off  atomic.Int64
-}
-
-func newClock() *clock { return &clock{base: time.Now()} }
-
-func (c *clock) Now() time.Time          { return c.base.Add(time.Duration(c.off.Load())) }
-func (c *clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
-
 // reader is a fleet-reader's Main running on 127.0.0.1:0.
 type reader struct {
 	t      testing.TB
 	m      *Main
 	url    string
-	clock  *clock
+	clock  *clock.Manual // an injected clock, from time.Now
 	client *http.Client
 	cancel context.CancelFunc
 	done   chan error
@@ -187,7 +177,7 @@ type readerOptions struct {
 
 func startReader(t testing.TB, o readerOptions) *reader {
 	t.Helper()
-	rd := &reader{t: t, clock: newClock(), done: make(chan error, 1)}
+	rd := &reader{t: t, clock: clock.NewManual(time.Now()), done: make(chan error, 1)}
 	m := NewMain()
 	m.Coordinators = o.urls
 	m.Addr = "127.0.0.1:0"
@@ -204,7 +194,7 @@ func startReader(t testing.TB, o readerOptions) *reader {
 	}
 	m.Stderr = io.Discard
 	if !o.realClock {
-		m.Now = rd.clock.Now
+		m.Clock = rd.clock
 	}
 	addrc := make(chan net.Addr, 1)
 	m.OnListen = func(a net.Addr) { addrc <- a }

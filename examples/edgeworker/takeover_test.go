@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edge"
@@ -31,14 +32,14 @@ import (
 // clockedPipeline is a pipeline whose store's clock the test moves.
 type clockedPipeline struct {
 	pipeline
-	clock *storetest.Clock
+	clock *clock.Manual
 }
 
 func newClockedPipeline(t *testing.T, g grouplease.Group) *clockedPipeline {
 	t.Helper()
 	ctx := t.Context()
 	clock := storetest.NewClock()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "edgeindex.db"), sqlstore.Config{Now: clock.Now})
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "edgeindex.db"), sqlstore.Config{Clock: clock})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	sp, err := spool.Open(t.TempDir(), spool.Config{})

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/fleetcache"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -76,10 +77,9 @@ func TestOnce(t *testing.T) {
 func TestCachedLooks(t *testing.T) {
 	t.Parallel()
 	hs, hits := realCoordinator(t)
-	now := time.Now()
 	admin, err := api.NewAdminClient(api.AdminConfig{BaseURL: hs.URL, Token: "admin", HTTP: hs.Client()})
 	require.NoError(t, err)
-	cache, err := fleetcache.New(reader(admin), nil, fleetcache.Config{Keep: time.Minute, Now: func() time.Time { return now }})
+	cache, err := fleetcache.New(reader(admin), nil, fleetcache.Config{Keep: time.Minute, Clock: clock.NewManual(time.Now())})
 	require.NoError(t, err)
 	for range 50 {
 		a, err := cache.Get(t.Context())

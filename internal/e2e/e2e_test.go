@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -36,14 +37,14 @@ type cluster struct {
 	t     *testing.T
 	store *sqlstore.Store
 	url   string
-	clock *storetest.Clock
+	clock *clock.Manual
 }
 
 func newCluster(t *testing.T, dbURL string, articles, rangeSize, chunkSize int64) *cluster {
 	t.Helper()
 	ctx := t.Context()
 	clock := storetest.NewClock()
-	st, err := sqlstore.Open(ctx, dbURL, sqlstore.Config{Now: clock.Now})
+	st, err := sqlstore.Open(ctx, dbURL, sqlstore.Config{Clock: clock})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	sp, err := spool.Open(t.TempDir(), spool.Config{})
