@@ -24,6 +24,7 @@ import (
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
 )
@@ -181,7 +182,7 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		db.SetMaxIdleConns(64)
 		s.db, s.rdb = db, db
 	default:
-		return nil, fmt.Errorf("%w: %q: want sqlite://PATH or postgres://", ErrUnsupportedURL, redact(rawURL))
+		return nil, fmt.Errorf("%w: %q: want sqlite://PATH or postgres://", ErrUnsupportedURL, redact.URL(rawURL))
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
@@ -352,14 +353,6 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 }
 
 // redact drops a URL's password for error messages.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable)"
-	}
-	return u.Redacted()
-}
-
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us sql.NullInt64) time.Time {

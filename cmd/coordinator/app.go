@@ -23,6 +23,7 @@ import (
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/node"
@@ -355,26 +356,17 @@ func (m *Main) source(ctx context.Context) (chunkSource, error) {
 		}
 		src, err := nntp.New(cfg)
 		if err != nil {
-			return chunkSource{}, usagef("--source %s: %v", redact(raw), err)
+			return chunkSource{}, usagef("--source %s: %v", redact.URL(raw), err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if err := src.Check(cctx); err != nil {
 			src.Close()
-			return chunkSource{}, fmt.Errorf("--source %s: %w", redact(raw), err)
+			return chunkSource{}, fmt.Errorf("--source %s: %w", redact.URL(raw), err)
 		}
 		return chunkSource{ChunkSource: src, conns: src.MaxConns(), close: src.Close}, nil
 	}
 	return chunkSource{}, usagef("--source %q: synthetic or nntp://[user:pass@]host:port", raw)
-}
-
-func redact(raw string) string {
-	if i := strings.Index(raw, "@"); i > 0 {
-		if j := strings.Index(raw, "://"); j > 0 && j < i {
-			return raw[:j+3] + "…@" + raw[i+1:]
-		}
-	}
-	return raw
 }
 
 func (m *Main) serve(ctx context.Context, args []string) error {
@@ -487,7 +479,7 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	go func() { r.bg <- pf.Run(pctx) }()
 	go func() { r.bg <- planner.Run(pctx) }()
 	go func() { r.served <- r.http.Serve(l) }()
-	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact(m.DB), "data", m.Data, "id", owner)
+	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact.URL(m.DB), "data", m.Data, "id", owner)
 	if m.Ready != nil {
 		m.Ready(l.Addr().String())
 	}
