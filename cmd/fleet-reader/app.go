@@ -21,9 +21,8 @@ import (
 	"github.com/edgeindex/edgeindex/fleetcache"
 )
 
-// Defaults of Main's options.
+// Defaults of Main's options. The address is fleetcache.DefaultAddr.
 const (
-	DefaultAddr       = "127.0.0.1:7071"
 	DefaultKeep       = 15 * time.Second
 	DefaultTimeout    = 5 * time.Second
 	DefaultDrainDelay = 1 * time.Second
@@ -107,7 +106,7 @@ type host struct {
 // NewMain returns a Main with the default options, logging to stderr.
 func NewMain() *Main {
 	return &Main{
-		Addr:       DefaultAddr,
+		Addr:       fleetcache.DefaultAddr,
 		Keep:       DefaultKeep,
 		Timeout:    DefaultTimeout,
 		DrainDelay: DefaultDrainDelay,
@@ -126,7 +125,7 @@ func (m *Main) ParseFlags(args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: fleet-reader --coordinator URL [--coordinator URL ...] [--addr %s] [--keep %s]\n\n"+
 			"Environment:\n  %s  the coordinators' admin token (required)\n\n"+
 			"Example:\n  %[3]s=... fleet-reader --coordinator http://10.0.0.1:7070 --coordinator http://10.0.0.2:7070 --addr 0.0.0.0:8080\n\n"+
-			"Flags:\n", DefaultAddr, DefaultKeep, TokenEnv)
+			"Flags:\n", fleetcache.DefaultAddr, DefaultKeep, TokenEnv)
 		fs.PrintDefaults()
 	}
 	var coords []string

@@ -638,7 +638,7 @@ func TestParseFlags(t *testing.T) {
 	m = NewMain()
 	m.Getenv = env("tok")
 	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://c.example"}))
-	require.Equal(t, DefaultAddr, m.Addr)
+	require.Equal(t, fleetcache.DefaultAddr, m.Addr)
 	require.Equal(t, DefaultKeep, m.Keep)
 	hosts, err = parseHosts(m.Coordinators)
 	require.NoError(t, err)
