@@ -27,6 +27,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -66,6 +67,10 @@ type Main struct {
 	// (serve --id). Empty: the one kept in <data>/coordinator.id, made on
 	// the first start.
 	ID string
+	// Releases runs the release builder in serve (--releases, on by
+	// default); Release holds its window and interval.
+	Releases bool
+	Release  release.Config
 
 	// Ready, when set, is told the address serve listens on.
 	Ready func(addr string)
@@ -144,6 +149,10 @@ func (m *Main) command(ctx context.Context, cmd string, args []string) error {
 		return m.snapshotCmd(ctx, args)
 	case "demo":
 		return m.demo(ctx, args)
+	case "releases":
+		return m.releasesCmd(ctx, args)
+	case "nzb":
+		return m.nzbCmd(ctx, args)
 	case "help":
 		return flag.ErrHelp
 	}
@@ -152,6 +161,7 @@ func (m *Main) command(ctx context.Context, cmd string, args []string) error {
 
 const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
                    [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s] [--id NAME]
+                   [--releases=true] [--release-window 6h] [--release-interval 5s]
 coordinator node add NAME | node rm NAME | node list
 coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
 coordinator group plan NAME --plan tail,history [--history N] [--margin M]
@@ -159,6 +169,8 @@ coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 coordinator range retry GROUP [--failed | ID...]
 coordinator snapshot reset GROUP [--lane history|tail]
 coordinator status [--json]
+coordinator releases [list] [--group G] [--after CURSOR] [--limit N] [--json] | releases build [--once]
+coordinator nzb ID [-o FILE]
 coordinator demo [--articles N] [--workers N] [--range-size N] [--keep]
 coordinator help
 
@@ -380,6 +392,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.IntVar(&m.Store.RepairTries, "repair-tries", sqlstore.DefaultRepairTries, "how often a missing article is fetched again before it counts as lost")
 	fs.DurationVar(&m.Store.RepairDelay, "repair-delay", sqlstore.DefaultRepairDelay, "how long a missing article waits between tries")
 	fs.StringVar(&m.ID, "id", "", "this coordinator's identity as the owner of chunk claims (default: kept in <data>/coordinator.id)")
+	m.releaseFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -401,7 +414,7 @@ type running struct {
 	api      *coordinator.Server
 	listener net.Listener
 	served   chan error
-	bg       chan error // the prefetcher and the planner
+	bg       chan error // the prefetcher, the planner and the release builder
 	cancel   context.CancelFunc
 	log      *slog.Logger
 	spool    *spool.Disk
@@ -473,11 +486,12 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		return nil, err
 	}
 	r := &running{http: coordinator.HTTPServer(api, log), api: api, listener: l, served: make(chan error, 1),
-		bg: make(chan error, 2), log: log, spool: sp, corpus: cp, source: src}
+		bg: make(chan error, 3), log: log, spool: sp, corpus: cp, source: src}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	go func() { r.bg <- pf.Run(pctx) }()
 	go func() { r.bg <- planner.Run(pctx) }()
+	go func() { r.bg <- m.runReleases(pctx, store, log) }()
 	go func() { r.served <- r.http.Serve(l) }()
 	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact.URL(m.DB), "data", m.Data, "id", owner)
 	if m.Ready != nil {
@@ -506,6 +520,7 @@ func (r *running) stop() error {
 	defer cancel()
 	err := r.http.Shutdown(ctx)
 	r.cancel()
+	<-r.bg
 	<-r.bg
 	<-r.bg
 	r.spool.Close()

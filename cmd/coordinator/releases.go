@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/edgeindex/edgeindex/nzb"
+	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/sqlstore"
+)
+
+// releaseFlags adds serve's release builder flags.
+func (m *Main) releaseFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&m.Releases, "releases", true, "build releases from the results feed (--releases=false: off)")
+	fs.DurationVar(&m.Release.Window, "release-window", release.DefaultWindow, "how far apart in posting date a release's files may be")
+	fs.DurationVar(&m.Release.Interval, "release-interval", release.DefaultInterval, "how often the release builder reads the feed once it has caught up")
+}
+
+// runReleases runs the release builder until ctx ends, when --releases is
+// on; it returns nil at once when it is off.
+func (m *Main) runReleases(ctx context.Context, store *sqlstore.Store, log *slog.Logger) error {
+	if !m.Releases {
+		return nil
+	}
+	cfg := m.Release
+	cfg.Store, cfg.Logger = store, log
+	b, err := release.NewBuilder(cfg)
+	if err != nil {
+		log.Error("release builder", "err", err)
+		return err
+	}
+	log.Info("release builder running", "window", cfg.Window, "interval", cfg.Interval)
+	if err := b.Run(ctx); !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+const releasesUsage = "releases [list] [--group G] [--after CURSOR] [--limit N] [--json] | releases build [--once] [--release-window 6h] [--release-interval 5s]"
+
+// releasesCmd lists releases, or runs the release builder on its own.
+func (m *Main) releasesCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("releases", flag.ContinueOnError)
+	m.commonFlags(fs)
+	group := fs.String("group", "", "only releases with a file in this group")
+	after := fs.String("after", "", "the cursor a previous page printed")
+	limit := fs.Int("limit", 100, "releases per page, at most 1000")
+	asJSON := fs.Bool("json", false, "print the page as JSON")
+	once := fs.Bool("once", false, "with build: read the feed to its end, then exit")
+	fs.DurationVar(&m.Release.Window, "release-window", release.DefaultWindow, "with build: how far apart in posting date a release's files may be")
+	fs.DurationVar(&m.Release.Interval, "release-interval", release.DefaultInterval, "with build: how often to read the feed once caught up")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 || (len(pos) == 1 && pos[0] != "list" && pos[0] != "build") {
+		return usagef(releasesUsage)
+	}
+	store, err := m.open(ctx)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 1 && pos[0] == "build" {
+		cfg := m.Release
+		cfg.Store = store
+		cfg.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
+		b, err := release.NewBuilder(cfg)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		if *once {
+			n, err := b.Pass(ctx)
+			if err != nil {
+				return err
+			}
+			st := b.Stats()
+			fmt.Fprintf(m.Stdout, "consumed %d items: %d releases created, %d files, %d items skipped\n", n, st.Created, st.Files, st.Skipped)
+			return nil
+		}
+		if err := b.Run(ctx); !errors.Is(err, context.Canceled) {
+			return err
+		}
+		return nil
+	}
+	page, err := store.Releases(ctx, release.Query{Group: *group, After: *after, Limit: *limit})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(page)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tPOSTER\tFILES\tPARTS\tCOMPLETE\tBYTES\tGROUPS\tPOSTED")
+	for _, r := range page.Releases {
+		files := strconv.Itoa(r.FilesSeen)
+		if r.FilesExpected > 0 {
+			files += "/" + strconv.Itoa(r.FilesExpected)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%t\t%d\t%s\t%s\n", r.ID, printable(r.Name, 60), printable(r.Poster, 40), files,
+			r.PartsSeen, r.PartsExpected, r.Complete, r.Bytes, printable(strings.Join(r.Groups, ","), 60), r.Posted.Format(time.RFC3339))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "next: %s\n", page.Next)
+	return nil
+}
+
+// printable makes s safe for a terminal table: control characters and tabs
+// become "?", and it is cut at n runes.
+func printable(s string, n int) string {
+	out := []rune{}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			r = '?'
+		}
+		if len(out) == n {
+			return string(out) + "…"
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+// nzbCmd writes a release's NZB to stdout or to a file.
+func (m *Main) nzbCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("nzb", flag.ContinueOnError)
+	m.commonFlags(fs)
+	out := fs.String("o", "", "write the NZB to this file (default: stdout)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("nzb ID [-o FILE]")
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
+	if err != nil || id < 1 {
+		return usagef("nzb: %q is not a release id", pos[0])
+	}
+	store, err := m.open(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := store.ReleaseByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	if *out == "" || *out == "-" {
+		return nzb.Write(m.Stdout, r)
+	}
+	return writeFile(*out, func(f *os.File) error { return nzb.Write(f, r) })
+}
+
+// writeFile writes path through a temporary file in its directory, synced
+// and renamed, so a failed write leaves no half a file.
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = write(f)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
