@@ -14,7 +14,9 @@ import (
 	"github.com/edgeindex/edgeindex/spool"
 )
 
-// Store is every store the coordinator uses; sqlstore.Store is one.
+// Store is every store the coordinator uses, in one value: the one union of
+// the storage interfaces (storetest's Backend adds planning to it for the
+// conformance suite). sqlstore.Store is one.
 type Store interface {
 	lease.Store
 	batch.Store

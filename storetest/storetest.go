@@ -22,24 +22,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
+	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/grouplease"
-	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/node"
-	"github.com/edgeindex/edgeindex/spool"
 )
 
-// Backend is every storage interface a coordinator needs, in one value.
+// Backend is what the suite tests: every store a coordinator's Service
+// uses (coordinator.Store, the one union of them) and the planning its
+// daemon adds (grouplease.PlanStore).
 type Backend interface {
-	lease.Store
-	batch.Store
-	grouplease.Catalog
-	grouplease.Store
-	grouplease.SnapshotStore
+	coordinator.Store
 	grouplease.PlanStore
-	node.Store
-	spool.Claims
 }
 
 // Open returns a new, empty backend whose one clock is c. The backend is
