@@ -4,92 +4,33 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"net"
 	"net/url"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgeindex/edgeindex/internal/pgtest"
 )
 
 // postgres is the database the benchmarks run on: TEST_DATABASE_URL, or a
-// throwaway cluster started the way internal/pgtest starts one (initdb and
-// pg_ctl from PATH or /usr/lib/postgresql/*/bin, on a free loopback port in a
-// temporary directory, as the postgres user when run as root).
+// throwaway cluster internal/pgtest starts (initdb and pg_ctl from PATH or
+// /usr/lib/postgresql/*/bin, on a free loopback port in a temporary
+// directory, as the postgres user when run as root).
 type postgres struct {
 	base string // the server's URL
-	stop func() // stops and removes a throwaway cluster; nil for TEST_DATABASE_URL
+	stop func() // stops and removes a throwaway cluster
 }
 
-// startPostgres returns TEST_DATABASE_URL's server, or starts a cluster.
+// startPostgres returns TEST_DATABASE_URL's server, or starts a cluster
+// with room for the load runs' connections, fsync and synchronous_commit
+// on (their defaults, set so that no postgresql.conf can turn them off).
 // The caller must call Close, even on error paths after it returns.
 func startPostgres() (*postgres, error) {
-	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
-		return &postgres{base: u}, nil
-	}
-	bin, err := pgBinDir()
+	base, stop, err := pgtest.Start("max_connections=400", "fsync=on", "synchronous_commit=on")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "edgeindex-bench-pg-")
-	if err != nil {
-		return nil, err
-	}
-	cleanup := func() { os.RemoveAll(dir) }
-	var runAs []string
-	if os.Geteuid() == 0 { // initdb refuses to run as root
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			cleanup()
-			return nil, fmt.Errorf("running as root and no postgres user to run the cluster as: %w", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			cleanup()
-			return nil, err
-		}
-		runAs = []string{"runuser", "-u", "postgres", "--"}
-	}
-	run := func(name string, args ...string) error {
-		argv := append(append(runAs[:len(runAs):len(runAs)], filepath.Join(bin, name)), args...)
-		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(string(out)))
-		}
-		return nil
-	}
-	data := filepath.Join(dir, "data")
-	// --no-sync only skips initdb's own fsync of the new files; the server
-	// runs with fsync and synchronous_commit on (their defaults, set below
-	// too so no postgresql.conf can turn them off).
-	if err := run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
-		cleanup()
-		return nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		cleanup()
-		return nil, err
-	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=on -c synchronous_commit=on", port, dir)
-	if err := run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		cleanup()
-		return nil, fmt.Errorf("%w\n%s", err, log)
-	}
-	stop := func() {
-		run("pg_ctl", "-D", data, "-m", "fast", "-w", "-t", "60", "stop")
-		cleanup()
-	}
-	return &postgres{base: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stop: stop}, nil
+	return &postgres{base: base, stop: stop}, nil
 }
 
 // Close stops and removes a throwaway cluster. It is safe to call twice.
@@ -154,32 +95,4 @@ func (p *postgres) describe(ctx context.Context) (string, error) {
 // one's writes; it needs superuser rights, and is skipped without them.
 func (p *postgres) quiesce(ctx context.Context) {
 	p.exec(ctx, "CHECKPOINT")
-}
-
-func pgBinDir() (string, error) {
-	if p, err := exec.LookPath("initdb"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		}
-		return filepath.Dir(p), nil
-	}
-	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	if len(found) == 0 {
-		return "", errors.New("no initdb on PATH or under /usr/lib/postgresql/*/bin (apt-get install -y postgresql), and TEST_DATABASE_URL is not set")
-	}
-	version := func(initdb string) int {
-		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
-		return n
-	}
-	sort.Slice(found, func(i, j int) bool { return version(found[i]) < version(found[j]) })
-	return filepath.Dir(found[len(found)-1]), nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

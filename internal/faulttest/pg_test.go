@@ -3,13 +3,11 @@ package faulttest
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	_ "github.com/lib/pq" // the "postgres" driver
+
+	"github.com/edgeindex/edgeindex/internal/pgtest"
 )
 
 // pgCluster is a throwaway PostgreSQL cluster of the test's own, so that
@@ -45,7 +45,7 @@ func newPGCluster(t *testing.T) *pgCluster {
 		}
 		t.Skipf("no PostgreSQL: %v", err)
 	}
-	bin, err := pgBinDir()
+	bin, err := pgtest.BinDir()
 	if err != nil {
 		noPG(err)
 	}
@@ -140,25 +140,4 @@ func (c *pgCluster) waitReady(d time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// pgBinDir finds the directory holding initdb and postgres, as
-// internal/pgtest does.
-func pgBinDir() (string, error) {
-	if p, err := exec.LookPath("initdb"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
-		}
-		return filepath.Dir(p), nil
-	}
-	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
-	if len(found) == 0 {
-		return "", errors.New("no initdb on PATH or under /usr/lib/postgresql/*/bin (apt-get install -y postgresql)")
-	}
-	version := func(initdb string) int {
-		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(initdb))))
-		return n
-	}
-	sort.Slice(found, func(i, j int) bool { return version(found[i]) < version(found[j]) })
-	return filepath.Dir(found[len(found)-1]), nil
 }

@@ -2,7 +2,8 @@
 // names, or a throwaway cluster started from the machine's own PostgreSQL
 // binaries (initdb and pg_ctl, on PATH or under /usr/lib/postgresql/*/bin) on
 // a free port in a temporary directory. Each test gets its own schema, so
-// tests run in parallel.
+// tests run in parallel. Start, which URL uses, also serves programs that
+// are not tests: the bench module starts its cluster with it.
 //
 // With EDGEINDEX_REQUIRE_POSTGRES=1 a test fails, rather than skips, when no
 // PostgreSQL can be had: CI sets it, so the PostgreSQL half of a suite never
@@ -73,7 +74,7 @@ var Backends = []Backend{
 // had, or fails it under EDGEINDEX_REQUIRE_POSTGRES=1.
 func URL(tb testing.TB) string {
 	tb.Helper()
-	once.Do(func() { baseURL, stop, startErr = start() })
+	once.Do(func() { baseURL, stop, startErr = Start() })
 	if startErr != nil {
 		if os.Getenv("EDGEINDEX_REQUIRE_POSTGRES") == "1" {
 			tb.Fatalf("pgtest: PostgreSQL is required (EDGEINDEX_REQUIRE_POSTGRES=1): %v", startErr)
@@ -111,12 +112,19 @@ func URL(tb testing.TB) string {
 	return u.String()
 }
 
-// start returns the base URL: TEST_DATABASE_URL, or a new cluster's.
-func start() (string, func(), error) {
+// Start returns the base URL of a PostgreSQL server and a function that
+// stops it, for a program that is not a test (the bench) as much as for
+// URL: TEST_DATABASE_URL's server, with a stop that does nothing, or a new
+// throwaway cluster started from the machine's own binaries (BinDir), as
+// the postgres user when run as root (initdb refuses root), on a free
+// loopback port in a temporary directory that stop removes. Settings are
+// server settings ("name=value", no spaces) passed after the defaults
+// (listen_addresses=127.0.0.1, max_connections=300); a later one wins.
+func Start(settings ...string) (string, func(), error) {
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
-		return u, nil, nil
+		return u, func() {}, nil
 	}
-	bin, err := binDir()
+	bin, err := BinDir()
 	if err != nil {
 		return "", nil, err
 	}
@@ -124,56 +132,76 @@ func start() (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	cleanup := func() { os.RemoveAll(dir) }
-	// initdb refuses to run as root: run the cluster as the postgres user.
+	run, err := runner(bin, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	port, err := initAndStart(run, dir, settings)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	stop := func() {
+		run("pg_ctl", "-D", filepath.Join(dir, "data"), "-m", "immediate", "-w", "stop")
+		os.RemoveAll(dir)
+	}
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
+}
+
+// runner returns a function that runs one of bin's programs, as the
+// postgres user when this process is root; dir is given to that user.
+func runner(bin, dir string) (func(name string, args ...string) error, error) {
 	var runAs []string
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			cleanup()
-			return "", nil, fmt.Errorf("running as root and no postgres user to run the cluster as: %w", err)
+			return nil, fmt.Errorf("running as root and no postgres user to run the cluster as: %w", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
-			cleanup()
-			return "", nil, err
+			return nil, err
 		}
 		runAs = []string{"runuser", "-u", "postgres", "--"}
 	}
-	run := func(name string, args ...string) error {
+	return func(name string, args ...string) error {
 		argv := append(append(runAs[:len(runAs):len(runAs)], filepath.Join(bin, name)), args...)
 		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%s: %w: %s", name, err, strings.TrimSpace(string(out)))
 		}
 		return nil
-	}
+	}, nil
+}
+
+// initAndStart creates a cluster in dir/data and starts it on a free port,
+// which it returns.
+func initAndStart(run func(string, ...string) error, dir string, settings []string) (int, error) {
 	data := filepath.Join(dir, "data")
+	// --no-sync only skips initdb's own fsync of the new files; the server
+	// runs with fsync on (its default) unless settings say otherwise.
 	if err := run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
-		cleanup()
-		return "", nil, err
+		return 0, err
 	}
 	port, err := freePort()
 	if err != nil {
-		cleanup()
-		return "", nil, err
+		return 0, err
 	}
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", port, dir)
+	for _, s := range settings {
+		opts += " -c " + s
+	}
 	if err := run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start"); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
-		cleanup()
-		return "", nil, fmt.Errorf("%w\n%s", err, log)
+		return 0, fmt.Errorf("%w\n%s", err, log)
 	}
-	stop := func() {
-		run("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
-		cleanup()
-	}
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), stop, nil
+	return port, nil
 }
 
-// binDir finds the directory holding initdb and pg_ctl.
-func binDir() (string, error) {
+// BinDir finds the directory holding initdb, pg_ctl and postgres: initdb's
+// on PATH, or the newest /usr/lib/postgresql/*/bin.
+func BinDir() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real
