@@ -65,29 +65,6 @@ type Store interface {
 	Close() error
 }
 
-// Config configures a Disk corpus. The zero value means the defaults.
-type Config struct {
-	// MaxChunkBytes is the largest chunk Put accepts; 0 means
-	// DefaultMaxChunkBytes.
-	MaxChunkBytes int64
-}
-
-// withDefaults returns c with every zero field that has a default set to it.
-func (c Config) withDefaults() Config {
-	if c.MaxChunkBytes == 0 {
-		c.MaxChunkBytes = DefaultMaxChunkBytes
-	}
-	return c
-}
-
-// validate checks a Config that has its defaults.
-func (c Config) validate() error {
-	if c.MaxChunkBytes < 0 {
-		return lease.Invalidf("corpus max chunk bytes %d is negative", c.MaxChunkBytes)
-	}
-	return nil
-}
-
 // Disk is the corpus on disk. It keeps no index in memory: every call asks
 // the file system, so it is always what a restart would find. It is safe
 // for concurrent use.
@@ -100,6 +77,27 @@ type Disk struct {
 }
 
 var _ Store = (*Disk)(nil)
+
+// Config configures a Disk corpus. The zero value means the defaults.
+type Config struct {
+	// MaxChunkBytes is the largest chunk Put accepts; 0 means
+	// DefaultMaxChunkBytes.
+	MaxChunkBytes int64
+}
+
+// withDefaults returns c with every zero field that has a default set to it.
+func (c Config) withDefaults() Config {
+	c.MaxChunkBytes = cmp.Or(c.MaxChunkBytes, DefaultMaxChunkBytes)
+	return c
+}
+
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
+	if c.MaxChunkBytes < 0 {
+		return lease.Invalidf("corpus max chunk bytes %d is negative", c.MaxChunkBytes)
+	}
+	return nil
+}
 
 // Open opens the corpus in dir, creating dir if needed, and removes the
 // temporary files a crash left behind. Other files are left alone.
@@ -206,16 +204,7 @@ func (d *Disk) Has(group string, span lease.Span) bool {
 
 // Read implements Store.
 func (d *Disk) Read(group string, span lease.Span) ([]byte, error) {
-	f, _, err := d.Open(group, span)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("corpus: read %q %s: %w", group, ChunkName(span), err)
-	}
-	return b, nil
+	return chunkfile.ReadAll(d.Open(group, span))
 }
 
 // Open implements Store. The reader is an *os.File.

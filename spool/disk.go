@@ -293,16 +293,7 @@ func (d *Disk) Has(rangeID int64, span lease.Span) bool {
 
 // Read implements Store.
 func (d *Disk) Read(rangeID int64, span lease.Span) ([]byte, error) {
-	f, _, err := d.Open(rangeID, span)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("spool: read %d %s: %w", rangeID, ChunkName(span), err)
-	}
-	return b, nil
+	return chunkfile.ReadAll(d.Open(rangeID, span))
 }
 
 // Open implements Store. The reader is an *os.File.

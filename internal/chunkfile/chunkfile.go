@@ -53,6 +53,17 @@ func CheckSpan(s lease.Span) error {
 	return nil
 }
 
+// ReadAll reads and closes the chunk a store's Open returned; it takes Open's
+// results, so a store's Read is ReadAll(Open(...)). Open's error comes back
+// as it is; a read error of a file names the file.
+func ReadAll(rc io.ReadCloser, _ int64, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
 // Mkdir creates dir if it is missing and reports whether it did.
 func Mkdir(dir string) (bool, error) {
 	err := os.Mkdir(dir, 0o755)
