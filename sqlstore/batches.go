@@ -2,8 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -21,16 +19,9 @@ import (
 func (s *Store) Put(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch) (batch.Result, error) {
 	var res batch.Result
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		var r rangeRow
-		err := tx.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ? {forupdate}"), rangeID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("batch: range %d: %w", rangeID, lease.ErrNotFound)
-		}
+		r, err := s.heldRange(ctx, tx, "batch", rangeID, f, " {forupdate}")
 		if err != nil {
-			return fmt.Errorf("batch: %w", err)
-		}
-		if !r.held(f) {
-			return leaseLost("batch", r, f)
+			return err
 		}
 		outcome, err := batch.Classify(r.Next, r.End, b)
 		if err != nil {

@@ -93,17 +93,26 @@ func (s *Store) Grant(ctx context.Context, node string, ttl time.Duration) (leas
 // fenceError explains why a fenced write changed no row: no such range, or
 // the fence is stale.
 func (s *Store) fenceError(ctx context.Context, q sqlx.QueryerContext, op string, rangeID int64, f lease.Fence) error {
+	_, err := s.heldRange(ctx, q, op, rangeID, f, "")
+	return err
+}
+
+// heldRange reads range rangeID, its SELECT ending in lock ("" or
+// " {forupdate}" in a transaction that writes it), and checks that f holds
+// it. Its errors start with op and wrap lease.ErrNotFound or
+// lease.ErrLeaseLost.
+func (s *Store) heldRange(ctx context.Context, q sqlx.QueryerContext, op string, rangeID int64, f lease.Fence, lock string) (rangeRow, error) {
 	var r rangeRow
-	err := sqlx.GetContext(ctx, q, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ?"), rangeID)
+	err := sqlx.GetContext(ctx, q, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ?"+lock), rangeID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("%s: range %d: %w", op, rangeID, lease.ErrNotFound)
+		return r, fmt.Errorf("%s: range %d: %w", op, rangeID, lease.ErrNotFound)
 	case err != nil:
-		return fmt.Errorf("%s: %w", op, err)
+		return r, fmt.Errorf("%s: %w", op, err)
 	case !r.held(f):
-		return leaseLost(op, r, f)
+		return r, leaseLost(op, r, f)
 	}
-	return nil
+	return r, nil
 }
 
 func leaseLost(op string, r rangeRow, f lease.Fence) error {
@@ -190,16 +199,9 @@ func (s *Store) Release(ctx context.Context, rangeID int64, f lease.Fence) error
 func (s *Store) Corrupt(ctx context.Context, rangeID int64, f lease.Fence, from int64, reason string) (lease.Range, error) {
 	var out lease.Range
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		var r rangeRow
-		err := tx.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ? {forupdate}"), rangeID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("corrupt: range %d: %w", rangeID, lease.ErrNotFound)
-		}
+		r, err := s.heldRange(ctx, tx, "corrupt", rangeID, f, " {forupdate}")
 		if err != nil {
-			return fmt.Errorf("corrupt: %w", err)
-		}
-		if !r.held(f) {
-			return leaseLost("corrupt", r, f)
+			return err
 		}
 		g, err := s.groupByID(ctx, tx, r.GroupID)
 		if err != nil {
