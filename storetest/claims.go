@@ -54,16 +54,7 @@ func testChunkClaims(t *testing.T, e *env) {
 // spool, or came back under another name, fetches the chunk again rather
 // than waiting forever.
 func testChunkClaimOfAnotherOwner(t *testing.T, e *env) {
-	e.group(t, "g", false)
-	e.ranges(t, "g", 1, 100, lease.LaneHistory)
-	id := e.grant(t, "w").Range.ID
-	c1 := lease.Span{From: 1, To: 10}
-	claim := func(owner string) bool {
-		t.Helper()
-		ok, err := e.ClaimChunk(e.ctx, id, c1, owner, time.Minute)
-		require.NoError(t, err)
-		return ok
-	}
+	id, c1, claim := claimOneChunk(t, e)
 	require.True(t, claim("coord-a"))
 	require.NoError(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"))
 	e.clock.Advance(time.Minute - time.Second)
@@ -80,16 +71,7 @@ func testChunkClaimOfAnotherOwner(t *testing.T, e *env) {
 // its claim expired and went to another does not drop the other's claim,
 // which would let a third fetch the chunk too.
 func testChunkClaimForgetOwn(t *testing.T, e *env) {
-	e.group(t, "g", false)
-	e.ranges(t, "g", 1, 100, lease.LaneHistory)
-	id := e.grant(t, "w").Range.ID
-	c1 := lease.Span{From: 1, To: 10}
-	claim := func(owner string) bool {
-		t.Helper()
-		ok, err := e.ClaimChunk(e.ctx, id, c1, owner, time.Minute)
-		require.NoError(t, err)
-		return ok
-	}
+	id, c1, claim := claimOneChunk(t, e)
 	require.True(t, claim("coord-a"))
 	e.clock.Advance(2 * time.Minute)
 	require.True(t, claim("coord-b"))
@@ -97,4 +79,21 @@ func testChunkClaimForgetOwn(t *testing.T, e *env) {
 	require.False(t, claim("coord-c"), "coord-a's late give-back leaves coord-b's claim")
 	require.NoError(t, e.ForgetChunk(e.ctx, id, c1, "coord-b"))
 	require.True(t, claim("coord-c"), "the owner's give-back frees the chunk at once")
+}
+
+// claimOneChunk grants a range 1..100 of a new group and returns it, its
+// first chunk of 10, and a function claiming that chunk for an owner for a
+// minute.
+func claimOneChunk(t *testing.T, e *env) (int64, lease.Span, func(owner string) bool) {
+	t.Helper()
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 100, lease.LaneHistory)
+	id := e.grant(t, "w").Range.ID
+	c1 := lease.Span{From: 1, To: 10}
+	return id, c1, func(owner string) bool {
+		t.Helper()
+		ok, err := e.ClaimChunk(e.ctx, id, c1, owner, time.Minute)
+		require.NoError(t, err)
+		return ok
+	}
 }

@@ -353,17 +353,7 @@ func testHostileGroups(t *testing.T, open Open) {
 	for _, g := range groups {
 		require.NoError(t, s.Put(g, a, chunk(g, a, 50)), "group %q", g)
 	}
-	check := func(s corpus.Store) {
-		t.Helper()
-		for _, g := range groups {
-			got, err := s.Read(g, a)
-			require.NoError(t, err, "group %q", g)
-			require.Equal(t, chunk(g, a, 50), got, "group %q reads its own chunk", g)
-			spans, err := s.Spans(g)
-			require.NoError(t, err)
-			require.Equal(t, []lease.Span{a}, spans, "group %q", g)
-		}
-	}
+	check := func(s corpus.Store) { readsOwnChunks(t, s, groups, a) }
 	check(s)
 	require.NoError(t, s.Delete("a", a))
 	require.True(t, s.Has("A", a), "groups that differ in case differ")
@@ -386,17 +376,7 @@ func testPathEscaping(t *testing.T, open Open) {
 		require.LessOrEqual(t, len(elem), 200, "group %q", g)
 		require.NoError(t, s.Put(g, a, chunk(g, a, 50)), "group %q", g)
 	}
-	check := func(s corpus.Store) {
-		t.Helper()
-		for _, g := range groups {
-			got, err := s.Read(g, a)
-			require.NoError(t, err, "group %q", g)
-			require.Equal(t, chunk(g, a, 50), got, "group %q reads its own chunk", g)
-			spans, err := s.Spans(g)
-			require.NoError(t, err)
-			require.Equal(t, []lease.Span{a}, spans, "group %q", g)
-		}
-	}
+	check := func(s corpus.Store) { readsOwnChunks(t, s, groups, a) }
 	check(s)
 
 	// Nothing was written outside dir, and dir holds one directory per group
@@ -523,4 +503,18 @@ func oneOf(got []byte, versions [][]byte) bool {
 		}
 	}
 	return false
+}
+
+// readsOwnChunks checks that every group reads back its own chunk a, and
+// lists a alone.
+func readsOwnChunks(t *testing.T, s corpus.Store, groups []string, a lease.Span) {
+	t.Helper()
+	for _, g := range groups {
+		got, err := s.Read(g, a)
+		require.NoError(t, err, "group %q", g)
+		require.Equal(t, chunk(g, a, 50), got, "group %q reads its own chunk", g)
+		spans, err := s.Spans(g)
+		require.NoError(t, err)
+		require.Equal(t, []lease.Span{a}, spans, "group %q", g)
+	}
 }
