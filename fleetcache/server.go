@@ -1,6 +1,7 @@
 package fleetcache
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -237,30 +238,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, statusOf(err), err.Error())
 		return
 	}
+	s.writeReply(w, r, reply)
+}
+
+// writeReply writes a route's reply: its body (Value encoded when Body is
+// nil), its headers, and 304 when the client's ETag matches.
+func (s *Server) writeReply(w http.ResponseWriter, r *http.Request, reply Reply) {
 	body := reply.Body
 	if body == nil {
+		var err error
 		if body, err = json.Marshal(reply.Value); err != nil {
 			s.writeError(w, r, http.StatusInternalServerError, "cannot encode the reply: "+err.Error())
 			return
 		}
 	}
-	status := reply.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(reply.Status, http.StatusOK)
 	h := w.Header()
-	if reply.ContentType == "" {
-		h["Content-Type"] = headerJSON
-	} else {
-		h["Content-Type"] = []string{reply.ContentType}
-	}
-	h["X-Content-Type-Options"] = headerNoSniff
-	if status == http.StatusOK && !reply.Meta.PolledAt.IsZero() {
-		h["Cache-Control"] = []string{s.cacheControl(reply.Meta)}
-		h["Age"] = []string{strconv.FormatInt(int64(math.Max(0, reply.Meta.CacheAgeSeconds)), 10)}
-	} else {
-		h["Cache-Control"] = headerNoSt
-	}
+	s.setHeaders(h, reply, status)
 	if status == http.StatusOK {
 		etag := ETag(body)
 		h["Etag"] = []string{etag}
@@ -274,6 +268,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)
+	}
+}
+
+// setHeaders sets a reply's Content-Type, X-Content-Type-Options and
+// caching headers (Cache-Control and Age from its Meta for a 200 of a
+// cached read, no-store otherwise).
+func (s *Server) setHeaders(h http.Header, reply Reply, status int) {
+	h["Content-Type"] = headerJSON
+	if reply.ContentType != "" {
+		h["Content-Type"] = []string{reply.ContentType}
+	}
+	h["X-Content-Type-Options"] = headerNoSniff
+	if status == http.StatusOK && !reply.Meta.PolledAt.IsZero() {
+		h["Cache-Control"] = []string{s.cacheControl(reply.Meta)}
+		h["Age"] = []string{strconv.FormatInt(int64(math.Max(0, reply.Meta.CacheAgeSeconds)), 10)}
+	} else {
+		h["Cache-Control"] = headerNoSt
 	}
 }
 
