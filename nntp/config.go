@@ -209,41 +209,48 @@ func ParseURL(raw string) (Config, error) {
 		c.Pass = os.Getenv(EnvPass)
 	}
 	for k, vs := range u.Query() {
-		v := vs[len(vs)-1]
-		switch k {
-		case "starttls":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return c, fmt.Errorf("%w: starttls=%q: want 1 or 0", ErrBadURL, v)
-			}
-			c.StartTLS = StartTLSOff
-			if b {
-				c.StartTLS = StartTLSRequire
-			}
-		case "compress":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return c, fmt.Errorf("%w: compress=%q: want 1 or 0", ErrBadURL, v)
-			}
-			c.Compress = b
-		case "conns":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return c, fmt.Errorf("%w: conns=%q: want a whole number of at least 1", ErrBadURL, v)
-			}
-			c.MaxConns = n
-		case "timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return c, fmt.Errorf("%w: timeout=%q: want a positive duration such as 30s", ErrBadURL, v)
-			}
-			c.Timeout = d
-		default:
-			return c, fmt.Errorf("%w: unknown parameter %q: want starttls, compress, conns or timeout", ErrBadURL, k)
+		if err := c.setParam(k, vs[len(vs)-1]); err != nil {
+			return c, err
 		}
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// setParam sets what the query parameter k=v of a source URL says.
+func (c *Config) setParam(k, v string) error {
+	switch k {
+	case "starttls":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: starttls=%q: want 1 or 0", ErrBadURL, v)
+		}
+		c.StartTLS = StartTLSOff
+		if b {
+			c.StartTLS = StartTLSRequire
+		}
+	case "compress":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%w: compress=%q: want 1 or 0", ErrBadURL, v)
+		}
+		c.Compress = b
+	case "conns":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%w: conns=%q: want a whole number of at least 1", ErrBadURL, v)
+		}
+		c.MaxConns = n
+	case "timeout":
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%w: timeout=%q: want a positive duration such as 30s", ErrBadURL, v)
+		}
+		c.Timeout = d
+	default:
+		return fmt.Errorf("%w: unknown parameter %q: want starttls, compress, conns or timeout", ErrBadURL, k)
+	}
+	return nil
 }
