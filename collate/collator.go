@@ -169,6 +169,48 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 	c.mu.Unlock()
 
 	// Read and parse everything first, so a bad chunk changes nothing.
+	lines, err := readLines(ctx, ch)
+	if err != nil {
+		return edge.Output{}, err
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if out, ok := c.cached(ch); ok { // handled meanwhile by another caller
+		return out, nil
+	}
+	counted := c.stats // a replay changes the window as before, not the counters
+	out := edge.Output{Items: []batch.Item{}, Headers: int64(len(lines)), Missing: missing(ch, lines)}
+	c.stats.Lines += int64(len(lines))
+	if out.Items, err = c.addLines(lines, ch.Range, out.Items); err != nil {
+		return edge.Output{}, err
+	}
+	if (c.cfg.FlushIncomplete || !ch.Ordered) && ch.To == ch.Range.End {
+		items, err := c.flush(ch.Range.ID)
+		if err != nil {
+			return edge.Output{}, err
+		}
+		out.Items = append(out.Items, items...)
+	}
+	items, err := c.evict()
+	if err != nil {
+		return edge.Output{}, err
+	}
+	out.Items = append(out.Items, items...)
+	if ch.Replay {
+		c.stats = counted
+		c.stats.Replayed++
+	}
+	c.cache[c.next] = cached{rangeID: ch.Range.ID, from: ch.From, to: ch.To, out: out}
+	c.next = (c.next + 1) % cacheSize
+	return copyOutput(out), nil
+}
+
+// readLines reads the lines of ch in [From, To], parsing the subject of
+// each; a line whose subject is not a binary part is kept, marked skip. An
+// error wraps overview.ErrBadChunk when the chunk does not inflate or
+// parse, or is ctx's.
+func readLines(ctx context.Context, ch edge.Chunk) ([]line, error) {
 	lines := make([]line, 0, min(ch.To-ch.From+1, 1<<14))
 	err := overview.ReadChunk(ch.Data, func(o overview.Overview) error {
 		if o.Number < ch.From || o.Number > ch.To {
@@ -192,61 +234,43 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 	})
 	if err != nil {
 		if errors.Is(err, overview.ErrBadChunk) {
-			return edge.Output{}, fmt.Errorf("collate: range %d chunk %d-%d: %w", ch.Range.ID, ch.From, ch.To, err)
+			return nil, fmt.Errorf("collate: range %d chunk %d-%d: %w", ch.Range.ID, ch.From, ch.To, err)
 		}
-		return edge.Output{}, err
+		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return edge.Output{}, err
-	}
+	return lines, ctx.Err()
+}
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if out, ok := c.cached(ch); ok { // handled meanwhile by another caller
-		return out, nil
-	}
-	counted := c.stats // a replay changes the window as before, not the counters
+// missing lists the numbers of [ch.From, ch.To] that no line has.
+func missing(ch edge.Chunk, lines []line) []int64 {
 	present := make([]int64, len(lines))
 	for i, l := range lines {
 		present[i] = l.number
 	}
 	slices.Sort(present) // a server may send lines out of order
-	out := edge.Output{Items: []batch.Item{}, Headers: int64(len(lines)), Missing: edge.MissingFrom(ch.From, ch.To, present)}
-	c.stats.Lines += int64(len(lines))
+	return edge.MissingFrom(ch.From, ch.To, present)
+}
+
+// addLines adds the binary parts of lines to the window, read in range r,
+// and appends to items an item for each binary that became complete. The
+// caller holds c.mu.
+func (c *Collator) addLines(lines []line, r lease.Range, items []batch.Item) ([]batch.Item, error) {
 	for i := range lines {
 		l := &lines[i]
 		if l.skip {
 			c.stats.Skipped++
 			continue
 		}
-		if done := c.add(l, ch.Range); done != nil {
+		if done := c.add(l, r); done != nil {
 			item, err := done.item(true, done.parts)
 			if err != nil {
-				return edge.Output{}, err
+				return nil, err
 			}
-			out.Items = append(out.Items, item)
+			items = append(items, item)
 			c.stats.Completed++
 		}
 	}
-	if (c.cfg.FlushIncomplete || !ch.Ordered) && ch.To == ch.Range.End {
-		items, err := c.flush(ch.Range.ID)
-		if err != nil {
-			return edge.Output{}, err
-		}
-		out.Items = append(out.Items, items...)
-	}
-	items, err := c.evict()
-	if err != nil {
-		return edge.Output{}, err
-	}
-	out.Items = append(out.Items, items...)
-	if ch.Replay {
-		c.stats = counted
-		c.stats.Replayed++
-	}
-	c.cache[c.next] = cached{rangeID: ch.Range.ID, from: ch.From, to: ch.To, out: out}
-	c.next = (c.next + 1) % cacheSize
-	return copyOutput(out), nil
+	return items, nil
 }
 
 // cached returns the output of ch when it is the last chunk handled for its range.
