@@ -225,6 +225,72 @@ func (s *Store) ReleaseLane(ctx context.Context, groupID int64, lane lease.Lane,
 	})
 }
 
+// laneKey names a lane of a group.
+type laneKey struct {
+	group int64
+	lane  string
+}
+
+// laneCount is a row of Lanes' count query: a lane's ranges of one state,
+// repair or not.
+type laneCount struct {
+	State   string `db:"state"`
+	Repair  bool   `db:"repair"`
+	N       int64  `db:"n"`
+	Headers int64  `db:"headers"`
+	Group   int64  `db:"group_id"`
+	Lane    string `db:"lane"`
+	Next    int64  `db:"next_n"`
+}
+
+// laneTally is what a lane's ranges add up to.
+type laneTally struct {
+	states        map[lease.State]int64 // its plain ranges by state; nil: none
+	headNext      int64                 // the least next of its plain ranges not done
+	hasHead       bool
+	doneNext      int64 // one past its last plain range done
+	headers, done int64 // the headers and number of its ranges done, repair ones too
+}
+
+// next is the lane's next: its head range's, or one past its last range
+// when every range is done.
+func (t *laneTally) next() int64 {
+	if t.hasHead {
+		return t.headNext
+	}
+	return t.doneNext
+}
+
+// tallyLanes adds up the counts by lane.
+func tallyLanes(counts []laneCount) map[laneKey]*laneTally {
+	tallies := map[laneKey]*laneTally{}
+	for _, c := range counts {
+		k := laneKey{c.Group, c.Lane}
+		t := tallies[k]
+		if t == nil {
+			t = &laneTally{}
+			tallies[k] = t
+		}
+		if c.State == string(lease.StateDone) {
+			t.headers += c.Headers
+			t.done += c.N
+		}
+		if c.Repair {
+			continue
+		}
+		if t.states == nil {
+			t.states = map[lease.State]int64{}
+		}
+		t.states[lease.State(c.State)] = c.N
+		if c.State == string(lease.StateDone) {
+			t.doneNext = c.Next
+		} else if !t.hasHead || c.Next < t.headNext {
+			t.headNext, t.hasHead = c.Next, true
+		}
+	}
+	return tallies
+}
+
 // Lanes implements grouplease.Store.
 func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatus, error) {
 	query := "SELECT " + laneCols + " FROM lanes"
@@ -247,64 +313,27 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 	if err := s.rdb.SelectContext(ctx, &rows, s.q(query+" ORDER BY group_id, lane"), args...); err != nil {
 		return nil, fmt.Errorf("lanes: %w", err)
 	}
-	type key struct {
-		group int64
-		lane  string
-	}
-	type agg struct {
-		State   string `db:"state"`
-		Repair  bool   `db:"repair"`
-		N       int64  `db:"n"`
-		Headers int64  `db:"headers"`
-		Group   int64  `db:"group_id"`
-		Lane    string `db:"lane"`
-		Next    int64  `db:"next_n"`
-	}
 	// Counts by state, and the lane's next: the head range's next, or one
 	// past the last range when every range is done. Repair ranges count
 	// only in the headers and ranges done, as every finished range does.
-	var counts []agg
+	var counts []laneCount
 	if err := s.rdb.SelectContext(ctx, &counts, s.q(countQuery+" GROUP BY group_id, lane, state, repair"), args...); err != nil {
 		return nil, fmt.Errorf("lanes: %w", err)
 	}
-	byLane := map[key]map[lease.State]int64{}
-	nextOf := map[key]int64{}
-	doneNext := map[key]int64{}
-	type progress struct{ headers, done int64 }
-	done := map[key]progress{}
-	for _, c := range counts {
-		k := key{c.Group, c.Lane}
-		if c.State == string(lease.StateDone) {
-			p := done[k]
-			done[k] = progress{p.headers + c.Headers, p.done + c.N}
-		}
-		if c.Repair {
-			continue
-		}
-		if byLane[k] == nil {
-			byLane[k] = map[lease.State]int64{}
-		}
-		byLane[k][lease.State(c.State)] = c.N
-		if c.State == string(lease.StateDone) {
-			doneNext[k] = c.Next
-		} else if n, ok := nextOf[k]; !ok || c.Next < n {
-			nextOf[k] = c.Next
-		}
-	}
+	tallies := tallyLanes(counts)
 	out := make([]grouplease.LaneStatus, 0, len(rows))
 	for _, l := range rows {
 		g, err := s.groupByID(ctx, s.rdb, l.GroupID)
 		if err != nil {
 			return nil, err
 		}
-		k := key{l.GroupID, l.Lane}
-		next, ok := nextOf[k]
-		if !ok {
-			next = doneNext[k]
+		t := tallies[laneKey{l.GroupID, l.Lane}]
+		if t == nil {
+			t = &laneTally{}
 		}
 		st := grouplease.LaneStatus{
 			GroupID: l.GroupID, Group: g.Name, Lane: lease.Lane(l.Lane), Token: l.Token,
-			Next: next, Headers: done[k].headers, RangesDone: done[k].done, Snapshot: l.snapshot(), Ranges: byLane[k],
+			Next: t.next(), Headers: t.headers, RangesDone: t.done, Snapshot: l.snapshot(), Ranges: t.states,
 		}
 		if l.Node.Valid {
 			st.Holder = l.Node.String

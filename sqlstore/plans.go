@@ -292,18 +292,7 @@ func (s *Store) planRepairs(ctx context.Context, groupID int64) ([]lease.Range, 
 		if err != nil {
 			return err
 		}
-		// Below the low watermark an article has expired: it never comes.
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'lost'
-			WHERE group_id = ? AND state = 'waiting' AND number < (SELECT COALESCE(low, 0) FROM plans WHERE group_id = ?)`),
-			g.ID, g.ID); err != nil {
-			return err
-		}
-		// A repair range that failed counts as one try of its articles, due
-		// at once: the range's own attempts took their time.
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET `+retrySet+`
-			WHERE group_id = ? AND state = 'repairing'
-			  AND range_id IN (SELECT id FROM ranges WHERE group_id = ? AND repair AND state = 'failed')`),
-			s.cfg.RepairTries, now, g.ID, g.ID); err != nil {
+		if err := s.settleMissing(ctx, tx, g.ID, now); err != nil {
 			return err
 		}
 		var open int
@@ -315,10 +304,7 @@ func (s *Store) planRepairs(ctx context.Context, groupID int64) ([]lease.Range, 
 		if budget <= 0 {
 			return nil
 		}
-		var due []struct {
-			Number int64  `db:"number"`
-			Lane   string `db:"lane"`
-		}
+		var due []dueArticle
 		// Enough numbers for budget runs of a chunk, at most maxDue a pass.
 		limit := int64(maxDue)
 		if g.ChunkSize < limit/int64(budget) {
@@ -329,43 +315,80 @@ func (s *Store) planRepairs(ctx context.Context, groupID int64) ([]lease.Range, 
 			g.ID, now, limit); err != nil {
 			return err
 		}
-		// Runs of consecutive numbers of one lane, a chunk at most each.
-		runs := map[lease.Lane][]lease.Span{}
-		var last *lease.Span
-		lastLane := lease.Lane("")
-		n := 0
-		for _, d := range due {
-			lane := lease.Lane(d.Lane)
-			if last != nil && lane == lastLane && d.Number == last.To+1 && d.Number-last.From < g.ChunkSize {
-				last.To = d.Number
-				continue
-			}
-			if n == budget {
-				break
-			}
-			runs[lane] = append(runs[lane], lease.Span{From: d.Number, To: d.Number})
-			last, lastLane = &runs[lane][len(runs[lane])-1], lane
-			n++
-		}
-		for _, lane := range []lease.Lane{lease.LaneTail, lease.LaneHistory} {
-			if len(runs[lane]) == 0 {
-				continue
-			}
-			added, err := s.insertRanges(ctx, tx, g, lane, runs[lane], false, true)
-			if err != nil {
-				return err
-			}
-			for _, r := range added {
-				if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'repairing', range_id = ?
-					WHERE group_id = ? AND state = 'waiting' AND number BETWEEN ? AND ?`), r.ID, g.ID, r.Start, r.End); err != nil {
-					return err
-				}
-			}
-			out = append(out, added...)
-		}
-		return nil
+		out, err = s.addRepairs(ctx, tx, g, repairRuns(due, g.ChunkSize, budget))
+		return err
 	})
 	return out, err
+}
+
+// settleMissing marks lost the missing articles of a group that fell below
+// its low watermark, and counts a try of those whose repair range failed.
+func (s *Store) settleMissing(ctx context.Context, tx *sqlx.Tx, groupID int64, now int64) error {
+	// Below the low watermark an article has expired: it never comes.
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'lost'
+		WHERE group_id = ? AND state = 'waiting' AND number < (SELECT COALESCE(low, 0) FROM plans WHERE group_id = ?)`),
+		groupID, groupID); err != nil {
+		return err
+	}
+	// A repair range that failed counts as one try of its articles, due
+	// at once: the range's own attempts took their time.
+	_, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET `+retrySet+`
+		WHERE group_id = ? AND state = 'repairing'
+		  AND range_id IN (SELECT id FROM ranges WHERE group_id = ? AND repair AND state = 'failed')`),
+		s.cfg.RepairTries, now, groupID, groupID)
+	return err
+}
+
+// dueArticle is a missing article due for a repair.
+type dueArticle struct {
+	Number int64  `db:"number"`
+	Lane   string `db:"lane"`
+}
+
+// repairRuns groups due articles, in ascending order, into runs of
+// consecutive numbers of one lane, a chunk at most each, budget runs at most.
+func repairRuns(due []dueArticle, chunkSize int64, budget int) map[lease.Lane][]lease.Span {
+	runs := map[lease.Lane][]lease.Span{}
+	var last *lease.Span
+	lastLane := lease.Lane("")
+	n := 0
+	for _, d := range due {
+		lane := lease.Lane(d.Lane)
+		if last != nil && lane == lastLane && d.Number == last.To+1 && d.Number-last.From < chunkSize {
+			last.To = d.Number
+			continue
+		}
+		if n == budget {
+			break
+		}
+		runs[lane] = append(runs[lane], lease.Span{From: d.Number, To: d.Number})
+		last, lastLane = &runs[lane][len(runs[lane])-1], lane
+		n++
+	}
+	return runs
+}
+
+// addRepairs adds a repair range for each run, tail lane first, and marks
+// its articles repairing under it.
+func (s *Store) addRepairs(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, runs map[lease.Lane][]lease.Span) ([]lease.Range, error) {
+	var out []lease.Range
+	for _, lane := range []lease.Lane{lease.LaneTail, lease.LaneHistory} {
+		if len(runs[lane]) == 0 {
+			continue
+		}
+		added, err := s.insertRanges(ctx, tx, g, lane, runs[lane], false, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range added {
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'repairing', range_id = ?
+				WHERE group_id = ? AND state = 'waiting' AND number BETWEEN ? AND ?`), r.ID, g.ID, r.Start, r.End); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, added...)
+	}
+	return out, nil
 }
 
 // maxDue bounds the missing articles one repair pass of a group reads.
