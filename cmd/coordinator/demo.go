@@ -19,6 +19,7 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
 // DemoGroup is the synthetic group the demo indexes.
@@ -103,40 +104,70 @@ func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, ra
 	base := "http://" + <-addr
 
 	start := time.Now()
+	ws, err := demoWorkers(ctx, store, base, workers, newHandler)
+	if err != nil {
+		return DemoResult{}, err
+	}
 	wctx, stopWorkers := context.WithCancel(ctx)
 	defer stopWorkers()
 	var g errgroup.Group
-	ws := make([]*edge.Worker, workers)
+	for _, w := range ws {
+		g.Go(func() error { return w.Run(wctx) })
+	}
+	st, err := watchDemo(ctx, ws, n, int64(len(rs)), start, out)
+	if err != nil {
+		stopWorkers()
+		g.Wait()
+		return DemoResult{}, err
+	}
+	res := DemoResult{Articles: n, Ranges: st.Ranges, Headers: st.Headers, Items: st.Items}
+	res.Elapsed = time.Since(start)
+	stopWorkers()
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		return res, err
+	}
+	if !collating {
+		return res, nil
+	}
+	res.Binaries, res.Complete, err = countBinaries(ctx, store, res.Items)
+	return res, err
+}
+
+// demoWorkers adds a node for each of n workers and makes the workers,
+// each a client of base with a handler from newHandler.
+func demoWorkers(ctx context.Context, store *sqlstore.Store, base string, n int, newHandler func() (edge.Handler, error)) ([]*edge.Worker, error) {
+	ws := make([]*edge.Worker, n)
 	for i := range ws {
 		token, err := node.NewToken()
 		if err != nil {
-			return DemoResult{}, err
+			return nil, err
 		}
 		if _, err := store.AddNode(ctx, fmt.Sprintf("demo-%d", i+1), node.HashToken(token)); err != nil {
-			return DemoResult{}, err
+			return nil, err
 		}
 		client, err := edge.NewClient(edge.Config{BaseURL: base, Token: token})
 		if err != nil {
-			return DemoResult{}, err
+			return nil, err
 		}
 		h, err := newHandler()
 		if err != nil {
-			return DemoResult{}, err
+			return nil, err
 		}
-		w, err := edge.NewWorker(edge.WorkerConfig{Client: client, Handler: h, Idle: 50 * time.Millisecond})
-		if err != nil {
-			return DemoResult{}, err
+		if ws[i], err = edge.NewWorker(edge.WorkerConfig{Client: client, Handler: h, Idle: 50 * time.Millisecond}); err != nil {
+			return nil, err
 		}
-		ws[i] = w
-		g.Go(func() error { return w.Run(wctx) })
 	}
+	return ws, nil
+}
 
-	total := int64(len(rs))
+// watchDemo waits until the workers have finished total ranges, drawing
+// their progress through n articles to out, and returns their stats summed;
+// or ctx's error.
+func watchDemo(ctx context.Context, ws []*edge.Worker, n, total int64, start time.Time, out io.Writer) (edge.Stats, error) {
 	// Look often, so the time taken is measured closely; draw less often.
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	var drawn time.Time
-	var res DemoResult
 	for {
 		var st edge.Stats
 		for _, w := range ws {
@@ -151,27 +182,14 @@ func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, ra
 			drawn = time.Now()
 		}
 		if done {
-			res = DemoResult{Articles: n, Ranges: st.Ranges, Headers: st.Headers, Items: st.Items}
-			break
+			return st, nil
 		}
 		select {
 		case <-ctx.Done():
-			stopWorkers()
-			g.Wait()
-			return DemoResult{}, ctx.Err()
+			return edge.Stats{}, ctx.Err()
 		case <-tick.C:
 		}
 	}
-	res.Elapsed = time.Since(start)
-	stopWorkers()
-	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		return res, err
-	}
-	if !collating {
-		return res, nil
-	}
-	res.Binaries, res.Complete, err = countBinaries(ctx, store, res.Items)
-	return res, err
 }
 
 // countBinaries reads the results feed and merges items by key.
