@@ -37,12 +37,21 @@ type Lookup struct {
 	From, To time.Time
 }
 
-// Needs returns what a store must read for Assign to place page.
-func Needs(page []File, window time.Duration) Lookup {
+// set returns the Set of file i.
+func (u *Update) set(i int) Set {
+	if i < len(u.Sets) {
+		return u.Sets[i]
+	}
+	return ParseSet(u.Files[i].Subject)
+}
+
+// Needs returns what a store must read, in PutReleases's transaction, for
+// Assign to place u's files.
+func Needs(u Update) Lookup {
 	var l Lookup
-	for i, f := range page {
+	for i, f := range u.Files {
 		l.Keys = append(l.Keys, f.Key)
-		l.Sets = append(l.Sets, SetKey(f.Poster, ParseSet(f.Subject).Key))
+		l.Sets = append(l.Sets, SetKey(f.Poster, u.set(i).Key))
 		if i == 0 || f.Date.Before(l.From) {
 			l.From = f.Date
 		}
@@ -52,17 +61,17 @@ func Needs(page []File, window time.Duration) Lookup {
 	}
 	slices.Sort(l.Sets)
 	l.Sets = slices.Compact(l.Sets)
-	l.From, l.To = l.From.Add(-window), l.To.Add(window)
+	l.From, l.To = l.From.Add(-u.Window), l.To.Add(u.Window)
 	return l
 }
 
-// Assign places the files of one page of the feed (one per key) into
-// releases, as NNTmux makes releases of collections:
+// Assign places the files of one page of the feed (u.Files, one per key)
+// into releases, as NNTmux makes releases of collections:
 //
 //   - a file already stored is merged with its stored self (File.Merge) and
 //     stays in its release;
 //   - a new file joins the release with the same key (its poster and
-//     ParseSet's Key: SetKey) whose [Posted−window, Last+window] holds its
+//     ParseSet's Key: SetKey) whose [Posted−Window, Last+Window] holds its
 //     date, the nearest when several do (the oldest on a tie); without one
 //     it starts a new release named after its set.
 //
@@ -70,7 +79,7 @@ func Needs(page []File, window time.Duration) Lookup {
 // releases Lookup names (and may hold more). A release's totals, dates and
 // groups follow its files; updated is set to now on every release that
 // changes. Assign changes none of its arguments.
-func Assign(page []File, stored map[string]Stored, releases []Release, window time.Duration, now time.Time) Changes {
+func Assign(u Update, stored map[string]Stored, releases []Release, now time.Time) Changes {
 	byID := make(map[int64]*Release, len(releases))
 	bySet := make(map[string][]*Release, len(releases))
 	for i := range releases {
@@ -88,7 +97,7 @@ func Assign(page []File, stored map[string]Stored, releases []Release, window ti
 		}
 	}
 	next := int64(-1)
-	for _, f := range page {
+	for i, f := range u.Files {
 		if old, ok := stored[f.Key]; ok {
 			r := byID[old.Release]
 			if r == nil {
@@ -106,9 +115,9 @@ func Assign(page []File, stored map[string]Stored, releases []Release, window ti
 			ch.Files = append(ch.Files, Placed{Release: r.ID, File: merged})
 			continue
 		}
-		set := ParseSet(f.Subject)
+		set := u.set(i)
 		key := SetKey(f.Poster, set.Key)
-		r := nearest(bySet[key], f.Date, window)
+		r := nearest(bySet[key], f.Date, u.Window)
 		if r == nil {
 			r = &Release{ID: next, Key: key, Name: set.Name, Poster: f.Poster, Posted: f.Date, Last: f.Date}
 			next--

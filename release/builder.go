@@ -2,7 +2,6 @@ package release
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -218,11 +217,12 @@ func (b *Builder) update(after string, page batch.Page) (Update, int) {
 	var now time.Time
 	for _, it := range page.Results {
 		var bin collate.Binary
-		if err := json.Unmarshal(it.Value, &bin); err != nil || len(bin.Parts) == 0 || bin.Total < 1 {
+		if err := DecodeBinary(it.Value, &bin); err != nil || len(bin.Parts) == 0 || bin.Total < 1 {
 			skipped++
 			continue
 		}
 		f := FromBinary(it.Key, bin)
+		f.Items = []int64{it.ID}
 		if f.Date.IsZero() {
 			if now.IsZero() {
 				now = b.cfg.Now().UTC()
@@ -235,6 +235,10 @@ func (b *Builder) update(after string, page batch.Page) (Update, int) {
 		}
 		at[f.Key] = len(u.Files)
 		u.Files = append(u.Files, f)
+	}
+	u.Sets = make([]Set, len(u.Files))
+	for i := range u.Files {
+		u.Sets[i] = ParseSet(u.Files[i].Subject)
 	}
 	return u, skipped
 }

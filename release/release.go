@@ -41,6 +41,10 @@ type File struct {
 	Complete bool           `json:"complete"`
 	Bytes    int64          `json:"bytes"` // the sum of its parts' bytes
 	Parts    []collate.Part `json:"parts"` // ascending by N, one per part number
+	// Items are the ids of the feed items it was merged from
+	// (batch.Stored.ID), ascending. A store may keep a file's parts in
+	// those items rather than twice.
+	Items []int64 `json:"items,omitempty"`
 }
 
 // FromBinary makes a File of one item of the results feed. A date that
@@ -57,8 +61,8 @@ func FromBinary(key string, b collate.Binary) File {
 }
 
 // Merge returns the union of two items of one file: parts as collate.Merge
-// joins them, the groups of both, the earlier date. Neither f nor g is
-// changed.
+// joins them, the groups and items of both, the earlier date. Neither f
+// nor g is changed.
 func (f File) Merge(g File) File {
 	b := collate.Merge(f.binary(), g.binary())
 	out := f
@@ -76,6 +80,9 @@ func (f File) Merge(g File) File {
 		out.Date = g.Date
 	}
 	out.Groups = unionSorted(f.Groups, g.Groups)
+	out.Items = slices.Concat(f.Items, g.Items)
+	slices.Sort(out.Items)
+	out.Items = slices.Compact(out.Items)
 	out.Bytes = partBytes(out.Parts)
 	return out
 }
@@ -210,6 +217,9 @@ type Update struct {
 	Items int
 	// Files are the page's binaries, one per key, with groups and dates.
 	Files []File
+	// Sets are the Set of each file (ParseSet of its Subject), made by the
+	// builder outside the transaction; nil: Needs and Assign make them.
+	Sets []Set
 	// Window: a file joins a release of its set and poster when its date
 	// is within Window of the release's [Posted, Last].
 	Window time.Duration
@@ -228,8 +238,8 @@ type Store interface {
 	// ReleaseCursor returns the consumer's cursor; one that never moved
 	// has After "".
 	ReleaseCursor(ctx context.Context, consumer string) (Cursor, error)
-	// PutReleases applies one page of the feed: it assigns u's files to
-	// releases (Assign), writes them, and moves the consumer's cursor from
+	// PutReleases applies one page of the feed: it reads what Needs(u)
+	// names, assigns u's files to releases (Assign), writes them, and moves the consumer's cursor from
 	// u.After to u.Next, in one transaction. When the stored cursor is not
 	// u.After it writes nothing and returns ErrCursorMoved.
 	PutReleases(ctx context.Context, u Update) (Applied, error)

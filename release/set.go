@@ -3,8 +3,6 @@ package release
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -26,31 +24,23 @@ type Set struct {
 	File, Files int
 }
 
-// Patterns of ParseSet. Go's regexp is linear in the input, so hostile
-// subjects cost no more than long ones.
-var (
-	// A file counter in brackets: [01/15] (1/40) {3/7} [1 of 5] (01 von 20).
-	counterBracketed = regexp.MustCompile(`(?i)[\[({]\s*(\d{1,5})\s*(?:/|of|von|sur|\\)\s*(\d{1,5})\s*[\])}]`)
-	// A file counter in words: "File 1 of 15", "1 of 15", "01/15" as a word.
-	counterWords = regexp.MustCompile(`(?i)(?:^|\s)(?:files?\s*)?(\d{1,5})(?:\s*/\s*|\s+(?:of|von|sur)\s+)(\d{1,5})(?:\s|$|[-:,])`)
-	// A size: 52.5 MB, 1,2 GB, 700MB, 123456 bytes, (12 KB).
-	size = regexp.MustCompile(`(?i)\(?\b\d+(?:[.,]\d+)?\s*(?:[kmgt]i?b|bytes?)\b\)?`)
-	// Noise words: yEnc, AutoRarPar0001.
-	noise = regexp.MustCompile(`(?i)\b(?:yenc|autorarpar\d*)\b`)
-)
-
 // ParseSet reads the release a binary belongs to out of its subject: the
 // binary's normalized subject as collate.ParseSubject returns it (Base,
-// without the part counter). It never panics, whatever the bytes.
+// without the part counter). It never panics, whatever the bytes, and
+// takes time linear in the subject's length (no regular expressions: it
+// runs for every binary the builder consumes).
 //
 // The rules follow NNTmux's generic collection cleaning, so that every file
 // of one posting cleans to one Key:
 //
-//   - file counters go: [01/15], (1/40), {1/5}, [1 of 5], "File 1 of 15",
-//     "01/15" as a word; the first one is File/Files;
-//   - sizes go: "52.5 MB", "700MB", "123456 bytes";
-//   - "yEnc" and "AutoRarParNNNN" go;
-//   - every file name, quoted or not, loses its extensions (see Stem):
+//   - file counters go: [01/15], (1/40), {1/5}, [1 of 5], [1\5], "File 1
+//     of 15", "1 of 15" and "01/15" as words; the first one is
+//     File/Files (a counter n/N needs 1 <= n <= N, numbers of 1 to 5
+//     digits);
+//   - sizes go: "52.5 MB", "1,2 GB", "700MB", "4 KiB", "123456 bytes",
+//     "(12 KB)";
+//   - the words "yEnc" and "AutoRarParNNNN" go;
+//   - every file name, quoted or not, loses its extensions (Stem):
 //     "name.part01.rar", "name.r00", "name.7z.001", "name.vol01+02.par2",
 //     "name.nfo", "name.sfv", "name-sample.mkv" all become "name";
 //   - empty quotes and brackets, and words of punctuation alone ("-"), go;
@@ -58,22 +48,8 @@ var (
 func ParseSet(subject string) Set {
 	var set Set
 	s := validText(subject)
-	for _, re := range []*regexp.Regexp{counterBracketed, counterWords} {
-		s = re.ReplaceAllStringFunc(s, func(m string) string {
-			sub := re.FindStringSubmatch(m)
-			a, _ := strconv.Atoi(sub[1])
-			b, _ := strconv.Atoi(sub[2])
-			if a < 1 || a > b {
-				return m // not a counter: 0/5, 7/3
-			}
-			if set.Files == 0 {
-				set.File, set.Files = a, b
-			}
-			return " "
-		})
-	}
-	s = size.ReplaceAllString(s, " ")
-	s = noise.ReplaceAllString(s, " ")
+	s = counters(s, &set)
+	s = sizesAndNoise(s)
 
 	// Quoted names, then the other words (split at white space and
 	// brackets): each one that is a file name becomes its stem.
@@ -146,16 +122,11 @@ func isDelim(c byte) bool {
 	return false
 }
 
-// tidy drops empty quotes and brackets and words of punctuation, and
-// collapses white space.
+// tidy drops empty quotes and brackets (with only white space inside) and
+// words of punctuation, and collapses white space.
 func tidy(s string) string {
 	for {
-		t := s
-		for _, empty := range []string{`""`, "[]", "()", "{}", "<>"} {
-			t = strings.ReplaceAll(t, empty, " ")
-		}
-		// Brackets and quotes with only white space inside.
-		t = emptyPair.ReplaceAllString(t, " ")
+		t := dropEmptyPairs(s)
 		if t == s {
 			break
 		}
@@ -173,45 +144,410 @@ func tidy(s string) string {
 	return strings.Trim(s, " -_=~|:;,")
 }
 
-var emptyPair = regexp.MustCompile(`"\s*"|\[\s*\]|\(\s*\)|\{\s*\}`)
+// dropEmptyPairs replaces each pair of quotes or brackets with only white
+// space between them by a space. Quotes pair in order: in `"a" "b"` the
+// quotes around the space are a closing and an opening one.
+func dropEmptyPairs(s string) string {
+	var b []byte
+	open := false // inside quotes
+	last := 0     // s[last:i] is still to copy
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		var closer byte
+		switch c {
+		case '"':
+			if open {
+				open = false
+				continue
+			}
+			closer = '"'
+		case '[':
+			closer = ']'
+		case '(':
+			closer = ')'
+		case '{':
+			closer = '}'
+		case '<':
+			closer = '>'
+		default:
+			continue
+		}
+		j := skipSpace(s, i+1)
+		if j < len(s) && s[j] == closer {
+			b = append(b, s[last:i]...)
+			b = append(b, ' ')
+			last = j + 1
+			i = j
+			continue
+		}
+		if c == '"' {
+			open = true
+		}
+	}
+	if b == nil {
+		return s
+	}
+	return string(append(b, s[last:]...))
+}
 
-// Extensions Stem takes off a file name, in lower case.
-var (
-	// The last extension of a split file: .001, .002...
-	splitExt = regexp.MustCompile(`(?i)\.\d{3}$`)
-	// Archive volumes and parity: .part01.rar, .r00, .s01, .z01,
-	// .vol001+002.par2, .vol01-02.par2, .par2, .par, .rar, .7z, .zip.
-	archiveExt = regexp.MustCompile(`(?i)(?:\.part\d{1,4}\.rar|\.part\d{1,4}|\.vol\d{1,5}[+-]\d{1,5}\.par2|\.par2|\.par|\.rar|\.[rsz]\d{2,3}|\.7z|\.zip|\.tar|\.gz|\.bz2|\.xz)$`)
-	// Files that come with a release and media files.
-	otherExt = regexp.MustCompile(`(?i)\.(?:nfo|sfv|srr|srs|nzb|md5|sha1|sha256|txt|diz|url|jpe?g|png|gif|mkv|avi|mp4|m4v|mov|wmv|mpe?g|m2ts|ts|vob|iso|img|bin|cue|nrg|mp3|flac|m4a|aac|ogg|wav|epub|mobi|azw3|pdf|cb[rz]|exe|apk|dmg|idx|sub|srt|ass)$`)
-	// Extras named after the release: name-sample.mkv, name.proof.jpg.
-	extraSuffix = regexp.MustCompile(`(?i)[-._](?:sample|proof|thumbs?|cover|subs)$`)
-)
+// counters removes the file counters of s and records the first in set.
+func counters(s string, set *Set) string {
+	record := func(a, b int) bool {
+		if a < 1 || a > b {
+			return false // not a counter: 0/5, 7/3
+		}
+		if set.Files == 0 {
+			set.File, set.Files = a, b
+		}
+		return true
+	}
+	// In brackets: [01/15] (1/40) {3/7} [1 of 5] (01 von 20) [1\5].
+	s = replaceMatches(s, func(s string, i int) int {
+		if c := s[i]; c != '[' && c != '(' && c != '{' {
+			return -1
+		}
+		j := skipSpace(s, i+1)
+		a, j, ok := number(s, j)
+		if !ok {
+			return -1
+		}
+		j = skipSpace(s, j)
+		j, ok = separator(s, j, false)
+		if !ok {
+			return -1
+		}
+		b, j, ok := number(s, skipSpace(s, j))
+		if !ok {
+			return -1
+		}
+		j = skipSpace(s, j)
+		if j == len(s) || (s[j] != ']' && s[j] != ')' && s[j] != '}') || !record(a, b) {
+			return -1
+		}
+		return j + 1
+	})
+	// In words: "File 1 of 15", "1 of 15", "01/15", after white space or at
+	// the start, before white space, the end or one of "-:,".
+	return replaceMatches(s, func(s string, i int) int {
+		j := i
+		if isSpace(s[i]) {
+			j++
+		} else if i > 0 {
+			return -1
+		}
+		if hasPrefixFold(s[j:], "file") {
+			j += 4
+			if j < len(s) && (s[j] == 's' || s[j] == 'S') {
+				j++
+			}
+			j = skipSpace(s, j)
+		}
+		a, j, ok := number(s, j)
+		if !ok {
+			return -1
+		}
+		j, ok = separator(s, j, true)
+		if !ok {
+			return -1
+		}
+		b, j, ok := number(s, j)
+		if !ok {
+			return -1
+		}
+		if j < len(s) && !isSpace(s[j]) && s[j] != '-' && s[j] != ':' && s[j] != ',' {
+			return -1
+		}
+		if !record(a, b) {
+			return -1
+		}
+		return min(j+1, len(s))
+	})
+}
+
+// separator reads the "/" (with any white space around it), "of", "von"
+// or "sur" of a counter at s[j]. In words (words true) "of", "von" and
+// "sur" need white space on both sides and "\" is no separator; in
+// brackets white space is read by the caller.
+func separator(s string, j int, words bool) (int, bool) {
+	if words {
+		k := skipSpace(s, j)
+		if k < len(s) && s[k] == '/' {
+			return skipSpace(s, k+1), true
+		}
+		if k == j {
+			return j, false
+		}
+		for _, w := range [...]string{"of", "von", "sur"} {
+			if hasPrefixFold(s[k:], w) && k+len(w) < len(s) && isSpace(s[k+len(w)]) {
+				return skipSpace(s, k+len(w)), true
+			}
+		}
+		return j, false
+	}
+	if j < len(s) && (s[j] == '/' || s[j] == '\\') {
+		return j + 1, true
+	}
+	for _, w := range [...]string{"of", "von", "sur"} {
+		if hasPrefixFold(s[j:], w) {
+			return j + len(w), true
+		}
+	}
+	return j, false
+}
+
+// number reads 1 to 5 digits at s[j] that no other digit follows.
+func number(s string, j int) (n, end int, ok bool) {
+	k := j
+	for k < len(s) && k < j+5 && s[k] >= '0' && s[k] <= '9' {
+		n = n*10 + int(s[k]-'0')
+		k++
+	}
+	if k == j || (k < len(s) && s[k] >= '0' && s[k] <= '9') {
+		return 0, j, false
+	}
+	return n, k, true
+}
+
+// sizesAndNoise removes sizes ("52.5 MB", "(12 KB)", "123456 bytes") and
+// the words "yEnc" and "AutoRarParNNNN".
+func sizesAndNoise(s string) string {
+	return replaceMatches(s, func(s string, i int) int {
+		if i > 0 && isWord(s[i-1]) {
+			return -1 // not at the start of a word
+		}
+		if hasPrefixFold(s[i:], "yenc") && wordEnd(s, i+4) {
+			return i + 4
+		}
+		if hasPrefixFold(s[i:], "autorarpar") {
+			j := i + 10
+			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+				j++
+			}
+			if wordEnd(s, j) {
+				return j
+			}
+		}
+		j := i
+		if s[j] == '(' {
+			j++
+		}
+		if j == len(s) || s[j] < '0' || s[j] > '9' {
+			return -1
+		}
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j+1 < len(s) && (s[j] == '.' || s[j] == ',') && s[j+1] >= '0' && s[j+1] <= '9' {
+			j++
+			for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+				j++
+			}
+		}
+		j = skipSpace(s, j)
+		switch {
+		case hasPrefixFold(s[j:], "bytes") && wordEnd(s, j+5):
+			j += 5
+		case hasPrefixFold(s[j:], "byte") && wordEnd(s, j+4):
+			j += 4
+		case j < len(s) && strings.IndexByte("kmgtKMGT", s[j]) >= 0:
+			k := j + 1
+			if k < len(s) && (s[k] == 'i' || s[k] == 'I') {
+				k++
+			}
+			if k == len(s) || (s[k] != 'b' && s[k] != 'B') || !wordEnd(s, k+1) {
+				return -1
+			}
+			j = k + 1
+		default:
+			return -1
+		}
+		if s[i] == '(' && j < len(s) && s[j] == ')' {
+			j++
+		}
+		return j
+	})
+}
+
+// replaceMatches replaces each match in s by a space: match(s, i) returns
+// where a match that starts at s[i] ends, or -1. Matches do not overlap;
+// the leftmost one wins, as with regexp.ReplaceAll.
+func replaceMatches(s string, match func(s string, i int) int) string {
+	var b []byte
+	last := 0
+	for i := 0; i < len(s); {
+		end := match(s, i)
+		if end <= i {
+			i++
+			continue
+		}
+		if b == nil {
+			b = make([]byte, 0, len(s))
+		}
+		b = append(b, s[last:i]...)
+		b = append(b, ' ')
+		last, i = end, end
+	}
+	if b == nil {
+		return s
+	}
+	return string(append(b, s[last:]...))
+}
+
+func skipSpace(s string, j int) int {
+	for j < len(s) && isSpace(s[j]) {
+		j++
+	}
+	return j
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+// isWord reports whether c is an ASCII letter, digit or "_".
+func isWord(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
+
+// wordEnd reports whether a word may end before s[j].
+func wordEnd(s string, j int) bool { return j >= len(s) || !isWord(s[j]) }
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// otherExts are the extensions of files that come with a release, and of
+// media files, in lower case.
+var otherExts = map[string]bool{}
+
+func init() {
+	for _, e := range strings.Fields(`nfo sfv srr srs nzb md5 sha1 sha256 txt diz url jpg jpeg png gif mkv avi mp4 m4v mov wmv
+		mpg mpeg m2ts ts vob iso img bin cue nrg mp3 flac m4a aac ogg wav epub mobi azw3 pdf cbr cbz exe apk dmg idx sub srt ass`) {
+		otherExts[e] = true
+	}
+}
+
+// extras are the suffixes of extras named after the release
+// (name-sample.mkv, name.proof.jpg), after one of "-._".
+var extras = [...]string{"sample", "proof", "thumbs", "thumb", "cover", "subs"}
 
 // Stem returns a file name without the extensions that mark it as one file
 // of a release: a split file's .001, then one archive or parity extension
-// (.part01.rar, .r00, .vol01+02.par2, .par2, .rar, .7z...) or one of a
-// companion or media file (.nfo, .sfv, .mkv, .jpg...), then a -sample or
-// .proof suffix. A name with none of them is returned as it is.
+// (.part01.rar, .part01, .r00, .s01, .z01, .vol01+02.par2, .par2, .par,
+// .rar, .7z, .zip, .tar, .gz, .bz2, .xz) or one of a companion or media
+// file (.nfo, .sfv, .srr, .mkv, .jpg...), then a -sample or .proof suffix;
+// any case. A name with none of them, or that would be left empty, is
+// returned as it is.
 func Stem(name string) string {
 	s := name
-	if t := splitExt.ReplaceAllString(s, ""); t != "" {
-		s = t
+	if n := len(s); n > 4 && s[n-4] == '.' && digits(s[n-3:]) {
+		s = s[:n-4]
 	}
-	for _, re := range []*regexp.Regexp{archiveExt, otherExt} {
-		if t := re.ReplaceAllString(s, ""); t != s {
-			if t != "" {
-				s = t
-			}
-			break
-		}
+	if t := trimArchive(s); t != s {
+		s = t
+	} else if i := strings.LastIndexByte(s, '.'); i > 0 && i < len(s)-1 && len(s)-i <= 7 && otherExts[strings.ToLower(s[i+1:])] {
+		s = s[:i]
 	}
 	if s != name {
-		if t := extraSuffix.ReplaceAllString(s, ""); t != "" {
-			s = t
+		for _, x := range extras {
+			n := len(s) - len(x)
+			if n > 1 && strings.EqualFold(s[n:], x) && strings.IndexByte("-._", s[n-1]) >= 0 {
+				s = s[:n-1]
+				break
+			}
 		}
 	}
 	return s
+}
+
+// trimArchive takes one archive or parity extension off s, unless that
+// leaves nothing.
+func trimArchive(s string) string {
+	cut := func(n int) string { // s without its last n bytes
+		if n >= len(s) {
+			return s
+		}
+		return s[:len(s)-n]
+	}
+	switch {
+	case hasSuffixFold(s, ".rar"):
+		if n := partSuffix(s[:len(s)-4]); n > 0 {
+			return cut(n + 4)
+		}
+		return cut(4)
+	case hasSuffixFold(s, ".par2"):
+		if n := volSuffix(s[:len(s)-5]); n > 0 {
+			return cut(n + 5)
+		}
+		return cut(5)
+	case hasSuffixFold(s, ".par"), hasSuffixFold(s, ".zip"), hasSuffixFold(s, ".tar"), hasSuffixFold(s, ".bz2"):
+		return cut(4)
+	case hasSuffixFold(s, ".7z"), hasSuffixFold(s, ".gz"), hasSuffixFold(s, ".xz"):
+		return cut(3)
+	}
+	if n := partSuffix(s); n > 0 {
+		return cut(n)
+	}
+	// .r00, .s01, .z02, .r100
+	for _, k := range []int{4, 5} {
+		if i := len(s) - k; i >= 0 && s[i] == '.' && strings.IndexByte("rRsSzZ", s[i+1]) >= 0 && digits(s[i+2:]) {
+			return cut(k)
+		}
+	}
+	return s
+}
+
+// partSuffix returns the length of a ".part" + 1 to 4 digits ending s, or 0.
+func partSuffix(s string) int {
+	d := trailingDigits(s, 4)
+	if d == 0 || !hasSuffixFold(s[:len(s)-d], ".part") {
+		return 0
+	}
+	return d + 5
+}
+
+// volSuffix returns the length of a ".vol" + digits + "+" or "-" + digits
+// ending s (1 to 5 digits each), or 0.
+func volSuffix(s string) int {
+	b := trailingDigits(s, 5)
+	if b == 0 || len(s) == b {
+		return 0
+	}
+	rest := s[:len(s)-b]
+	if c := rest[len(rest)-1]; c != '+' && c != '-' {
+		return 0
+	}
+	rest = rest[:len(rest)-1]
+	a := trailingDigits(rest, 5)
+	if a == 0 || !hasSuffixFold(rest[:len(rest)-a], ".vol") {
+		return 0
+	}
+	return 4 + a + 1 + b
+}
+
+// trailingDigits returns how many digits end s, if 1 to max, else 0.
+func trailingDigits(s string, max int) int {
+	n := 0
+	for n < len(s) && s[len(s)-1-n] >= '0' && s[len(s)-1-n] <= '9' {
+		n++
+	}
+	if n > max {
+		return 0
+	}
+	return n
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return len(s) > 0
+}
+
+func hasSuffixFold(s, suffix string) bool {
+	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }
 
 // SetKey returns the key that names a release: a poster's files whose

@@ -59,6 +59,14 @@ func TestParseSet(t *testing.T) {
 		{`AutoRarPar0001 "set.name.rar" yEnc (1/2)`, "set.name", `"set.name"`, 0, 0},
 		// Not counters: 0/5, 9/3.
 		{`Top 0/5 list "x.nfo" (1/1)`, "x", `top 0/5 list "x"`, 0, 0},
+		// More counter, size and noise forms; words that only look like them.
+		{`[1\5] "x.rar" yEnc (1/2)`, "x", `"x"`, 1, 5},
+		{`(01 von 20) "x.rar" yEnc (1/2)`, "x", `"x"`, 1, 20},
+		{`{3/7} "x.rar" (12 KB) yEnc (1/2)`, "x", `"x"`, 3, 7},
+		{`"x.rar" 4 KiB 100 byte yEnc (1/2)`, "x", `"x"`, 0, 0},
+		{`"x.rar" 10 MBit yEncode AutoRarPar0001x (1/2)`, "x", `"x" 10 mbit yencode autorarpar0001x`, 0, 0},
+		{`Album 2024 "01 - intro.mp3" "02 - song.mp3" (1/2)`, "01 - intro", `album 2024 "01 intro" "02 song"`, 0, 0},
+		{`[123456/7] "x.rar" (1/2)`, "x", `[123456/7] "x"`, 0, 0},
 		// Names with nothing to strip.
 		{`"Plain Name" yEnc (1/2)`, "Plain Name", `"plain name"`, 0, 0},
 		{`just words (1/2)`, "just words", "just words", 0, 0},

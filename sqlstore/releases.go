@@ -13,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -112,7 +113,7 @@ func (s *Store) PutReleases(ctx context.Context, u release.Update) (release.Appl
 		if cur != u.After {
 			return fmt.Errorf("%w: consumer %q is at %q, the page was read from %q", release.ErrCursorMoved, u.Consumer, cur, u.After)
 		}
-		need := release.Needs(u.Files, u.Window)
+		need := release.Needs(u)
 		stored, err := s.releaseFiles(ctx, tx, need.Keys)
 		if err != nil {
 			return err
@@ -121,7 +122,7 @@ func (s *Store) PutReleases(ctx context.Context, u release.Update) (release.Appl
 		if err != nil {
 			return err
 		}
-		ch := release.Assign(u.Files, stored, rels, u.Window, time.UnixMicro(now).UTC())
+		ch := release.Assign(u, stored, rels, time.UnixMicro(now).UTC())
 		ids, err := s.writeReleases(ctx, tx, ch)
 		if err != nil {
 			return err
@@ -153,9 +154,9 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
-// releaseFiles reads the stored files of keys.
+// releaseFiles reads the stored files of keys, with their parts.
 func (s *Store) releaseFiles(ctx context.Context, tx *sqlx.Tx, keys []string) (map[string]release.Stored, error) {
-	out := make(map[string]release.Stored, len(keys))
+	var found []release.Stored
 	for part := range slices.Chunk(keys, inChunk) {
 		args := make([]any, len(part))
 		for i, k := range part {
@@ -177,14 +178,86 @@ func (s *Store) releaseFiles(ctx context.Context, tx *sqlx.Tx, keys []string) (m
 				rows.Close()
 				return nil, fmt.Errorf("release file %s: %w", key, err)
 			}
-			out[key] = release.Stored{Release: id, File: f}
+			found = append(found, release.Stored{Release: id, File: f})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
 	}
+	files := make([]*release.File, len(found))
+	for i := range found {
+		files[i] = &found[i].File
+	}
+	if err := s.fillParts(ctx, tx, files); err != nil {
+		return nil, err
+	}
+	out := make(map[string]release.Stored, len(found))
+	for _, st := range found {
+		out[st.File.Key] = st
+	}
 	return out, nil
+}
+
+// fillParts sets the parts of each file that names its feed items
+// (release_files keeps such a file without its parts, which its items
+// hold): the items' parts merged as the builder merged them. A file
+// without items kept its parts in its row.
+func (s *Store) fillParts(ctx context.Context, q sqlx.QueryerContext, files []*release.File) error {
+	byItem := map[int64][]*release.File{}
+	var ids []int64
+	for _, f := range files {
+		if len(f.Items) == 0 {
+			continue
+		}
+		f.Parts = nil
+		for _, id := range f.Items {
+			if _, ok := byItem[id]; !ok {
+				ids = append(ids, id)
+			}
+			byItem[id] = append(byItem[id], f)
+		}
+	}
+	slices.Sort(ids)
+	merged := make(map[*release.File]*collate.Binary, len(files))
+	for part := range slices.Chunk(ids, inChunk) {
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		rows, err := q.QueryContext(ctx, s.bind("SELECT id, value FROM items WHERE id IN ("+placeholders(len(part))+") ORDER BY id"), args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id int64
+			var value []byte
+			if err := rows.Scan(&id, &value); err != nil {
+				rows.Close()
+				return err
+			}
+			var b collate.Binary
+			if err := release.DecodeBinary(value, &b); err != nil {
+				rows.Close()
+				return fmt.Errorf("item %d: %w", id, err)
+			}
+			for _, f := range byItem[id] {
+				if m, ok := merged[f]; ok {
+					*m = collate.Merge(*m, b)
+				} else {
+					merged[f] = &b
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+	}
+	for f, b := range merged {
+		f.Parts = b.Parts
+	}
+	return nil
 }
 
 // releaseCandidates reads the releases of the stored files and those a new
@@ -298,7 +371,11 @@ func (s *Store) writeReleaseFiles(ctx context.Context, tx *sqlx.Tx, files []rele
 		if id < 0 {
 			id = ids[id]
 		}
-		value, err := json.Marshal(p.File)
+		f := p.File
+		if len(f.Items) > 0 {
+			f.Parts = nil // its items hold them
+		}
+		value, err := json.Marshal(f)
 		if err != nil {
 			return err
 		}
@@ -407,6 +484,13 @@ func (s *Store) ReleaseByID(ctx context.Context, id int64) (release.Release, err
 	}
 	if err := rows.Err(); err != nil {
 		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
+	}
+	files := make([]*release.File, len(r.Files))
+	for i := range r.Files {
+		files[i] = &r.Files[i]
+	}
+	if err := s.fillParts(ctx, s.rdb, files); err != nil {
+		return release.Release{}, fmt.Errorf("release %d: parts: %w", id, err)
 	}
 	slices.SortFunc(r.Files, func(a, b release.File) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {

@@ -347,6 +347,21 @@ func testReleasesBadInput(t *testing.T, e *env) {
 	require.ErrorIs(t, err, lease.ErrNotFound)
 	day := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 	good := release.File{Key: "k", Date: day, Total: 1, Parts: []collate.Part{{N: 1, MessageID: "<m>"}}}
+	// A file that names no feed items keeps its parts in the store.
+	direct := good
+	direct.Subject, direct.Poster = `"direct.rar" yEnc`, "p"
+	direct.Parts = []collate.Part{{N: 1, MessageID: "<d1>", Bytes: 5}}
+	applied, err := rs.PutReleases(e.ctx, release.Update{Consumer: "direct", Next: "0.1", Items: 1, Files: []release.File{direct}})
+	require.NoError(t, err)
+	require.Equal(t, release.Applied{Created: 1, Files: 1}, applied)
+	p, err := rs.Releases(e.ctx, release.Query{})
+	require.NoError(t, err)
+	require.Len(t, p.Releases, 1)
+	got, err := rs.ReleaseByID(e.ctx, p.Releases[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, direct.Parts, got.Files[0].Parts)
+	require.Equal(t, "direct", got.Name)
+
 	for name, u := range map[string]release.Update{
 		"no consumer":   {Next: "0.1", Items: 1, Files: []release.File{good}},
 		"no next":       {Consumer: "c", Items: 1, Files: []release.File{good}},

@@ -41,8 +41,10 @@ CREATE TABLE release_groups (
     PRIMARY KEY (group_name, release_id)
 );
 
--- One row per binary: its key, its release, and the File (parts, groups,
--- date) as JSON.
+-- One row per binary: its key, its release, and the File (groups, date,
+-- totals, the ids of the feed items it was merged from) as JSON. Its parts
+-- stay in those items (read back by id), so a page's files are not written
+-- twice; a File that names no items keeps its parts here.
 CREATE TABLE release_files (
     key        TEXT PRIMARY KEY,
     release_id BIGINT NOT NULL REFERENCES releases (id),
