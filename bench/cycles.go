@@ -42,7 +42,6 @@ func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetc
 			return result{}, err
 		}
 	}
-	value := json.RawMessage(`{"subject":"bench","parts":1}`)
 	var cycles atomic.Int64
 	var hists [nOps]hist
 	var wg sync.WaitGroup
@@ -53,30 +52,14 @@ func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetc
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				t := time.Now()
-				l, ok, err := cl.Lease(ctx)
+				ok, err := cycle(ctx, cl, &hists)
 				if err != nil {
-					errs <- fmt.Errorf("lease: %w", err)
+					errs <- err
 					return
 				}
 				if !ok {
 					return
 				}
-				hists[opLease].add(time.Since(t))
-				r := l.Range
-				t = time.Now()
-				if _, err := cl.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1,
-					Items: []batch.Item{{Key: fmt.Sprint(r.ID), Value: value}}}); err != nil {
-					errs <- fmt.Errorf("batch: %w", err)
-					return
-				}
-				hists[opBatch].add(time.Since(t))
-				t = time.Now()
-				if err := cl.Finish(ctx, r.ID, l.Token); err != nil {
-					errs <- fmt.Errorf("finish: %w", err)
-					return
-				}
-				hists[opFinish].add(time.Since(t))
 				cycles.Add(1)
 			}
 		}()
@@ -99,6 +82,36 @@ func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetc
 	p50 := func(o op) time.Duration { return round(hists[o].quantile(0.5)) }
 	return result{rate: float64(n) / elapsed.Seconds(), elapsed: elapsed,
 		detail: fmt.Sprintf("%d ranges; p50 lease %s, batch %s, finish %s", n, p50(opLease), p50(opBatch), p50(opFinish))}, nil
+}
+
+// cycleValue is the one item's value of a cycle's batch.
+var cycleValue = json.RawMessage(`{"subject":"bench","parts":1}`)
+
+// cycle leases a range with cl, posts one batch of one item and finishes
+// it, adding each call's time to hists; false when no range is left.
+func cycle(ctx context.Context, cl *edge.Client, hists *[nOps]hist) (bool, error) {
+	t := time.Now()
+	l, ok, err := cl.Lease(ctx)
+	if err != nil {
+		return false, fmt.Errorf("lease: %w", err)
+	}
+	if !ok {
+		return false, nil
+	}
+	hists[opLease].add(time.Since(t))
+	r := l.Range
+	t = time.Now()
+	if _, err := cl.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1,
+		Items: []batch.Item{{Key: fmt.Sprint(r.ID), Value: cycleValue}}}); err != nil {
+		return false, fmt.Errorf("batch: %w", err)
+	}
+	hists[opBatch].add(time.Since(t))
+	t = time.Now()
+	if err := cl.Finish(ctx, r.ID, l.Token); err != nil {
+		return false, fmt.Errorf("finish: %w", err)
+	}
+	hists[opFinish].add(time.Since(t))
+	return true, nil
 }
 
 // allDone checks that no range of group is left pending or leased.

@@ -67,15 +67,7 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: loadGroup, RangeSize: loadRangeSize, ChunkSize: loadRangeSize}); err != nil {
 		return err
 	}
-	var added atomic.Int64 // articles planned: ranges are added from 1 on
-	refill := func(ranges int64) error {
-		from := added.Load() + 1
-		if _, err := c.store.AddRanges(ctx, grouplease.NewRanges{Group: loadGroup, From: from, To: from + ranges*loadRangeSize - 1}); err != nil {
-			return fmt.Errorf("add ranges: %w", err)
-		}
-		added.Add(ranges * loadRangeSize)
-		return nil
-	}
+	l := &loadRun{cfg: cfg, c: c, out: out}
 	// Add all the ranges the run can take up front, so that adding more
 	// does not land in the measurement: a cycle pauses four times, so a
 	// worker does at most Duration/(4×Think) cycles. Without a think time
@@ -85,7 +77,7 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 		bound := float64(cfg.Workers) * cfg.Duration.Seconds() / (4 * cfg.Think.Seconds())
 		initial = max(initial, min(int64(bound*1.2)+1, 500_000))
 	}
-	if err := refill(initial); err != nil {
+	if err := l.refill(ctx, initial); err != nil {
 		return err
 	}
 	if _, err := c.store.DB().ExecContext(ctx, "ANALYZE"); err != nil {
@@ -97,131 +89,24 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 			return err
 		}
 	}
-	items, _, _, _ := ingestItems(cfg.Items)
-
-	var hists [nOps]hist
-	var errCount [nOps]atomic.Int64
-	var idle, cycles atomic.Int64
-	var firstErrs sync.Map // op -> first error
-	fail := func(o op, err error) {
-		errCount[o].Add(1)
-		firstErrs.LoadOrStore(o, err)
-	}
+	l.items, _, _, _ = ingestItems(cfg.Items)
 
 	heapStart := heapInUse()
 	fmt.Fprintf(out, "load: %d workers, %s, think %s per call, batches of %d items, %d ranges of %d articles; Go heap in use at start: %.1f MiB\n",
-		cfg.Workers, cfg.Duration, cfg.Think, cfg.Items, added.Load()/loadRangeSize, loadRangeSize, mib(heapStart))
-
+		cfg.Workers, cfg.Duration, cfg.Think, cfg.Items, l.added.Load()/loadRangeSize, loadRangeSize, mib(heapStart))
 	lctx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
-	pause := func(rng *rand.Rand) bool {
-		if cfg.Think <= 0 {
-			return lctx.Err() == nil
-		}
-		d := cfg.Think/2 + time.Duration(rng.Int64N(int64(cfg.Think)+1))
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-lctx.Done():
-			return false
-		}
-	}
-	timed := func(o op, f func() error) error {
-		start := time.Now()
-		err := f()
-		if err != nil && lctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-			return err // the run's end, not an error of the call
-		}
-		hists[o].add(time.Since(start))
-		if err != nil {
-			fail(o, err)
-		}
-		return err
-	}
+	l.ctx = lctx
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i, cl := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(i), 7))
-			// Start spread over one think time, not all at once.
-			if cfg.Think > 0 && !pause(rng) {
-				return
-			}
-			for lctx.Err() == nil {
-				var l lease.Lease
-				var ok bool
-				if timed(opLease, func() (err error) { l, ok, err = cl.Lease(lctx); return err }) != nil {
-					if !pause(rng) {
-						return
-					}
-					continue
-				}
-				if !ok {
-					idle.Add(1)
-					if !pause(rng) {
-						return
-					}
-					continue
-				}
-				r := l.Range
-				if !pause(rng) || timed(opHeartbeat, func() error { _, err := cl.Heartbeat(lctx, r.ID, l.Token); return err }) != nil {
-					continue
-				}
-				if !pause(rng) || timed(opBatch, func() error {
-					_, err := cl.PostBatch(lctx, r.ID, l.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1, Items: items})
-					return err
-				}) != nil {
-					continue
-				}
-				if !pause(rng) || timed(opFinish, func() error { return cl.Finish(lctx, r.ID, l.Token) }) != nil {
-					continue
-				}
-				cycles.Add(1)
-				pause(rng)
-			}
+			l.work(cl, rand.New(rand.NewPCG(uint64(i), 7)))
 		}()
 	}
-
-	// Keep ranges ahead of the workers and report every 10 s (5 s in a short run).
-	every := time.NewTicker(time.Second)
-	defer every.Stop()
-	interval := 10 * time.Second
-	if cfg.Duration <= 20*time.Second {
-		interval = 5 * time.Second
-	}
-	var lastCycles int64
-	var heapWarm uint64 // at the first report: connections and buffers made
-	lastReport := start
-	var refillErr error
-loop:
-	for {
-		select {
-		case <-lctx.Done():
-			break loop
-		case <-every.C:
-		}
-		if refillErr == nil && added.Load()/loadRangeSize-hists[opLease].count.Load() < loadRefill/2 {
-			refillErr = refill(loadRefill)
-		}
-		if time.Since(lastReport) >= interval {
-			n := cycles.Load()
-			var errs int64
-			for o := range nOps {
-				errs += errCount[o].Load()
-			}
-			heap := heapInUse()
-			if heapWarm == 0 {
-				heapWarm = heap
-			}
-			fmt.Fprintf(out, "  %5.0fs  %6.0f cycles/s  errors %d  Go heap in use %.1f MiB\n", time.Since(start).Seconds(),
-				float64(n-lastCycles)/time.Since(lastReport).Seconds(), errs, mib(heap))
-			lastCycles, lastReport = n, time.Now()
-		}
-	}
+	heapWarm, interval, refillErr := l.watch(ctx, start)
 	wg.Wait()
 	elapsed := time.Since(start)
 	if err := ctx.Err(); err != nil {
@@ -230,23 +115,171 @@ loop:
 	if refillErr != nil {
 		return refillErr
 	}
-	heapEnd := heapInUse()
-	var errs int64
-	for o := range nOps {
-		h := &hists[o]
-		errs += errCount[o].Load()
-		fmt.Fprintf(out, "LOAD %-9s n=%-7d p50=%-9s p99=%-9s max=%-9s errors=%d\n", opNames[o], h.count.Load(),
-			round(h.quantile(0.50)), round(h.quantile(0.99)), round(time.Duration(h.max.Load())), errCount[o].Load())
+	l.summary(elapsed, heapStart, heapWarm, interval)
+	return nil
+}
+
+// loadRun is the state a load run's workers share.
+type loadRun struct {
+	cfg   loadConfig
+	c     *coord
+	out   io.Writer
+	ctx   context.Context // ends with the run
+	items []batch.Item
+
+	added     atomic.Int64 // articles planned: ranges are added from 1 on
+	hists     [nOps]hist
+	errCount  [nOps]atomic.Int64
+	idle      atomic.Int64
+	cycles    atomic.Int64
+	firstErrs sync.Map // op -> first error
+}
+
+// refill adds ranges more ranges to the load group.
+func (l *loadRun) refill(ctx context.Context, ranges int64) error {
+	from := l.added.Load() + 1
+	if _, err := l.c.store.AddRanges(ctx, grouplease.NewRanges{Group: loadGroup, From: from, To: from + ranges*loadRangeSize - 1}); err != nil {
+		return fmt.Errorf("add ranges: %w", err)
 	}
-	fmt.Fprintf(out, "LOAD cycles=%d (%.0f/s) idle-leases=%d errors=%d\n", cycles.Load(), float64(cycles.Load())/elapsed.Seconds(), idle.Load(), errs)
-	fmt.Fprintf(out, "LOAD Go heap in use after GC: start %.1f MiB, warm (%s) %.1f MiB, end %.1f MiB (coordinator and load generator: one process)\n",
-		mib(heapStart), interval, mib(heapWarm), mib(heapEnd))
-	for o := range nOps {
-		if e, ok := firstErrs.Load(o); ok {
-			fmt.Fprintf(out, "LOAD first %s error: %v\n", opNames[o], e)
+	l.added.Add(ranges * loadRangeSize)
+	return nil
+}
+
+// pause waits about the think time; false when the run ended.
+func (l *loadRun) pause(rng *rand.Rand) bool {
+	if l.cfg.Think <= 0 {
+		return l.ctx.Err() == nil
+	}
+	d := l.cfg.Think/2 + time.Duration(rng.Int64N(int64(l.cfg.Think)+1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-l.ctx.Done():
+		return false
+	}
+}
+
+// timed runs the call f of o, counting its time and its error.
+func (l *loadRun) timed(o op, f func() error) error {
+	start := time.Now()
+	err := f()
+	if err != nil && l.ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		return err // the run's end, not an error of the call
+	}
+	l.hists[o].add(time.Since(start))
+	if err != nil {
+		l.errCount[o].Add(1)
+		l.firstErrs.LoadOrStore(o, err)
+	}
+	return err
+}
+
+// work is one worker's loop: lease, heartbeat, batch, finish, until the
+// run ends.
+func (l *loadRun) work(cl *edge.Client, rng *rand.Rand) {
+	// Start spread over one think time, not all at once.
+	if l.cfg.Think > 0 && !l.pause(rng) {
+		return
+	}
+	ctx := l.ctx
+	for ctx.Err() == nil {
+		var ls lease.Lease
+		var ok bool
+		if l.timed(opLease, func() (err error) { ls, ok, err = cl.Lease(ctx); return err }) != nil {
+			if !l.pause(rng) {
+				return
+			}
+			continue
+		}
+		if !ok {
+			l.idle.Add(1)
+			if !l.pause(rng) {
+				return
+			}
+			continue
+		}
+		r := ls.Range
+		if !l.pause(rng) || l.timed(opHeartbeat, func() error { _, err := cl.Heartbeat(ctx, r.ID, ls.Token); return err }) != nil {
+			continue
+		}
+		if !l.pause(rng) || l.timed(opBatch, func() error {
+			_, err := cl.PostBatch(ctx, r.ID, ls.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1, Items: l.items})
+			return err
+		}) != nil {
+			continue
+		}
+		if !l.pause(rng) || l.timed(opFinish, func() error { return cl.Finish(ctx, r.ID, ls.Token) }) != nil {
+			continue
+		}
+		l.cycles.Add(1)
+		l.pause(rng)
+	}
+}
+
+// watch keeps ranges ahead of the workers and reports every 10 s (5 s in a
+// short run) until the run ends. It returns the heap in use at the first
+// report (connections and buffers made), the report interval, and an error
+// of adding ranges.
+func (l *loadRun) watch(ctx context.Context, start time.Time) (heapWarm uint64, interval time.Duration, refillErr error) {
+	every := time.NewTicker(time.Second)
+	defer every.Stop()
+	interval = 10 * time.Second
+	if l.cfg.Duration <= 20*time.Second {
+		interval = 5 * time.Second
+	}
+	var lastCycles int64
+	lastReport := start
+	for {
+		select {
+		case <-l.ctx.Done():
+			return heapWarm, interval, refillErr
+		case <-every.C:
+		}
+		if refillErr == nil && l.added.Load()/loadRangeSize-l.hists[opLease].count.Load() < loadRefill/2 {
+			refillErr = l.refill(ctx, loadRefill)
+		}
+		if time.Since(lastReport) >= interval {
+			n := l.cycles.Load()
+			heap := heapInUse()
+			if heapWarm == 0 {
+				heapWarm = heap
+			}
+			fmt.Fprintf(l.out, "  %5.0fs  %6.0f cycles/s  errors %d  Go heap in use %.1f MiB\n", time.Since(start).Seconds(),
+				float64(n-lastCycles)/time.Since(lastReport).Seconds(), l.errors(), mib(heap))
+			lastCycles, lastReport = n, time.Now()
 		}
 	}
-	return nil
+}
+
+// errors counts the errors of every call.
+func (l *loadRun) errors() int64 {
+	var errs int64
+	for o := range nOps {
+		errs += l.errCount[o].Load()
+	}
+	return errs
+}
+
+// summary prints the LOAD lines: each call's quantiles and errors, the
+// cycles, the heap and the first error of each call.
+func (l *loadRun) summary(elapsed time.Duration, heapStart, heapWarm uint64, interval time.Duration) {
+	heapEnd := heapInUse()
+	for o := range nOps {
+		h := &l.hists[o]
+		fmt.Fprintf(l.out, "LOAD %-9s n=%-7d p50=%-9s p99=%-9s max=%-9s errors=%d\n", opNames[o], h.count.Load(),
+			round(h.quantile(0.50)), round(h.quantile(0.99)), round(time.Duration(h.max.Load())), l.errCount[o].Load())
+	}
+	cycles := l.cycles.Load()
+	fmt.Fprintf(l.out, "LOAD cycles=%d (%.0f/s) idle-leases=%d errors=%d\n", cycles, float64(cycles)/elapsed.Seconds(), l.idle.Load(), l.errors())
+	fmt.Fprintf(l.out, "LOAD Go heap in use after GC: start %.1f MiB, warm (%s) %.1f MiB, end %.1f MiB (coordinator and load generator: one process)\n",
+		mib(heapStart), interval, mib(heapWarm), mib(heapEnd))
+	for o := range nOps {
+		if e, ok := l.firstErrs.Load(o); ok {
+			fmt.Fprintf(l.out, "LOAD first %s error: %v\n", opNames[o], e)
+		}
+	}
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -110,18 +110,9 @@ func isSet(fs *flag.FlagSet, name string) bool {
 // run starts PostgreSQL, runs what o asks and stops PostgreSQL, whatever
 // happens.
 func run(ctx context.Context, out io.Writer, o options) (err error) {
-	want := map[string]bool{}
-	if o.only != "" {
-		for _, p := range strings.Split(o.only, ",") {
-			if !slices.Contains(phases, p) {
-				return fmt.Errorf("-only: unknown phase %q (want some of %s)", p, strings.Join(phases, ","))
-			}
-			want[p] = true
-		}
-	} else {
-		for _, p := range phases {
-			want[p] = true
-		}
+	want, err := wantPhases(o.only)
+	if err != nil {
+		return err
 	}
 	tmp, err := os.MkdirTemp("", "edgeindex-bench-")
 	if err != nil {
@@ -133,25 +124,10 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 		return err
 	}
 	defer pg.Close()
-	if o.cpuprofile != "" {
-		f, err := os.Create(o.cpuprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if o.mutexprofile != "" {
-		f, err := os.Create(o.mutexprofile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		runtime.SetMutexProfileFraction(1)
-		defer pprof.Lookup("mutex").WriteTo(f, 0)
+	stopProfiles, err := startProfiles(o)
+	defer stopProfiles()
+	if err != nil {
+		return err
 	}
 	desc, err := pg.describe(ctx)
 	if err != nil {
@@ -159,116 +135,20 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	}
 	fmt.Fprintf(out, "bench: %s; %s %s/%s, GOMAXPROCS %d, %d CPUs\n", desc, runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.GOMAXPROCS(0), runtime.NumCPU())
-
-	dirs := 0
-	newDir := func() (string, error) {
-		dirs++
-		d := filepath.Join(tmp, fmt.Sprint(dirs))
-		return d, os.MkdirAll(d, 0o755)
-	}
-	// onPG runs f on a new schema of the server, after a checkpoint,
-	// sampling what sessions wait on when -waits is set.
-	onPG := func(name string, f func(url string) (result, error)) (result, error) {
-		url, drop, err := pg.schema(ctx, strings.NewReplacer("/", "_", "-", "_").Replace(name))
-		if err != nil {
-			return result{}, err
-		}
-		defer drop()
-		pg.quiesce(ctx)
-		var w *waitSampler
-		if o.waits {
-			w = startWaits(ctx, pg.base)
-		}
-		r, err := f(url)
-		if w != nil {
-			w.stop(out, name)
-		}
-		return r, err
-	}
-
+	s := &session{ctx: ctx, out: out, o: o, pg: pg, tmp: tmp}
 	if o.load {
-		dir, err := newDir()
+		dir, err := s.newDir()
 		if err != nil {
 			return err
 		}
-		_, err = onPG("load", func(url string) (result, error) {
+		_, err = s.onPG("load", func(url string) (result, error) {
 			return result{}, runLoad(ctx, out, url, dir, loadConfig{Workers: o.loadWorkers, Duration: o.duration, Think: o.think, Items: o.loadItems})
 		})
 		return err
 	}
-
 	fmt.Fprintf(out, "bench: cycles: %d workers, %d jobs/ranges/rows; ingest: %d batches of %d items; pipeline: %d articles, ranges of %d, %d workers; %d run(s) each\n",
 		o.workers, o.n, o.ingestBatches, o.batchItems, o.articles, o.rangeSize, o.pipeWorkers, o.count)
-	var items []batch.Item
-	var minItem, maxItem, itemBytes int64
-	if want["ingest"] {
-		items, minItem, maxItem, itemBytes = ingestItems(o.batchItems)
-	}
-	type measure struct {
-		name, unit string
-		f          func() (result, error)
-	}
-	var ms []measure
-	add := func(phase, name, unit string, f func() (result, error)) {
-		if want[phase] {
-			ms = append(ms, measure{name, unit, f})
-		}
-	}
-	add("river", "river", "jobs/s", func() (result, error) {
-		return onPG("river", func(url string) (result, error) { return benchRiver(ctx, url, o.n, o.workers, o.riverCooldown) })
-	})
-	add("edgeindex", "edgeindex/postgres", "cycles/s", func() (result, error) {
-		dir, err := newDir()
-		if err != nil {
-			return result{}, err
-		}
-		return onPG("edgeindex", func(url string) (result, error) { return benchCycles(ctx, url, dir, o.n, o.workers, o.prefetch) })
-	})
-	add("rawsql", "rawsql", "cycles/s", func() (result, error) {
-		return onPG("rawsql", func(url string) (result, error) { return benchRawSQL(ctx, url, o.n, o.workers) })
-	})
-	add("sqlite", "edgeindex/sqlite", "cycles/s", func() (result, error) {
-		dir, err := newDir()
-		if err != nil {
-			return result{}, err
-		}
-		return benchCycles(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), dir, o.n, o.workers, o.prefetch)
-	})
-	add("ingest", "ingest/batch", "items/s", func() (result, error) {
-		dir, err := newDir()
-		if err != nil {
-			return result{}, err
-		}
-		return onPG("ingest", func(url string) (result, error) { return benchIngest(ctx, url, dir, o.ingestBatches, items) })
-	})
-	add("ingest", "ingest/copy", "items/s", func() (result, error) {
-		return onPG("copy", func(url string) (result, error) { return benchCopy(ctx, url, o.ingestBatches, items) })
-	})
-	var edgeRun, baseRun pipelineRun
-	add("pipeline", "pipeline/edgeindex", "articles/s", func() (result, error) {
-		dir, err := newDir()
-		if err != nil {
-			return result{}, err
-		}
-		return onPG("pipeline", func(url string) (r result, err error) {
-			r, edgeRun, err = benchPipeline(ctx, url, dir, o.articles, o.rangeSize, o.pipeWorkers)
-			return r, err
-		})
-	})
-	add("pipeline", "pipeline/baseline", "articles/s", func() (result, error) {
-		return onPG("baseline", func(url string) (r result, err error) {
-			r, baseRun, err = benchBaseline(ctx, url, o.articles, o.rangeSize, o.pipeWorkers)
-			if err == nil && edgeRun.items != 0 && baseRun.items != edgeRun.items {
-				err = fmt.Errorf("baseline: %d items, the edgeindex pipeline %d: they do not do the same work", baseRun.items, edgeRun.items)
-			}
-			return r, err
-		})
-	})
-	if want["ingest"] {
-		fmt.Fprintf(out, "bench: ingest items: %d a batch, values of %d to %d B of JSON, %.0f B on average\n",
-			len(items), minItem, maxItem, float64(itemBytes)/float64(len(items)))
-	}
-
+	ms := s.measures(want)
 	rates := map[string][]float64{}
 	for run := 1; run <= o.count; run++ {
 		for _, m := range ms {
@@ -284,11 +164,181 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 			fmt.Fprintf(out, "%-20s %12.0f %-10s (%s in %s)%s\n", m.name, r.rate, m.unit, r.detail, r.elapsed.Round(time.Millisecond), tag)
 		}
 	}
+	report(out, ms, rates, o.count)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// wantPhases returns the phases -only names, or every phase.
+func wantPhases(only string) (map[string]bool, error) {
+	want := map[string]bool{}
+	if only == "" {
+		for _, p := range phases {
+			want[p] = true
+		}
+		return want, nil
+	}
+	for _, p := range strings.Split(only, ",") {
+		if !slices.Contains(phases, p) {
+			return nil, fmt.Errorf("-only: unknown phase %q (want some of %s)", p, strings.Join(phases, ","))
+		}
+		want[p] = true
+	}
+	return want, nil
+}
+
+// startProfiles starts the CPU and mutex profiles o asks for; the function
+// it returns, even with an error, writes and closes what was started.
+func startProfiles(o options) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, f := range slices.Backward(stops) {
+			f()
+		}
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			return stop, err
+		}
+		stops = append(stops, func() { f.Close() })
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return stop, err
+		}
+		stops = append(stops, pprof.StopCPUProfile)
+	}
+	if o.mutexprofile != "" {
+		f, err := os.Create(o.mutexprofile)
+		if err != nil {
+			return stop, err
+		}
+		stops = append(stops, func() { f.Close() })
+		runtime.SetMutexProfileFraction(1)
+		stops = append(stops, func() { pprof.Lookup("mutex").WriteTo(f, 0) })
+	}
+	return stop, nil
+}
+
+// session is what the measurements of one run share.
+type session struct {
+	ctx  context.Context
+	out  io.Writer
+	o    options
+	pg   *postgres
+	tmp  string
+	dirs int
+}
+
+// newDir makes a new directory under the run's temporary one.
+func (s *session) newDir() (string, error) {
+	s.dirs++
+	d := filepath.Join(s.tmp, fmt.Sprint(s.dirs))
+	return d, os.MkdirAll(d, 0o755)
+}
+
+// onPG runs f on a new schema of the server, after a checkpoint, sampling
+// what sessions wait on when -waits is set.
+func (s *session) onPG(name string, f func(url string) (result, error)) (result, error) {
+	url, drop, err := s.pg.schema(s.ctx, strings.NewReplacer("/", "_", "-", "_").Replace(name))
+	if err != nil {
+		return result{}, err
+	}
+	defer drop()
+	s.pg.quiesce(s.ctx)
+	var w *waitSampler
+	if s.o.waits {
+		w = startWaits(s.ctx, s.pg.base)
+	}
+	r, err := f(url)
+	if w != nil {
+		w.stop(s.out, name)
+	}
+	return r, err
+}
+
+// onPGDir is onPG with a new directory too.
+func (s *session) onPGDir(name string, f func(url, dir string) (result, error)) (result, error) {
+	dir, err := s.newDir()
+	if err != nil {
+		return result{}, err
+	}
+	return s.onPG(name, func(url string) (result, error) { return f(url, dir) })
+}
+
+// measure is one line of the comparison.
+type measure struct {
+	name, unit string
+	f          func() (result, error)
+}
+
+// measures lists the measurements of the phases in want, in order.
+func (s *session) measures(want map[string]bool) []measure {
+	ctx, o := s.ctx, s.o
+	var ms []measure
+	add := func(phase, name, unit string, f func() (result, error)) {
+		if want[phase] {
+			ms = append(ms, measure{name, unit, f})
+		}
+	}
+	add("river", "river", "jobs/s", func() (result, error) {
+		return s.onPG("river", func(url string) (result, error) { return benchRiver(ctx, url, o.n, o.workers, o.riverCooldown) })
+	})
+	add("edgeindex", "edgeindex/postgres", "cycles/s", func() (result, error) {
+		return s.onPGDir("edgeindex", func(url, dir string) (result, error) { return benchCycles(ctx, url, dir, o.n, o.workers, o.prefetch) })
+	})
+	add("rawsql", "rawsql", "cycles/s", func() (result, error) {
+		return s.onPG("rawsql", func(url string) (result, error) { return benchRawSQL(ctx, url, o.n, o.workers) })
+	})
+	add("sqlite", "edgeindex/sqlite", "cycles/s", func() (result, error) {
+		dir, err := s.newDir()
+		if err != nil {
+			return result{}, err
+		}
+		return benchCycles(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), dir, o.n, o.workers, o.prefetch)
+	})
+	var items []batch.Item
+	var minItem, maxItem, itemBytes int64
+	if want["ingest"] {
+		items, minItem, maxItem, itemBytes = ingestItems(o.batchItems)
+	}
+	add("ingest", "ingest/batch", "items/s", func() (result, error) {
+		return s.onPGDir("ingest", func(url, dir string) (result, error) { return benchIngest(ctx, url, dir, o.ingestBatches, items) })
+	})
+	add("ingest", "ingest/copy", "items/s", func() (result, error) {
+		return s.onPG("copy", func(url string) (result, error) { return benchCopy(ctx, url, o.ingestBatches, items) })
+	})
+	var edgeRun, baseRun pipelineRun
+	add("pipeline", "pipeline/edgeindex", "articles/s", func() (result, error) {
+		return s.onPGDir("pipeline", func(url, dir string) (r result, err error) {
+			r, edgeRun, err = benchPipeline(ctx, url, dir, o.articles, o.rangeSize, o.pipeWorkers)
+			return r, err
+		})
+	})
+	add("pipeline", "pipeline/baseline", "articles/s", func() (result, error) {
+		return s.onPG("baseline", func(url string) (r result, err error) {
+			r, baseRun, err = benchBaseline(ctx, url, o.articles, o.rangeSize, o.pipeWorkers)
+			if err == nil && edgeRun.items != 0 && baseRun.items != edgeRun.items {
+				err = fmt.Errorf("baseline: %d items, the edgeindex pipeline %d: they do not do the same work", baseRun.items, edgeRun.items)
+			}
+			return r, err
+		})
+	})
+	if want["ingest"] {
+		fmt.Fprintf(s.out, "bench: ingest items: %d a batch, values of %d to %d B of JSON, %.0f B on average\n",
+			len(items), minItem, maxItem, float64(itemBytes)/float64(len(items)))
+	}
+	return ms
+}
+
+// report prints the medians of count runs, and the ratios.
+func report(out io.Writer, ms []measure, rates map[string][]float64, count int) {
 	med := map[string]float64{}
-	if o.count > 1 {
+	if count > 1 {
 		for _, m := range ms {
 			med[m.name] = median(rates[m.name])
-			fmt.Fprintf(out, "%-20s %12.0f %-10s median of %d: %s\n", m.name, med[m.name], m.unit, o.count, fmtRates(rates[m.name]))
+			fmt.Fprintf(out, "%-20s %12.0f %-10s median of %d: %s\n", m.name, med[m.name], m.unit, count, fmtRates(rates[m.name]))
 		}
 	} else {
 		for k, v := range rates {
@@ -307,10 +357,6 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 			fmt.Fprintf(out, "RATIO %s = %.2f\n", r.label, a/b)
 		}
 	}
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return ctx.Err()
-	}
-	return nil
 }
 
 func median(v []float64) float64 {

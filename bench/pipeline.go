@@ -148,27 +148,12 @@ func benchBaseline(ctx context.Context, dbURL string, articles, rangeSize int64,
 				if i >= int64(len(ranges)) || ctx.Err() != nil {
 					return
 				}
-				rs := ranges[i]
-				r := lease.Range{ID: i + 1, Group: pipelineGroup, GroupID: 1, Lane: lease.LaneHistory, Start: rs.From, End: rs.To, Next: rs.From}
-				for _, span := range lease.Spans(rs.From, rs.To, grouplease.DefaultChunkSize) {
-					data, err := src.Fetch(ctx, pipelineGroup, span)
-					if err != nil {
-						errs <- err
-						return
-					}
-					out, err := col.HandleChunk(ctx, edge.Chunk{Range: r, From: span.From, To: span.To, Data: data})
-					if err != nil {
-						errs <- err
-						return
-					}
-					if len(out.Items) > 0 {
-						if err := copyItems(ctx, pool, 1, r.ID, span.From, span.To, out.Items); err != nil {
-							errs <- err
-							return
-						}
-					}
-					headers.Add(out.Headers)
-					items.Add(int64(len(out.Items)))
+				h, n, err := baselineRange(ctx, src, col, pool, i+1, ranges[i])
+				headers.Add(h)
+				items.Add(n)
+				if err != nil {
+					errs <- err
+					return
 				}
 			}
 		}()
@@ -192,4 +177,29 @@ func benchBaseline(ctx context.Context, dbURL string, articles, rangeSize int64,
 	return result{rate: float64(articles) / elapsed.Seconds(), elapsed: elapsed,
 			detail: fmt.Sprintf("%d articles, %d ranges, %d items, %d goroutines", articles, len(ranges), items.Load(), workers)},
 		pipelineRun{headers: headers.Load(), items: items.Load()}, nil
+}
+
+// baselineRange is the baseline's work on range id of articles rs: each
+// chunk fetched from src, collated by col and its items stored with one
+// COPY. It returns the headers read and the items stored.
+func baselineRange(ctx context.Context, src *spool.Synthetic, col *collate.Collator, pool *pgxpool.Pool, id int64, rs lease.Span) (headers, items int64, err error) {
+	r := lease.Range{ID: id, Group: pipelineGroup, GroupID: 1, Lane: lease.LaneHistory, Start: rs.From, End: rs.To, Next: rs.From}
+	for _, span := range lease.Spans(rs.From, rs.To, grouplease.DefaultChunkSize) {
+		data, err := src.Fetch(ctx, pipelineGroup, span)
+		if err != nil {
+			return headers, items, err
+		}
+		out, err := col.HandleChunk(ctx, edge.Chunk{Range: r, From: span.From, To: span.To, Data: data})
+		if err != nil {
+			return headers, items, err
+		}
+		if len(out.Items) > 0 {
+			if err := copyItems(ctx, pool, 1, r.ID, span.From, span.To, out.Items); err != nil {
+				return headers, items, err
+			}
+		}
+		headers += out.Headers
+		items += int64(len(out.Items))
+	}
+	return headers, items, nil
 }
