@@ -100,32 +100,7 @@ func Generate(n int, newsgroups string) []Article {
 
 	// A few posters upload at once, each its own release, so parts of
 	// different binaries interleave.
-	type upload struct {
-		poster   string
-		release  string
-		files    []string // file names; the first is the .nfo
-		parts    []int    // parts per file
-		file     int      // current file
-		part     int      // next part, from 1
-		style    int
-		sizeMB   float64
-		finished bool
-	}
-	newUpload := func(k int) *upload {
-		show := shows[k%len(shows)]
-		rel := fmt.Sprintf("%s.S%02dE%02d", show, 1+k%3, 1+k%12)
-		u := &upload{poster: posters[k%len(posters)], release: rel, style: k % 4, sizeMB: 50 + float64(k%7)*12.5}
-		u.files = append(u.files, rel+".nfo")
-		u.parts = append(u.parts, 1)
-		for i := 1; i <= 2+k%3; i++ {
-			u.files = append(u.files, fmt.Sprintf("%s.part%02d.rar", rel, i))
-			u.parts = append(u.parts, 5+rng.IntN(36))
-		}
-		u.files = append(u.files, rel+".par2")
-		u.parts = append(u.parts, 1)
-		u.part = 1
-		return u
-	}
+	newUpload := func(k int) *upload { return startUpload(k, rng) }
 	active := []*upload{newUpload(0), newUpload(1), newUpload(2)}
 	nextUpload := 3
 
@@ -147,19 +122,9 @@ func Generate(n int, newsgroups string) []Article {
 		}
 		slot := rng.IntN(len(active))
 		u := active[slot]
-		total := len(u.files)
 		name := u.files[u.file]
 		parts := u.parts[u.file]
-		switch u.style {
-		case 0:
-			a.Subject = fmt.Sprintf(`"%s" yEnc (%d/%d)`, name, u.part, parts)
-		case 1:
-			a.Subject = fmt.Sprintf(`[%02d/%02d] - "%s" yEnc (%d/%d)`, u.file+1, total, name, u.part, parts)
-		case 2:
-			a.Subject = fmt.Sprintf(`%s [%d/%d] - "%s" yEnc (%d/%d)`, u.release, u.file+1, total, name, u.part, parts)
-		default:
-			a.Subject = fmt.Sprintf(`(%s) [%02d/%02d] - "%s" %.1f MB yEnc (%d/%d)`, strings.ReplaceAll(u.release, ".", " "), u.file+1, total, name, u.sizeMB, u.part, parts)
-		}
+		a.Subject = u.subject()
 		a.From = u.poster
 		a.Extra = []Header{{"X-Newsposter", "inntest yEnc poster"}}
 		a.Body = yencBody(name, u.part, parts, len(arts)%25 == 7, rng)
@@ -175,6 +140,50 @@ func Generate(n int, newsgroups string) []Article {
 		}
 	}
 	return arts
+}
+
+// upload is a poster's release being posted: its files, each in parts.
+type upload struct {
+	poster   string
+	release  string
+	files    []string // file names; the first is the .nfo
+	parts    []int    // parts per file
+	file     int      // current file
+	part     int      // next part, from 1
+	style    int
+	sizeMB   float64
+	finished bool
+}
+
+// startUpload is the k-th upload of a Generate call.
+func startUpload(k int, rng *mrand.Rand) *upload {
+	show := shows[k%len(shows)]
+	rel := fmt.Sprintf("%s.S%02dE%02d", show, 1+k%3, 1+k%12)
+	u := &upload{poster: posters[k%len(posters)], release: rel, style: k % 4, sizeMB: 50 + float64(k%7)*12.5}
+	u.files = append(u.files, rel+".nfo")
+	u.parts = append(u.parts, 1)
+	for i := 1; i <= 2+k%3; i++ {
+		u.files = append(u.files, fmt.Sprintf("%s.part%02d.rar", rel, i))
+		u.parts = append(u.parts, 5+rng.IntN(36))
+	}
+	u.files = append(u.files, rel+".par2")
+	u.parts = append(u.parts, 1)
+	u.part = 1
+	return u
+}
+
+// subject is the subject of u's next part, in u's style.
+func (u *upload) subject() string {
+	total, name, parts := len(u.files), u.files[u.file], u.parts[u.file]
+	switch u.style {
+	case 0:
+		return fmt.Sprintf(`"%s" yEnc (%d/%d)`, name, u.part, parts)
+	case 1:
+		return fmt.Sprintf(`[%02d/%02d] - "%s" yEnc (%d/%d)`, u.file+1, total, name, u.part, parts)
+	case 2:
+		return fmt.Sprintf(`%s [%d/%d] - "%s" yEnc (%d/%d)`, u.release, u.file+1, total, name, u.part, parts)
+	}
+	return fmt.Sprintf(`(%s) [%02d/%02d] - "%s" %.1f MB yEnc (%d/%d)`, strings.ReplaceAll(u.release, ".", " "), u.file+1, total, name, u.sizeMB, u.part, parts)
 }
 
 // textBody is a short text body; every third has lines that start with a
