@@ -390,30 +390,12 @@ func (ss *session) command(line string) bool {
 	cfg := s.cfg
 	s.mu.Unlock()
 
-	switch verb {
-	case "QUIT":
+	if verb == "QUIT" {
 		ss.reply(205, "bye")
 		return false
-	case "CAPABILITIES", "MODE READER", "STARTTLS", "AUTHINFO":
-	default:
-		if cfg.AuthFirst && !ss.authed {
-			ss.reply(480, "authentication required")
-			return true
-		}
 	}
-	switch verb {
-	case "AUTHINFO", "GROUP", "OVER", "XOVER":
-		if cfg.RequireTLS && !ss.tls {
-			ss.reply(483, "encryption required")
-			return true
-		}
-	}
-	switch verb {
-	case "GROUP", "OVER", "XOVER":
-		if cfg.ModeReader && !ss.reader {
-			ss.reply(502, "transit service only; use MODE READER")
-			return true
-		}
+	if ss.refused(cfg, verb) {
+		return true
 	}
 	switch verb {
 	case "CAPABILITIES":
@@ -422,21 +404,7 @@ func (ss *session) command(line string) bool {
 		ss.reader = true
 		ss.reply(201, "reading allowed, posting prohibited")
 	case "STARTTLS":
-		if !cfg.StartTLS || ss.tls {
-			ss.reply(502, "STARTTLS not available")
-			return true
-		}
-		ss.reply(382, "continue with TLS negotiation")
-		if ss.w.Flush() != nil {
-			return false
-		}
-		tc := tls.Server(ss.raw, ss.s.tls)
-		if tc.Handshake() != nil {
-			return false
-		}
-		ss.tls = true
-		ss.r, ss.w = bufio.NewReader(tc), bufio.NewWriterSize(tc, 64<<10)
-		ss.authed, ss.group = false, nil
+		return ss.startTLS(cfg)
 	case "AUTHINFO":
 		ss.authinfo(cfg, f)
 	case "XFEATURE":
@@ -447,23 +415,7 @@ func (ss *session) command(line string) bool {
 			ss.reply(500, "unknown feature")
 		}
 	case "GROUP":
-		if len(f) != 2 {
-			ss.reply(501, "GROUP name")
-			return true
-		}
-		g := s.group(f[1])
-		if g == nil {
-			ss.reply(411, "no such newsgroup")
-			return true
-		}
-		ss.group = g
-		if g.reply != "" {
-			ss.reply(211, g.reply)
-		} else if k := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] >= 0 }); k == len(g.nums) {
-			ss.reply(211, "0 0 0 "+g.name)
-		} else {
-			ss.reply(211, fmt.Sprintf("%d %d %d %s", len(g.nums)-k, g.nums[k], g.nums[len(g.nums)-1], g.name))
-		}
+		ss.selectGroup(f)
 	case "OVER", "XOVER":
 		if verb == "OVER" && cfg.NoOver {
 			ss.reply(500, "unknown command")
@@ -474,6 +426,65 @@ func (ss *session) command(line string) bool {
 		ss.reply(500, "unknown command")
 	}
 	return true
+}
+
+// refused answers a command the session may not give yet: before
+// authentication (AuthFirst), without TLS (RequireTLS), or before MODE
+// READER (ModeReader). It reports whether it answered.
+func (ss *session) refused(cfg Config, verb string) bool {
+	switch {
+	case cfg.AuthFirst && !ss.authed && !slices.Contains([]string{"CAPABILITIES", "MODE READER", "STARTTLS", "AUTHINFO"}, verb):
+		ss.reply(480, "authentication required")
+	case cfg.RequireTLS && !ss.tls && slices.Contains([]string{"AUTHINFO", "GROUP", "OVER", "XOVER"}, verb):
+		ss.reply(483, "encryption required")
+	case cfg.ModeReader && !ss.reader && slices.Contains([]string{"GROUP", "OVER", "XOVER"}, verb):
+		ss.reply(502, "transit service only; use MODE READER")
+	default:
+		return false
+	}
+	return true
+}
+
+// startTLS answers STARTTLS and makes the session's connection TLS; false
+// ends the session.
+func (ss *session) startTLS(cfg Config) bool {
+	if !cfg.StartTLS || ss.tls {
+		ss.reply(502, "STARTTLS not available")
+		return true
+	}
+	ss.reply(382, "continue with TLS negotiation")
+	if ss.w.Flush() != nil {
+		return false
+	}
+	tc := tls.Server(ss.raw, ss.s.tls)
+	if tc.Handshake() != nil {
+		return false
+	}
+	ss.tls = true
+	ss.r, ss.w = bufio.NewReader(tc), bufio.NewWriterSize(tc, 64<<10)
+	ss.authed, ss.group = false, nil
+	return true
+}
+
+// selectGroup answers GROUP.
+func (ss *session) selectGroup(f []string) {
+	if len(f) != 2 {
+		ss.reply(501, "GROUP name")
+		return
+	}
+	g := ss.s.group(f[1])
+	if g == nil {
+		ss.reply(411, "no such newsgroup")
+		return
+	}
+	ss.group = g
+	if g.reply != "" {
+		ss.reply(211, g.reply)
+	} else if k := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] >= 0 }); k == len(g.nums) {
+		ss.reply(211, "0 0 0 "+g.name)
+	} else {
+		ss.reply(211, fmt.Sprintf("%d %d %d %s", len(g.nums)-k, g.nums[k], g.nums[len(g.nums)-1], g.name))
+	}
 }
 
 func (ss *session) capabilities(cfg Config) {
@@ -585,52 +596,9 @@ func (ss *session) over(cfg Config, f []string) bool {
 		text += " [COMPRESS=GZIP]"
 	}
 	ss.reply(224, text)
-	var body io.Writer = ss.w
-	var zw io.WriteCloser
-	if ss.compress {
-		if cfg.Gzip {
-			zw = gzip.NewWriter(ss.w)
-		} else {
-			zw = zlib.NewWriter(ss.w)
-		}
-		body = zw
-	}
-	flush := func() error {
-		if f, ok := zw.(interface{ Flush() error }); ok && zw != nil {
-			if err := f.Flush(); err != nil {
-				return err
-			}
-		}
-		return ss.w.Flush()
-	}
-	sent := 0
-	send := func(l []byte) bool {
-		if cfg.LineDelay > 0 {
-			if flush() != nil {
-				return false
-			}
-			t := time.NewTimer(cfg.LineDelay)
-			select {
-			case <-t.C:
-			case <-ss.s.done:
-				t.Stop()
-				return false
-			}
-		}
-		if cfg.CloseAfter > 0 && sent >= cfg.CloseAfter {
-			flush()
-			return false
-		}
-		if len(l) > 0 && l[0] == '.' {
-			body.Write(dot)
-		}
-		body.Write(l)
-		_, err := body.Write(crlf)
-		sent++
-		return err == nil
-	}
+	ow := ss.newOverWriter(cfg)
 	for _, l := range lines {
-		if !send(l) {
+		if !ow.send(l) {
 			return false
 		}
 	}
@@ -645,23 +613,90 @@ func (ss *session) over(cfg Config, f []string) bool {
 				return false
 			default:
 			}
-			if !send(Line("endless", n)) {
+			if !ow.send(Line("endless", n)) {
 				return false
 			}
 		}
 	}
-	if zw != nil {
-		if !cfg.TerminatorOutside {
-			body.Write([]byte(".\r\n"))
+	return ow.end()
+}
+
+// overWriter writes an overview answer's lines, dot-stuffed, through the
+// compression the session turned on, as Config asks: a delay before each
+// line, a cut after CloseAfter lines, the terminator inside the compressed
+// stream or after it.
+type overWriter struct {
+	ss   *session
+	cfg  Config
+	body io.Writer
+	zw   io.WriteCloser // nil: no compression
+	sent int
+}
+
+func (ss *session) newOverWriter(cfg Config) *overWriter {
+	ow := &overWriter{ss: ss, cfg: cfg, body: ss.w}
+	if ss.compress {
+		if cfg.Gzip {
+			ow.zw = gzip.NewWriter(ss.w)
+		} else {
+			ow.zw = zlib.NewWriter(ss.w)
 		}
-		if zw.Close() != nil {
+		ow.body = ow.zw
+	}
+	return ow
+}
+
+func (ow *overWriter) flush() error {
+	if f, ok := ow.zw.(interface{ Flush() error }); ok && ow.zw != nil {
+		if err := f.Flush(); err != nil {
+			return err
+		}
+	}
+	return ow.ss.w.Flush()
+}
+
+// send writes one line; false ends the session.
+func (ow *overWriter) send(l []byte) bool {
+	if ow.cfg.LineDelay > 0 {
+		if ow.flush() != nil {
 			return false
 		}
-		if cfg.TerminatorOutside {
-			ss.w.WriteString(".\r\n")
+		t := time.NewTimer(ow.cfg.LineDelay)
+		select {
+		case <-t.C:
+		case <-ow.ss.s.done:
+			t.Stop()
+			return false
 		}
-	} else {
-		ss.w.WriteString(".\r\n")
+	}
+	if ow.cfg.CloseAfter > 0 && ow.sent >= ow.cfg.CloseAfter {
+		ow.flush()
+		return false
+	}
+	if len(l) > 0 && l[0] == '.' {
+		ow.body.Write(dot)
+	}
+	ow.body.Write(l)
+	_, err := ow.body.Write(crlf)
+	ow.sent++
+	return err == nil
+}
+
+// end writes the terminator and ends the compressed stream; false ends the
+// session.
+func (ow *overWriter) end() bool {
+	if ow.zw == nil {
+		ow.ss.w.WriteString(".\r\n")
+		return true
+	}
+	if !ow.cfg.TerminatorOutside {
+		ow.body.Write([]byte(".\r\n"))
+	}
+	if ow.zw.Close() != nil {
+		return false
+	}
+	if ow.cfg.TerminatorOutside {
+		ow.ss.w.WriteString(".\r\n")
 	}
 	return true
 }
