@@ -14,46 +14,29 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
-// fakeClock is a clock the test moves; After registers a waiter and tells
-// the test through waiting.
+// fakeClock is a clock.Manual that tells the test through waiting each
+// time the code under test waits on it.
 type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []fakeWaiter
+	*clock.Manual
 	waiting chan struct{}
 }
 
-type fakeWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), waiting: make(chan struct{}, 100)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
+	return &fakeClock{Manual: clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), waiting: make(chan struct{}, 100)}
 }
 
 func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
+	ch := c.Manual.After(d)
+	if d > 0 {
+		c.waiting <- struct{}{}
 	}
-	c.waiters = append(c.waiters, fakeWaiter{at: c.now.Add(d), ch: ch})
-	c.waiting <- struct{}{}
 	return ch
 }
 
@@ -65,18 +48,7 @@ func (c *fakeClock) Advance(t *testing.T, d time.Duration) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream never waited on the clock")
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if !w.at.After(c.now) {
-			w.ch <- c.now
-		} else {
-			kept = append(kept, w)
-		}
-	}
-	c.waiters = kept
+	c.Manual.Advance(d)
 }
 
 // streamEnv is a spool and corpus in a temp dir with one range 1..50 of
