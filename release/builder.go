@@ -148,15 +148,35 @@ func (b *Builder) Run(ctx context.Context) error {
 }
 
 // Pass consumes pages until the feed has nothing new, and returns how many
-// items it consumed. A page another builder consumed first is skipped (the
-// cursor is read again), not an error.
+// items it consumed. It reads and decodes the next page while the store
+// applies the current one (two goroutines at most), so reading, decoding
+// and writing overlap. A page another builder consumed first is skipped
+// (the cursor is read again), not an error.
 func (b *Builder) Pass(ctx context.Context) (int64, error) {
 	var total int64
+	cur, err := b.cfg.Store.ReleaseCursor(ctx, b.cfg.Consumer)
+	if err != nil {
+		return 0, fmt.Errorf("release builder: %w", err)
+	}
+	next := b.prefetch(ctx, cur.After)
 	for {
-		n, moved, err := b.step(ctx)
+		p := next.wait()
+		if p.err != nil || p.items == 0 {
+			return total, p.err
+		}
+		next = b.prefetch(ctx, p.u.Next) // read on while this page is written
+		n, moved, err := b.apply(ctx, p)
 		total += int64(n)
-		if err != nil || (n == 0 && !moved) {
+		if err != nil {
+			next.wait()
 			return total, err
+		}
+		if moved {
+			next.wait()
+			if cur, err = b.cfg.Store.ReleaseCursor(ctx, b.cfg.Consumer); err != nil {
+				return total, fmt.Errorf("release builder: %w", err)
+			}
+			next = b.prefetch(ctx, cur.After)
 		}
 	}
 }
@@ -165,25 +185,64 @@ func (b *Builder) Pass(ctx context.Context) (int64, error) {
 // 0 when there is nothing new, or when another builder consumed the page
 // first (then the next Step reads on from where that one left off).
 func (b *Builder) Step(ctx context.Context) (int, error) {
-	n, _, err := b.step(ctx)
+	cur, err := b.cfg.Store.ReleaseCursor(ctx, b.cfg.Consumer)
+	if err != nil {
+		return 0, fmt.Errorf("release builder: %w", err)
+	}
+	p := b.read(ctx, cur.After)
+	if p.err != nil || p.items == 0 {
+		return 0, p.err
+	}
+	n, _, err := b.apply(ctx, p)
 	return n, err
 }
 
-// step is Step; moved reports a page another builder consumed first.
-func (b *Builder) step(ctx context.Context) (n int, moved bool, err error) {
-	cur, err := b.cfg.Store.ReleaseCursor(ctx, b.cfg.Consumer)
+// page is a page of the feed made an Update.
+type page struct {
+	u       Update
+	items   int // 0: nothing new
+	skipped int
+	err     error
+}
+
+// pending is a page being read.
+type pending struct {
+	done chan struct{}
+	p    page
+}
+
+func (q *pending) wait() page {
+	<-q.done
+	return q.p
+}
+
+// prefetch reads the page after the cursor after in a goroutine.
+func (b *Builder) prefetch(ctx context.Context, after string) *pending {
+	q := &pending{done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		q.p = b.read(ctx, after)
+	}()
+	return q
+}
+
+// read reads the page after the cursor after and makes it an Update.
+func (b *Builder) read(ctx context.Context, after string) page {
+	res, err := b.cfg.Feed.Results(ctx, batch.Query{Group: b.cfg.Group, After: after, Limit: b.cfg.PageSize})
 	if err != nil {
-		return 0, false, fmt.Errorf("release builder: %w", err)
+		return page{err: fmt.Errorf("release builder: feed: %w", err)}
 	}
-	page, err := b.cfg.Feed.Results(ctx, batch.Query{Group: b.cfg.Group, After: cur.After, Limit: b.cfg.PageSize})
-	if err != nil {
-		return 0, false, fmt.Errorf("release builder: feed: %w", err)
+	if len(res.Results) == 0 {
+		return page{}
 	}
-	if len(page.Results) == 0 {
-		return 0, false, nil
-	}
-	u, skipped := b.update(cur.After, page)
-	applied, err := b.cfg.Store.PutReleases(ctx, u)
+	u, skipped := b.update(after, res)
+	return page{u: u, items: len(res.Results), skipped: skipped}
+}
+
+// apply has the store apply a page; moved reports a page another builder
+// consumed first.
+func (b *Builder) apply(ctx context.Context, p page) (n int, moved bool, err error) {
+	applied, err := b.cfg.Store.PutReleases(ctx, p.u)
 	if errors.Is(err, ErrCursorMoved) {
 		b.mu.Lock()
 		b.stats.Conflict++
@@ -195,8 +254,8 @@ func (b *Builder) step(ctx context.Context) (n int, moved bool, err error) {
 	}
 	b.mu.Lock()
 	b.stats.Pages++
-	b.stats.Items += int64(u.Items)
-	b.stats.Skipped += int64(skipped)
+	b.stats.Items += int64(p.u.Items)
+	b.stats.Skipped += int64(p.skipped)
 	b.stats.Files += int64(applied.Files)
 	b.stats.Created += int64(applied.Created)
 	b.stats.Changed += int64(applied.Changed)
@@ -204,7 +263,7 @@ func (b *Builder) step(ctx context.Context) (n int, moved bool, err error) {
 	if applied.Created > 0 {
 		b.cfg.Logger.Debug("releases", "created", applied.Created, "changed", applied.Changed, "files", applied.Files)
 	}
-	return u.Items, false, nil
+	return p.u.Items, false, nil
 }
 
 // update turns a page of the feed into an Update: items decoded as

@@ -19,7 +19,7 @@ import (
 // always encoding/json's.
 func DecodeBinary(data []byte, b *collate.Binary) error {
 	fast := *b // json.Unmarshal keeps the fields the JSON does not name
-	if err := (&decoder{data: data}).binary(&fast); err == nil {
+	if err := (&decoder{data: data, arena: make([]byte, 0, len(data))}).binary(&fast); err == nil {
 		*b = fast
 		return nil
 	}
@@ -34,7 +34,18 @@ type decoder struct {
 	data []byte
 	i    int
 	buf  []byte // scratch for strings with escapes
+	// arena collects every string read, unescaped (a Collator's
+	// message-ids have escapes: Go writes "<" as \u003c); it is made one
+	// string at the end and the strings are cut from it, so a Binary's
+	// strings cost one allocation, not one a part.
+	arena []byte
 }
+
+// text is a string read: a span of the arena.
+type text struct{ lo, hi int }
+
+// resolve returns t's string, given the arena as a string.
+func (t text) resolve(arena string) string { return arena[t.lo:t.hi] }
 
 func (d *decoder) space() {
 	for d.i < len(d.data) {
@@ -76,7 +87,7 @@ func (d *decoder) object(field func(key []byte) error) error {
 		return nil
 	}
 	for {
-		key, err := d.rawString()
+		key, _, err := d.rawString()
 		if err != nil {
 			return err
 		}
@@ -99,18 +110,22 @@ func (d *decoder) object(field func(key []byte) error) error {
 }
 
 func (d *decoder) binary(b *collate.Binary) error {
+	var strs [5]text // subject, name, poster, group, date
+	var set [5]bool
+	var ids []text // the parts' message-ids
 	err := d.object(func(key []byte) (err error) {
+		f := -1
 		switch string(key) {
 		case "subject":
-			b.Subject, err = d.string()
+			f = 0
 		case "name":
-			b.Name, err = d.string()
+			f = 1
 		case "poster":
-			b.Poster, err = d.string()
+			f = 2
 		case "group":
-			b.Group, err = d.string()
+			f = 3
 		case "date":
-			b.Date, err = d.string()
+			f = 4
 		case "total":
 			var n int64
 			n, err = d.int(32)
@@ -118,9 +133,13 @@ func (d *decoder) binary(b *collate.Binary) error {
 		case "complete":
 			b.Complete, err = d.bool()
 		case "parts":
-			b.Parts, err = d.parts()
+			b.Parts, ids, err = d.parts()
 		default:
 			return errSlow // encoding/json matches names without case, and skips others
+		}
+		if f >= 0 {
+			strs[f], err = d.text()
+			set[f] = true
 		}
 		return err
 	})
@@ -131,20 +150,32 @@ func (d *decoder) binary(b *collate.Binary) error {
 	if d.i != len(d.data) {
 		return errSlow
 	}
+	arena := string(d.arena)
+	for f, dst := range [5]*string{&b.Subject, &b.Name, &b.Poster, &b.Group, &b.Date} {
+		if set[f] {
+			*dst = strs[f].resolve(arena)
+		}
+	}
+	for i, t := range ids {
+		b.Parts[i].MessageID = t.resolve(arena)
+	}
 	return nil
 }
 
-func (d *decoder) parts() ([]collate.Part, error) {
+func (d *decoder) parts() ([]collate.Part, []text, error) {
 	if err := d.byte('['); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	parts := make([]collate.Part, 0, 64)
+	ids := make([]text, 0, 64)
 	if d.peek() == ']' {
 		d.i++
-		return parts, nil
+		return parts, ids, nil
 	}
 	for {
 		var p collate.Part
+		var id text
+		hasID := false
 		err := d.object(func(key []byte) (err error) {
 			var n int64
 			switch string(key) {
@@ -154,7 +185,8 @@ func (d *decoder) parts() ([]collate.Part, error) {
 			case "article":
 				p.Article, err = d.int(64)
 			case "messageId":
-				p.MessageID, err = d.string()
+				id, err = d.text()
+				hasID = true
 			case "bytes":
 				p.Bytes, err = d.int(64)
 			default:
@@ -163,17 +195,21 @@ func (d *decoder) parts() ([]collate.Part, error) {
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if !hasID {
+			id = text{} // "": as json.Unmarshal leaves it
 		}
 		parts = append(parts, p)
+		ids = append(ids, id)
 		switch d.peek() {
 		case ',':
 			d.i++
 		case ']':
 			d.i++
-			return parts, nil
+			return parts, ids, nil
 		default:
-			return nil, errSlow
+			return nil, nil, errSlow
 		}
 	}
 }
@@ -222,17 +258,23 @@ func (d *decoder) bool() (bool, error) {
 	return false, errSlow
 }
 
-func (d *decoder) string() (string, error) {
-	b, err := d.rawString()
-	return string(b), err
+// text reads a string into the arena.
+func (d *decoder) text() (text, error) {
+	b, _, err := d.rawString()
+	if err != nil {
+		return text{}, err
+	}
+	lo := len(d.arena)
+	d.arena = append(d.arena, b...)
+	return text{lo: lo, hi: len(d.arena)}, nil
 }
 
-// rawString reads a string: its bytes, or the scratch buffer when it has
-// escapes. Only valid UTF-8 and escapes of one rune (no surrogates) take
-// the fast path.
-func (d *decoder) rawString() ([]byte, error) {
+// rawString reads a string: its bytes in data (plain), or in the scratch
+// buffer when it has escapes. Only valid UTF-8 and escapes of one rune (no
+// surrogates) take the fast path.
+func (d *decoder) rawString() (b []byte, plain bool, err error) {
 	if err := d.byte('"'); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	start := d.i
 	for d.i < len(d.data) {
@@ -242,25 +284,35 @@ func (d *decoder) rawString() ([]byte, error) {
 			s := d.data[start:d.i]
 			d.i++
 			if !utf8.Valid(s) {
-				return nil, errSlow
+				return nil, false, errSlow
 			}
-			return s, nil
+			return s, true, nil
 		case c == '\\':
-			return d.escaped(start)
+			b, err := d.escaped(start)
+			return b, false, err
 		case c < 0x20:
-			return nil, errSlow
+			return nil, false, errSlow
 		}
 		d.i++
 	}
-	return nil, errSlow
+	return nil, false, errSlow
 }
 
 // escaped reads the rest of a string from its first backslash at d.i.
 func (d *decoder) escaped(start int) ([]byte, error) {
 	buf := append(d.buf[:0], d.data[start:d.i]...)
 	for d.i < len(d.data) {
-		c := d.data[d.i]
-		switch {
+		// A run of bytes that stand for themselves.
+		j := d.i
+		for j < len(d.data) && d.data[j] != '"' && d.data[j] != '\\' && d.data[j] >= 0x20 {
+			j++
+		}
+		buf = append(buf, d.data[d.i:j]...)
+		d.i = j
+		if j == len(d.data) {
+			break
+		}
+		switch c := d.data[j]; {
 		case c == '"':
 			d.i++
 			d.buf = buf
@@ -270,10 +322,6 @@ func (d *decoder) escaped(start int) ([]byte, error) {
 			return buf, nil
 		case c < 0x20:
 			return nil, errSlow
-		case c != '\\':
-			buf = append(buf, c)
-			d.i++
-			continue
 		}
 		if d.i+1 >= len(d.data) {
 			return nil, errSlow
@@ -294,18 +342,37 @@ func (d *decoder) escaped(start int) ([]byte, error) {
 		case 't':
 			buf = append(buf, '\t')
 		case 'u':
-			if d.i+4 > len(d.data) {
-				return nil, errSlow
-			}
-			r, err := strconv.ParseUint(string(d.data[d.i:d.i+4]), 16, 32)
-			if err != nil || (r >= 0xD800 && r <= 0xDFFF) {
+			r, ok := hex4(d.data[d.i:])
+			if !ok || (r >= 0xD800 && r <= 0xDFFF) {
 				return nil, errSlow
 			}
 			d.i += 4
-			buf = utf8.AppendRune(buf, rune(r))
+			buf = utf8.AppendRune(buf, r)
 		default:
 			return nil, errSlow
 		}
 	}
 	return nil, errSlow
+}
+
+// hex4 reads four hex digits.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }
