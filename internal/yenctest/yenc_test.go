@@ -21,6 +21,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	for _, data := range [][]byte{nil, {0}, []byte("hello"), every, randomBytes(rng, 100_000)} {
 		for _, partSize := range []int{1, 7, 1000, 1 << 20} {
+			if partSize == 1 && len(data) > 10_000 {
+				continue // a hundred thousand parts of a byte prove nothing more
+			}
 			parts := yenctest.Encode("file name.bin", data, partSize, 0)
 			var bodies [][]byte
 			for _, p := range parts {
