@@ -312,49 +312,103 @@ func (s *Store) releaseCandidates(ctx context.Context, tx *sqlx.Tx, need release
 	return out, nil
 }
 
+// releaseWriteCols are the columns writeReleases writes, id aside.
+const releaseWriteCols = `set_key, name, poster, group_names, posted_us, last_us, files_seen, files_complete, files_expected,
+	parts_seen, parts_expected, bytes, complete, updated_us`
+
+// releaseArgs appends r's values for releaseWriteCols.
+func releaseArgs(args []any, r release.Release) ([]any, error) {
+	gs, err := json.Marshal(nonNil(r.Groups))
+	if err != nil {
+		return nil, err
+	}
+	return append(args, r.Key, r.Name, r.Poster, string(gs), r.Posted.UnixMicro(), r.Last.UnixMicro(), r.FilesSeen,
+		r.FilesComplete, r.FilesExpected, r.PartsSeen, r.PartsExpected, r.Bytes, r.Complete, r.Updated.UnixMicro()), nil
+}
+
+// rowsOf returns n rows of k placeholders for a VALUES list.
+func rowsOf(n, k int) string {
+	return strings.TrimSuffix(strings.Repeat("("+placeholders(k)+"),", n), ",")
+}
+
 // writeReleases creates the new releases and updates the changed ones,
-// with their groups. It returns the id of each new release by its
-// placeholder id.
+// with their groups, in multi-row statements (an upsert updates the
+// changed ones, in both dialects). It returns the id of each new release
+// by its placeholder id.
 func (s *Store) writeReleases(ctx context.Context, tx *sqlx.Tx, ch release.Changes) (map[int64]int64, error) {
+	const perStmt = 250 // 15 parameters a row, well under both dialects' limits
 	ids := make(map[int64]int64, len(ch.New))
-	var groups []any // group_name, release_id pairs
+	// New releases of one page differ in key or in posting date by more
+	// than the window, so (key, posted) names each one in RETURNING.
+	type newKey struct {
+		key    string
+		posted int64
+	}
+	temp := make(map[newKey]int64, len(ch.New))
 	for _, r := range ch.New {
-		gs, err := json.Marshal(nonNil(r.Groups))
+		temp[newKey{r.Key, r.Posted.UnixMicro()}] = r.ID
+	}
+	if len(temp) != len(ch.New) {
+		return nil, fmt.Errorf("two new releases with one key and one date")
+	}
+	var groups []any // group_name, release_id pairs
+	for part := range slices.Chunk(ch.New, perStmt) {
+		args := make([]any, 0, 14*len(part))
+		for _, r := range part {
+			var err error
+			if args, err = releaseArgs(args, r); err != nil {
+				return nil, err
+			}
+		}
+		rows, err := tx.QueryContext(ctx, s.bind("INSERT INTO releases ("+releaseWriteCols+") VALUES "+rowsOf(len(part), 14)+
+			" RETURNING id, set_key, posted_us"), args...)
 		if err != nil {
 			return nil, err
 		}
-		var id int64
-		if err := tx.GetContext(ctx, &id, s.q(`INSERT INTO releases (set_key, name, poster, group_names, posted_us, last_us,
-			files_seen, files_complete, files_expected, parts_seen, parts_expected, bytes, complete, updated_us)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
-			r.Key, r.Name, r.Poster, string(gs), r.Posted.UnixMicro(), r.Last.UnixMicro(), r.FilesSeen, r.FilesComplete,
-			r.FilesExpected, r.PartsSeen, r.PartsExpected, r.Bytes, r.Complete, r.Updated.UnixMicro()); err != nil {
-			return nil, err
+		for rows.Next() {
+			var k newKey
+			var id int64
+			if err := rows.Scan(&id, &k.key, &k.posted); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			ids[temp[k]] = id
 		}
-		ids[r.ID] = id
-		for _, g := range r.Groups {
-			groups = append(groups, g, id)
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
 		}
 	}
-	for _, r := range ch.Changed {
-		gs, err := json.Marshal(nonNil(r.Groups))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := tx.ExecContext(ctx, s.q(`UPDATE releases SET group_names = ?, posted_us = ?, last_us = ?, files_seen = ?,
-			files_complete = ?, files_expected = ?, parts_seen = ?, parts_expected = ?, bytes = ?, complete = ?, updated_us = ?
-			WHERE id = ?`),
-			string(gs), r.Posted.UnixMicro(), r.Last.UnixMicro(), r.FilesSeen, r.FilesComplete, r.FilesExpected,
-			r.PartsSeen, r.PartsExpected, r.Bytes, r.Complete, r.Updated.UnixMicro(), r.ID); err != nil {
-			return nil, err
+	for _, r := range ch.New {
+		if ids[r.ID] == 0 {
+			return nil, fmt.Errorf("new release %q: no id returned", r.Name)
 		}
 		for _, g := range r.Groups {
-			groups = append(groups, g, r.ID)
+			groups = append(groups, g, ids[r.ID])
+		}
+	}
+	for part := range slices.Chunk(ch.Changed, perStmt) {
+		args := make([]any, 0, 15*len(part))
+		for _, r := range part {
+			args = append(args, r.ID)
+			var err error
+			if args, err = releaseArgs(args, r); err != nil {
+				return nil, err
+			}
+			for _, g := range r.Groups {
+				groups = append(groups, g, r.ID)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO releases (id, "+releaseWriteCols+") VALUES "+rowsOf(len(part), 15)+
+			` ON CONFLICT (id) DO UPDATE SET group_names = excluded.group_names, posted_us = excluded.posted_us,
+			last_us = excluded.last_us, files_seen = excluded.files_seen, files_complete = excluded.files_complete,
+			files_expected = excluded.files_expected, parts_seen = excluded.parts_seen, parts_expected = excluded.parts_expected,
+			bytes = excluded.bytes, complete = excluded.complete, updated_us = excluded.updated_us`), args...); err != nil {
+			return nil, err
 		}
 	}
 	for part := range slices.Chunk(groups, 2*inChunk) {
-		values := strings.TrimSuffix(strings.Repeat("(?,?),", len(part)/2), ",")
-		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO release_groups (group_name, release_id) VALUES "+values+
+		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO release_groups (group_name, release_id) VALUES "+rowsOf(len(part)/2, 2)+
 			" ON CONFLICT DO NOTHING"), part...); err != nil {
 			return nil, err
 		}
@@ -362,10 +416,10 @@ func (s *Store) writeReleases(ctx context.Context, tx *sqlx.Tx, ch release.Chang
 	return ids, nil
 }
 
-// writeReleaseFiles inserts the new files (multi-row) and replaces the
-// merged ones.
+// writeReleaseFiles writes the page's files, new and merged, with
+// multi-row upserts.
 func (s *Store) writeReleaseFiles(ctx context.Context, tx *sqlx.Tx, files []release.Placed, ids map[int64]int64) error {
-	var inserts []any
+	args := make([]any, 0, 3*len(files))
 	for _, p := range files {
 		id := p.Release
 		if id < 0 {
@@ -379,17 +433,11 @@ func (s *Store) writeReleaseFiles(ctx context.Context, tx *sqlx.Tx, files []rele
 		if err != nil {
 			return err
 		}
-		if p.New {
-			inserts = append(inserts, p.File.Key, id, string(value))
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE release_files SET value = ? WHERE key = ?"), string(value), p.File.Key); err != nil {
-			return err
-		}
+		args = append(args, f.Key, id, string(value))
 	}
-	for part := range slices.Chunk(inserts, 3*inChunk) {
-		values := strings.TrimSuffix(strings.Repeat("(?,?,?),", len(part)/3), ",")
-		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO release_files (key, release_id, value) VALUES "+values), part...); err != nil {
+	for part := range slices.Chunk(args, 3*inChunk) {
+		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO release_files (key, release_id, value) VALUES "+rowsOf(len(part)/3, 3)+
+			" ON CONFLICT (key) DO UPDATE SET release_id = excluded.release_id, value = excluded.value"), part...); err != nil {
 			return err
 		}
 	}
