@@ -12,8 +12,9 @@
 //
 // An HTTP handler serving an NZB is a few lines:
 //
-//	r, err := store.ReleaseByID(ctx, id)
+//	r, err := store.ReleaseByID(ctx, id) // release.ErrNotFound: 404
 //	...
+//	if err := nzb.Check(r); err != nil { ... } // ErrEmpty: 404
 //	w.Header().Set("Content-Type", nzb.ContentType)
 //	w.Header().Set("Content-Disposition", nzb.ContentDisposition(r.Name))
 //	err = nzb.Write(w, r)

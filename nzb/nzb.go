@@ -29,6 +29,16 @@ const Prolog = `<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
 // lease.ErrNotFound: there is nothing to download.
 var ErrEmpty = fmt.Errorf("nzb: the release has no file with a group and a segment: %w", lease.ErrNotFound)
 
+// Check returns ErrEmpty when Write would write nothing for r: no file of
+// it has a group and a segment. A handler calls it before it sets its
+// headers; Write checks the same before it writes a byte.
+func Check(r release.Release) error {
+	if !writable(&r) {
+		return ErrEmpty
+	}
+	return nil
+}
+
 // Write writes r as an NZB 1.1 file: a <meta type="name"> with r's name,
 // then each file of r that has a group and a segment, in r's order, with
 // its poster, its date (Unix seconds), its subject (with "(1/total)", as
@@ -39,8 +49,8 @@ var ErrEmpty = fmt.Errorf("nzb: the release has no file with a group and a segme
 // the output is valid XML whatever r holds. Write buffers its output and
 // allocates nothing per segment.
 func Write(w io.Writer, r release.Release) error {
-	if !writable(&r) {
-		return ErrEmpty
+	if err := Check(r); err != nil {
+		return err
 	}
 	bw, ok := w.(*bufio.Writer)
 	if !ok {

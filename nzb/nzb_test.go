@@ -117,6 +117,7 @@ func TestWriteEmpty(t *testing.T) {
 		"no segments": {Name: "x", Groups: []string{"g"}, Files: []release.File{{Parts: []collate.Part{{N: 1, MessageID: "<>"}}}}},
 		"no groups":   {Name: "x", Files: []release.File{{Parts: []collate.Part{{N: 1, MessageID: "<a@b>"}}}}},
 	} {
+		require.ErrorIs(t, nzb.Check(r), nzb.ErrEmpty, name)
 		var b bytes.Buffer
 		err := nzb.Write(&b, r)
 		require.ErrorIs(t, err, nzb.ErrEmpty, name)
@@ -128,6 +129,11 @@ func TestWriteEmpty(t *testing.T) {
 type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, nzb.Check(sample(1, 1)))
+}
 
 func TestWriteError(t *testing.T) {
 	t.Parallel()

@@ -36,10 +36,10 @@ type Config struct {
 	Feed Feed
 	// Consumer names the cursor in the store. Builders with one name share
 	// the work of one feed, each page consumed by exactly one of them.
-	// Default DefaultConsumer.
+	// Default DefaultConsumer, or "releases/GROUP" with Group.
 	Consumer string
-	// Group, when set, consumes only that group's items (its own cursor:
-	// give it its own Consumer).
+	// Group, when set, consumes only that group's items, with a cursor of
+	// its own (a group's feed pages differ from the whole feed's).
 	Group string
 	// Interval is how long Run waits once it has caught up. Default
 	// DefaultInterval.
@@ -73,6 +73,9 @@ func (c *Config) validate() error {
 	}
 	if c.Consumer == "" {
 		c.Consumer = DefaultConsumer
+		if c.Group != "" {
+			c.Consumer += "/" + c.Group
+		}
 	}
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
