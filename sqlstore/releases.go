@@ -499,10 +499,21 @@ func prefixed(p, cols string) string {
 	return strings.Join(fields, ", ")
 }
 
-// ReleaseByID implements release.Store.
+// ReleaseByID implements release.Store. It reads the release, its files
+// and their items in one read transaction (repeatable read on
+// PostgreSQL), so the totals and the files agree.
 func (s *Store) ReleaseByID(ctx context.Context, id int64) (release.Release, error) {
+	opts := &sql.TxOptions{ReadOnly: true}
+	if s.d.name == "postgres" {
+		opts.Isolation = sql.LevelRepeatableRead
+	}
+	tx, err := s.rdb.BeginTxx(ctx, opts)
+	if err != nil {
+		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
+	}
+	defer tx.Rollback()
 	var row releaseRow
-	err := s.rdb.GetContext(ctx, &row, s.q("SELECT "+releaseCols+" FROM releases WHERE id = ?"), id)
+	err = tx.GetContext(ctx, &row, s.q("SELECT "+releaseCols+" FROM releases WHERE id = ?"), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return release.Release{}, fmt.Errorf("%w: no release %d", release.ErrNotFound, id)
 	}
@@ -513,31 +524,19 @@ func (s *Store) ReleaseByID(ctx context.Context, id int64) (release.Release, err
 	if err != nil {
 		return release.Release{}, err
 	}
-	rows, err := s.rdb.QueryContext(ctx, s.q("SELECT value FROM release_files WHERE release_id = ?"), id)
-	if err != nil {
+	var values []string
+	if err := tx.SelectContext(ctx, &values, s.q("SELECT value FROM release_files WHERE release_id = ?"), id); err != nil {
 		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
 	}
-	defer rows.Close()
-	r.Files = []release.File{}
-	for rows.Next() {
-		var value string
-		if err := rows.Scan(&value); err != nil {
-			return release.Release{}, fmt.Errorf("release %d: %w", id, err)
-		}
-		var f release.File
-		if err := json.Unmarshal([]byte(value), &f); err != nil {
+	r.Files = make([]release.File, len(values))
+	files := make([]*release.File, len(values))
+	for i, v := range values {
+		if err := json.Unmarshal([]byte(v), &r.Files[i]); err != nil {
 			return release.Release{}, fmt.Errorf("release %d: file: %w", id, err)
 		}
-		r.Files = append(r.Files, f)
-	}
-	if err := rows.Err(); err != nil {
-		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
-	}
-	files := make([]*release.File, len(r.Files))
-	for i := range r.Files {
 		files[i] = &r.Files[i]
 	}
-	if err := s.fillParts(ctx, s.rdb, files); err != nil {
+	if err := s.fillParts(ctx, tx, files); err != nil {
 		return release.Release{}, fmt.Errorf("release %d: parts: %w", id, err)
 	}
 	slices.SortFunc(r.Files, func(a, b release.File) int {
