@@ -129,3 +129,12 @@ func FuzzParseSet(f *testing.F) {
 		require.True(t, set.File >= 0 && set.File <= set.Files)
 	})
 }
+
+// BenchmarkParseSet parses a typical subject; the builder parses one per
+// binary it consumes.
+func BenchmarkParseSet(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		release.ParseSet(`[01/27] - "Some.Release.Name.2024.1080p.part01.rar" yEnc`)
+	}
+}
