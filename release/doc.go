@@ -11,13 +11,19 @@
 // a consumer name, whenever they crash.
 //
 // A file joins a release when it has the same poster and the same set name
-// as the release's files (ParseSet: the subject without file counters,
-// sizes, "yEnc" and file extensions, so "name.part01.rar", "name.r00",
-// "name.vol01+02.par2", "name.nfo" and "[01/15]" or "(1/40)" forms all
-// clean to one key), and was posted within the window of its dates
+// as the release's files, and was posted within the window of its dates
 // (Config.Window, 6 hours by default; dates from the binaries' Date
-// headers). A release knows its files with their parts, its parts seen and
-// expected, its files seen and expected (from [n/N]), whether it is
+// headers). ParseSet takes the set name out of a subject: without file
+// counters, sizes, "yEnc" and file extensions, so that these all clean to
+// one key:
+//
+//	[01/15] - "name.part01.rar" yEnc
+//	[14/15] - "name.vol07+08.par2" yEnc
+//	(03/40) "name.r01" yEnc
+//	name.nfo
+//
+// A release knows its files with their parts, its parts seen and expected,
+// its files seen and expected (from the file counters), whether it is
 // complete, its size, its groups and its posting date.
 //
 // A Builder runs inside `coordinator serve` (on by default; --releases=false

@@ -133,8 +133,9 @@ type Release struct {
 	Posted time.Time `json:"posted"`
 	Last   time.Time `json:"last"`
 	// FilesSeen counts its files, FilesComplete those with every part.
-	// FilesExpected is the largest file counter of their subjects
-	// ([01/15] expects 15), or 0 when they have none.
+	// FilesExpected is the largest file count of their subjects' file
+	// counters (Set.Files: 15 for a file 01 of 15), or 0 when they have
+	// none.
 	FilesSeen     int `json:"filesSeen"`
 	FilesComplete int `json:"filesComplete"`
 	FilesExpected int `json:"filesExpected"`

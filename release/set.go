@@ -33,10 +33,9 @@ type Set struct {
 // The rules follow NNTmux's generic collection cleaning, so that every file
 // of one posting cleans to one Key:
 //
-//   - file counters go: [01/15], (1/40), {1/5}, [1 of 5], [1\5], "File 1
-//     of 15", "1 of 15" and "01/15" as words; the first one is
-//     File/Files (a counter n/N needs 1 <= n <= N, numbers of 1 to 5
-//     digits);
+//   - file counters go, in brackets or as words (the first one is
+//     File/Files; a counter n/N needs 1 <= n <= N, numbers of 1 to 5
+//     digits; the forms are below);
 //   - sizes go: "52.5 MB", "1,2 GB", "700MB", "4 KiB", "123456 bytes",
 //     "(12 KB)";
 //   - the words "yEnc" and "AutoRarParNNNN" go;
@@ -45,6 +44,10 @@ type Set struct {
 //     "name.nfo", "name.sfv", "name-sample.mkv" all become "name";
 //   - empty quotes and brackets, and words of punctuation alone ("-"), go;
 //   - white space is collapsed; Key is in lower case.
+//
+// The file counters:
+//
+//	[01/15]  (1/40)  {1/5}  [1 of 5]  [1\5]  (01 von 20)  File 1 of 15  1 of 15  01/15
 func ParseSet(subject string) Set {
 	var set Set
 	s := validText(subject)
