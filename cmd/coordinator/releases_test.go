@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"encoding/xml"
 	"fmt"
 	"os"
@@ -99,4 +101,58 @@ func TestReleaseCommands(t *testing.T) {
 	_, err = run(t, data, "releases", "--group", "no.such")
 	require.ErrorIs(t, err, lease.ErrNotFound)
 	require.True(t, strings.HasPrefix(out, "<?xml"))
+}
+
+// TestServeBuildsReleases: serve runs the release builder by default, and
+// not with --releases=false.
+func TestServeBuildsReleases(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("releases=%t", on), func(t *testing.T) {
+			t.Parallel()
+			data := t.TempDir()
+			store, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(data, "edgeindex.db"), sqlstore.Config{})
+			require.NoError(t, err)
+			defer store.Close()
+			ctx := t.Context()
+			_, err = store.AddGroup(ctx, grouplease.Group{Name: "alt.binaries.serve", RangeSize: 100, ChunkSize: 10})
+			require.NoError(t, err)
+			_, err = store.AddRanges(ctx, grouplease.NewRanges{Group: "alt.binaries.serve", From: 1, To: 100})
+			require.NoError(t, err)
+			l, err := store.Grant(ctx, "n", time.Minute)
+			require.NoError(t, err)
+			b := collate.Binary{Subject: `"serve.nfo" yEnc`, Name: "serve.nfo", Poster: "p", Group: "alt.binaries.serve", Total: 1,
+				Complete: true, Parts: []collate.Part{{N: 1, MessageID: "<s@x>", Bytes: 1}}}
+			v, err := json.Marshal(b)
+			require.NoError(t, err)
+			_, err = store.Put(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token},
+				batch.Batch{From: 1, To: 100, Items: []batch.Item{{Key: b.Key(), Value: v}}})
+			require.NoError(t, err)
+
+			sctx, cancel := context.WithCancel(ctx)
+			m := NewMain(io.Discard, io.Discard)
+			ready := make(chan string, 1)
+			m.Ready = func(a string) { ready <- a }
+			done := make(chan error, 1)
+			go func() {
+				done <- m.Run(sctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data, fmt.Sprintf("--releases=%t", on),
+					"--release-interval", "10ms", "--release-window", "1h"})
+			}()
+			<-ready
+			if on {
+				require.Eventually(t, func() bool {
+					cur, err := store.ReleaseCursor(ctx, release.DefaultConsumer)
+					require.NoError(t, err)
+					return cur.Items == 1
+				}, 10*time.Second, 10*time.Millisecond, "serve's builder consumed the item")
+			} else {
+				time.Sleep(100 * time.Millisecond)
+				cur, err := store.ReleaseCursor(ctx, release.DefaultConsumer)
+				require.NoError(t, err)
+				require.Zero(t, cur.Items, "no builder runs")
+			}
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
 }
