@@ -75,6 +75,7 @@ func testContent(rng *rand.Rand, n int) []byte {
 func TestNZBGetRebuildsReleases(t *testing.T) {
 	t.Parallel()
 	nzbgettest.NZBGet(t)
+	nzbgettest.RequireINN(t)
 	nzbgettest.XMLLint(t)
 	const group, cross = "alt.binaries.edgeindex.nzb", "alt.binaries.edgeindex.cross"
 	inn := inntest.Start(t)

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"

@@ -26,6 +26,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/edgeindex/edgeindex/internal/inntest"
 )
 
 // RequireEnv names the environment variable that, set to 1, turns a skip
@@ -46,6 +48,19 @@ func tool(tb testing.TB, name, pkg string) string {
 		tb.Skipf("nzbgettest: no %s (apt-get install %s): %v", name, pkg, err)
 	}
 	return path
+}
+
+// RequireINN fails the test under RequireEnv when INN's binaries are
+// missing, so that a test of NZBGet against INN never skips there for want
+// of INN (inntest.Start alone skips unless EDGEINDEX_REQUIRE_INN=1).
+func RequireINN(tb testing.TB) {
+	tb.Helper()
+	if os.Getenv(RequireEnv) != "1" {
+		return
+	}
+	if err := inntest.Available(); err != nil {
+		tb.Fatalf("nzbgettest: INN is required to test NZBGet (%s=1): %v", RequireEnv, err)
+	}
 }
 
 // NZBGet returns nzbget's path, or skips the test.

@@ -26,6 +26,7 @@ import (
 func TestNZBGetDownload(t *testing.T) {
 	t.Parallel()
 	nzbgettest.NZBGet(t)
+	nzbgettest.RequireINN(t)
 	const group = "alt.binaries.nzbget"
 	inn := inntest.Start(t)
 	inn.NewGroup(t, group)
