@@ -2,6 +2,7 @@ package blobstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,32 +51,13 @@ const PartSize = 16 << 20
 // OpenS3 connects to the bucket cfg names, and checks that it is there and
 // that the credentials may see it, so a bad URL or key fails here, once.
 func OpenS3(ctx context.Context, cfg S3Config) (*S3, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	var tr *http.Transport
-	rt := cfg.Transport
-	if rt == nil {
-		var err error
-		tr, err = minio.DefaultTransport(!cfg.DisableTLS)
-		if err != nil {
-			return nil, fmt.Errorf("blobstore: %w", err)
-		}
-		rt = tr
-	}
-	lookup := minio.BucketLookupAuto
-	if cfg.PathStyle {
-		lookup = minio.BucketLookupPath
-	}
-	client, err := minio.New(cfg.Endpoint, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken),
-		Secure:       !cfg.DisableTLS,
-		Transport:    rt,
-		Region:       cfg.Region,
-		BucketLookup: lookup,
-	})
+	client, tr, err := cfg.client()
 	if err != nil {
-		return nil, fmt.Errorf("blobstore: %s: %w", cfg, err)
+		return nil, err
 	}
 	s := &S3{client: client, core: minio.Core{Client: client}, bucket: cfg.Bucket, tr: tr, cfg: cfg}
 	if cfg.Prefix != "" {
@@ -90,6 +72,54 @@ func OpenS3(ctx context.Context, cfg S3Config) (*S3, error) {
 		return nil, fmt.Errorf("blobstore: %s: %w", cfg, err)
 	}
 	return s, nil
+}
+
+// NewClient returns a bare minio-go client for cfg, which must name an
+// endpoint and credentials, for what a Store does not do (making a
+// bucket), and a func that closes its idle connections. OpenS3 makes its
+// client the same way.
+func (c S3Config) NewClient() (*minio.Client, func(), error) {
+	client, tr, err := c.withDefaults().client()
+	if err != nil {
+		return nil, nil, err
+	}
+	closeIdle := func() {}
+	if tr != nil {
+		closeIdle = tr.CloseIdleConnections
+	}
+	return client, closeIdle, nil
+}
+
+// client makes the client; the transport is its own (nil when c has one).
+func (c S3Config) client() (*minio.Client, *http.Transport, error) {
+	var tr *http.Transport
+	rt := c.Transport
+	if rt == nil {
+		var err error
+		tr, err = minio.DefaultTransport(!c.DisableTLS)
+		if err != nil {
+			return nil, nil, fmt.Errorf("blobstore: %w", err)
+		}
+		rt = tr
+	}
+	lookup := minio.BucketLookupAuto
+	if c.PathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	client, err := minio.New(c.Endpoint, &minio.Options{
+		Creds:        credentials.NewStaticV4(c.AccessKey, c.SecretKey, c.SessionToken),
+		Secure:       !c.DisableTLS,
+		Transport:    rt,
+		Region:       c.Region,
+		BucketLookup: lookup,
+	})
+	if err != nil {
+		if tr != nil {
+			tr.CloseIdleConnections()
+		}
+		return nil, nil, fmt.Errorf("blobstore: %s: %w", c, err)
+	}
+	return client, tr, nil
 }
 
 // OpenURL is ParseURL (with the process's environment) and OpenS3.
@@ -279,11 +309,18 @@ func (s *S3) List(ctx context.Context, prefix string, fn func(Info) error) error
 	return ctx.Err()
 }
 
-// validate checks the fields OpenS3 needs.
-func (c *S3Config) validate() error {
-	if c.Endpoint == "" {
-		return lease.Invalidf("blobstore: no S3 endpoint")
-	}
+// DefaultEndpoint is AWS's S3 endpoint, the one of an S3Config that names
+// none.
+const DefaultEndpoint = "s3.amazonaws.com"
+
+// withDefaults returns c with every zero field that has a default set to it.
+func (c S3Config) withDefaults() S3Config {
+	c.Endpoint = cmp.Or(c.Endpoint, DefaultEndpoint)
+	return c
+}
+
+// validate checks a S3Config that has its defaults.
+func (c S3Config) validate() error {
 	if c.Bucket == "" {
 		return lease.Invalidf("blobstore: no S3 bucket")
 	}

@@ -1,15 +1,18 @@
 package blobstore
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 
+	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -18,7 +21,7 @@ import (
 // credentials.
 type S3Config struct {
 	// Endpoint is the server's host[:port], without a scheme:
-	// "s3.amazonaws.com" (the default of ParseURL) or "127.0.0.1:9000".
+	// DefaultEndpoint, "s3.amazonaws.com" (the default) or "127.0.0.1:9000".
 	Endpoint string
 	Bucket   string
 	// Prefix is where in the bucket the store's keys begin, without a
@@ -89,125 +92,102 @@ func ParseURL(raw string, getenv func(string) string) (S3Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	invalid := func(format string, args ...any) error {
+		return lease.Invalidf("storage URL %q: %s", Redact(raw), fmt.Sprintf(format, args...))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return S3Config{}, lease.Invalidf("storage URL %q: %v", Redact(raw), redactErr(err))
+		return S3Config{}, invalid("%v", redactErr(err))
 	}
-	if u.Scheme != "s3" {
-		return S3Config{}, lease.Invalidf("storage URL %q: want s3://BUCKET/PREFIX", Redact(raw))
-	}
-	if u.Opaque != "" {
-		return S3Config{}, lease.Invalidf("storage URL %q: want s3://BUCKET/PREFIX", Redact(raw))
+	if u.Scheme != "s3" || u.Opaque != "" {
+		return S3Config{}, invalid("want s3://BUCKET/PREFIX")
 	}
 	c := S3Config{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
 	if err := s3utils.CheckValidBucketName(c.Bucket); err != nil {
-		return S3Config{}, lease.Invalidf("storage URL %q: bucket %q: %v", Redact(raw), c.Bucket, err)
+		return S3Config{}, invalid("bucket %q: %v", c.Bucket, err)
 	}
 	if c.Prefix != "" {
 		if err := CheckKey(c.Prefix); err != nil {
-			return S3Config{}, lease.Invalidf("storage URL %q: prefix: %v", Redact(raw), err)
+			return S3Config{}, invalid("prefix: %v", err)
 		}
 	}
 	q := u.Query()
 	for k := range q {
-		switch k {
-		case "endpoint", "region", "tls", "path-style":
-		default:
-			return S3Config{}, lease.Invalidf("storage URL %q: unknown parameter %q (endpoint, region, tls, path-style)", Redact(raw), k)
+		if !slices.Contains(urlParams, k) {
+			return S3Config{}, invalid("unknown parameter %q (endpoint, region, tls, path-style)", k)
 		}
 	}
+	if err := c.setEndpoint(q, getenv, invalid); err != nil {
+		return S3Config{}, err
+	}
+	c.Region = cmp.Or(q.Get("region"), getenv(EnvRegion), getenv(EnvRegionOld))
+	if err := c.setCredentials(u.User, getenv, invalid); err != nil {
+		return S3Config{}, err
+	}
+	return c.withDefaults(), nil
+}
 
-	endpoint := q.Get("endpoint")
-	if endpoint == "" {
-		endpoint = getenv(EnvEndpointS3)
-	}
-	if endpoint == "" {
-		endpoint = getenv(EnvEndpoint)
-	}
-	if endpoint == "" {
-		endpoint = "s3.amazonaws.com"
-	}
+// urlParams are the query parameters of a storage URL: none of them is a
+// secret, so Redact shows them.
+var urlParams = []string{"endpoint", "region", "tls", "path-style"}
+
+// setEndpoint reads the endpoint (the URL's, else AWS_ENDPOINT_URL_S3's or
+// AWS_ENDPOINT_URL's; an http:// one turns TLS off) and the tls and
+// path-style parameters. A missing endpoint stays empty: withDefaults
+// makes it AWS's.
+func (c *S3Config) setEndpoint(q url.Values, getenv func(string) string, invalid func(string, ...any) error) error {
+	endpoint := cmp.Or(q.Get("endpoint"), getenv(EnvEndpointS3), getenv(EnvEndpoint))
 	if strings.Contains(endpoint, "://") {
 		e, err := url.Parse(endpoint)
 		if err != nil || e.Host == "" || e.Scheme != "http" && e.Scheme != "https" || strings.Trim(e.Path, "/") != "" || e.User != nil {
-			return S3Config{}, lease.Invalidf("storage URL %q: endpoint %q: want host[:port] or http(s)://host[:port]", Redact(raw), Redact(endpoint))
+			return invalid("endpoint %q: want host[:port] or http(s)://host[:port]", Redact(endpoint))
 		}
 		c.DisableTLS = e.Scheme == "http"
 		endpoint = e.Host
 	}
 	c.Endpoint = endpoint
-	if v := q.Get("tls"); v != "" {
-		tls, err := strconv.ParseBool(v)
-		if err != nil {
-			return S3Config{}, lease.Invalidf("storage URL %q: tls=%q: want true or false", Redact(raw), v)
-		}
-		c.DisableTLS = !tls
-	}
-	if v := q.Get("path-style"); v != "" {
-		ps, err := strconv.ParseBool(v)
-		if err != nil {
-			return S3Config{}, lease.Invalidf("storage URL %q: path-style=%q: want true or false", Redact(raw), v)
-		}
-		c.PathStyle = ps
-	}
-	c.Region = q.Get("region")
-	if c.Region == "" {
-		c.Region = getenv(EnvRegion)
-	}
-	if c.Region == "" {
-		c.Region = getenv(EnvRegionOld)
-	}
-
-	if u.User != nil {
-		c.AccessKey = u.User.Username()
-		c.SecretKey, _ = u.User.Password()
-		if c.AccessKey == "" || c.SecretKey == "" {
-			return S3Config{}, lease.Invalidf("storage URL %q: credentials in a URL are ACCESS_KEY:SECRET_KEY@", Redact(raw))
-		}
-	} else {
-		c.AccessKey = getenv(EnvAccessKey)
-		c.SecretKey = getenv(EnvSecretKey)
-		c.SessionToken = getenv(EnvSessionToken)
-	}
-	if c.AccessKey == "" || c.SecretKey == "" {
-		return S3Config{}, lease.Invalidf("storage URL %q: no credentials: set %s and %s", Redact(raw), EnvAccessKey, EnvSecretKey)
-	}
-	return c, nil
-}
-
-// Redact returns a URL with its password, and the values of parameters
-// other than endpoint, region, tls and path-style (a secret given under a
-// wrong name), replaced by "xxxxx", for logs; a string that is no URL
-// comes back as "(a URL that does not parse)" when it might hold a secret.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		if strings.ContainsAny(raw, "@?") {
-			return "(a URL that does not parse)"
-		}
-		return raw
-	}
-	if u.RawQuery != "" {
-		q, err := url.ParseQuery(u.RawQuery)
-		if err != nil {
-			u.RawQuery = "xxxxx"
-		} else {
-			for k, vs := range q {
-				for i, v := range vs {
-					switch k {
-					case "endpoint":
-						vs[i] = Redact(v)
-					case "region", "tls", "path-style":
-					default:
-						vs[i] = "xxxxx"
-					}
-				}
+	for _, p := range []struct {
+		name string
+		set  func(bool)
+	}{
+		{"tls", func(v bool) { c.DisableTLS = !v }},
+		{"path-style", func(v bool) { c.PathStyle = v }},
+	} {
+		if v := q.Get(p.name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return invalid("%s=%q: want true or false", p.name, v)
 			}
-			u.RawQuery = q.Encode()
+			p.set(b)
 		}
 	}
-	return u.Redacted()
+	return nil
 }
+
+// setCredentials takes the URL's credentials, else the environment's.
+func (c *S3Config) setCredentials(user *url.Userinfo, getenv func(string) string, invalid func(string, ...any) error) error {
+	if user != nil {
+		c.AccessKey = user.Username()
+		c.SecretKey, _ = user.Password()
+		if c.AccessKey == "" || c.SecretKey == "" {
+			return invalid("credentials in a URL are ACCESS_KEY:SECRET_KEY@")
+		}
+		return nil
+	}
+	c.AccessKey = getenv(EnvAccessKey)
+	c.SecretKey = getenv(EnvSecretKey)
+	c.SessionToken = getenv(EnvSessionToken)
+	if c.AccessKey == "" || c.SecretKey == "" {
+		return invalid("no credentials: set %s and %s", EnvAccessKey, EnvSecretKey)
+	}
+	return nil
+}
+
+// Redact returns a storage URL with its password, and the values of
+// parameters other than endpoint, region, tls and path-style (a secret
+// given under a wrong name), hidden, for logs (internal/redact); a string
+// that is no URL is not shown at all.
+func Redact(raw string) string { return redact.URLShowing(raw, urlParams...) }
 
 // redactErr keeps a parse error's reason but not the URL it quotes.
 func redactErr(err error) error {

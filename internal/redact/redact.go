@@ -2,7 +2,13 @@
 // an error: the one helper the stores and the daemons share.
 package redact
 
-import "net/url"
+import (
+	"net/url"
+	"slices"
+)
+
+// Hidden replaces every value URL and URLShowing hide.
+const Hidden = "xxxxx"
 
 // URL returns raw with its password hidden: the user info's, as
 // url.URL.Redacted shows it ("postgres://u:xxxxx@host/db"), and a password
@@ -11,11 +17,44 @@ import "net/url"
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "(a URL that does not parse)"
+		return unparsed
 	}
 	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
+		q.Set("password", Hidden)
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }
+
+// URLShowing is URL for a URL whose query may carry secrets under any name
+// (a secret given under a wrong one): it shows only the values of the
+// parameters named in show, each itself passed through URL (an endpoint
+// parameter may be a URL with a password), and hides every other value.
+func URLShowing(raw string, show ...string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return unparsed
+	}
+	if u.RawQuery != "" {
+		q, err := url.ParseQuery(u.RawQuery)
+		if err != nil {
+			u.RawQuery = Hidden
+		} else {
+			for k, vs := range q {
+				for i, v := range vs {
+					if slices.Contains(show, k) {
+						vs[i] = URL(v)
+					} else {
+						vs[i] = Hidden
+					}
+				}
+			}
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.Redacted()
+}
+
+// unparsed stands for a URL that does not parse: it might hold a secret
+// anywhere.
+const unparsed = "(a URL that does not parse)"
