@@ -3,9 +3,9 @@ package blobstore_test
 import (
 	"testing"
 
-	"github.com/edgeindex/edgeindex/internal/miniotest"
+	"github.com/edgeindex/edgeindex/internal/testmain"
 )
 
 func TestMain(m *testing.M) {
-	miniotest.Main(m)
+	testmain.Main(m)
 }

@@ -3,11 +3,11 @@ package corpus_test
 import (
 	"testing"
 
-	"github.com/edgeindex/edgeindex/internal/miniotest"
+	"github.com/edgeindex/edgeindex/internal/testmain"
 )
 
-// TestMain stops the throwaway MinIO, if a test started one, and checks
+// TestMain stops the throwaway servers, if a test started one, and checks
 // that no goroutine leaked.
 func TestMain(m *testing.M) {
-	miniotest.Main(m)
+	testmain.Main(m)
 }

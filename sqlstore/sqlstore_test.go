@@ -17,11 +17,12 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 
 	"github.com/edgeindex/edgeindex/internal/pgtest"
+	"github.com/edgeindex/edgeindex/internal/testmain"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testmain.Main(m) }
 
 var backends = pgtest.Backends
 

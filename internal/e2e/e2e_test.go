@@ -18,6 +18,7 @@ import (
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
+	"github.com/edgeindex/edgeindex/internal/testmain"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/overview"
@@ -26,7 +27,7 @@ import (
 	"github.com/edgeindex/edgeindex/storetest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) { testmain.Main(m) }
 
 var backends = pgtest.Backends
 

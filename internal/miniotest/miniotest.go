@@ -3,8 +3,8 @@
 // from the machine's minio binary (on PATH, or in $GOBIN or $GOPATH/bin,
 // where `go install github.com/minio/minio@VERSION` puts it; .ci/run
 // builds it) on a free loopback port in a temporary directory. The server
-// is started once per test binary, and stopped by Main; it dies with the
-// test binary if that is killed.
+// is started once per test binary, and stopped by testmain.Main; it dies
+// with the test binary if that is killed.
 //
 // With EDGEINDEX_REQUIRE_S3=1 a test fails, rather than skips, when no
 // MinIO can be had: CI sets it, so the object-store half of a suite never
@@ -30,10 +30,9 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
-	"go.uber.org/goleak"
 
 	"github.com/edgeindex/edgeindex/blobstore"
+	"github.com/edgeindex/edgeindex/internal/testmain"
 )
 
 // Environment variables the package reads.
@@ -59,25 +58,7 @@ var (
 	baseURL  string // s3://user:pass@/?endpoint=... (no bucket) or TEST_S3_URL
 	shared   bool   // baseURL is TEST_S3_URL: prefixes, not buckets
 	startErr error
-	stopFn   func()
 )
-
-// Main runs the tests of a package, stops the throwaway server if one was
-// started, checks that no goroutine leaked (goleak), and exits. Call it
-// from TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	if stopFn != nil {
-		stopFn()
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 // URL returns the s3:// URL, credentials included, of a new, empty bucket
 // of the throwaway server (or of a new prefix under TEST_S3_URL), removed
@@ -85,7 +66,13 @@ func Main(m *testing.M) {
 // fails it under EDGEINDEX_REQUIRE_S3=1.
 func URL(tb testing.TB) string {
 	tb.Helper()
-	once.Do(func() { baseURL, shared, stopFn, startErr = start() })
+	once.Do(func() {
+		var stop func()
+		baseURL, shared, stop, startErr = start()
+		if stop != nil {
+			testmain.AtExit(stop)
+		}
+	})
 	if startErr != nil {
 		if os.Getenv(EnvRequire) == "1" {
 			tb.Fatalf("miniotest: an S3 store is required (%s=1): %v", EnvRequire, startErr)
@@ -111,7 +98,7 @@ func URL(tb testing.TB) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	client, closeClient, err := newClient(cfg)
+	client, closeClient, err := cfg.NewClient()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -123,7 +110,7 @@ func URL(tb testing.TB) string {
 	}
 	tb.Cleanup(func() {
 		empty(tb, cfg)
-		client, closeClient, err := newClient(cfg)
+		client, closeClient, err := cfg.NewClient()
 		if err != nil {
 			return
 		}
@@ -166,29 +153,6 @@ func empty(tb testing.TB, cfg blobstore.S3Config) {
 	for _, k := range keys {
 		s.Delete(ctx, k)
 	}
-}
-
-// newClient is a bare client for what a Store does not do (buckets).
-func newClient(cfg blobstore.S3Config) (*minio.Client, func(), error) {
-	tr, err := minio.DefaultTransport(!cfg.DisableTLS)
-	if err != nil {
-		return nil, nil, err
-	}
-	lookup := minio.BucketLookupAuto
-	if cfg.PathStyle {
-		lookup = minio.BucketLookupPath
-	}
-	client, err := minio.New(cfg.Endpoint, &minio.Options{
-		Creds:        credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken),
-		Secure:       !cfg.DisableTLS,
-		Transport:    tr,
-		Region:       cfg.Region,
-		BucketLookup: lookup,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return client, tr.CloseIdleConnections, nil
 }
 
 func randomHex(tb testing.TB, n int) string {

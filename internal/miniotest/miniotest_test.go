@@ -11,10 +11,11 @@ import (
 
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/internal/miniotest"
+	"github.com/edgeindex/edgeindex/internal/testmain"
 )
 
 func TestMain(m *testing.M) {
-	miniotest.Main(m)
+	testmain.Main(m)
 }
 
 // A bucket per test, usable at once, empty.

@@ -1,9 +1,10 @@
 // Package pgtest gives tests a PostgreSQL database: the one TEST_DATABASE_URL
 // names, or a throwaway cluster started from the machine's own PostgreSQL
 // binaries (initdb and pg_ctl, on PATH or under /usr/lib/postgresql/*/bin) on
-// a free port in a temporary directory. Each test gets its own schema, so
-// tests run in parallel. Start, which URL uses, also serves programs that
-// are not tests: the bench module starts its cluster with it.
+// a free port in a temporary directory, stopped by testmain.Main. Each
+// test gets its own schema, so tests run in parallel. Start, which URL
+// uses, also serves programs that are not tests: the bench module starts
+// its cluster with it.
 //
 // With EDGEINDEX_REQUIRE_POSTGRES=1 a test fails, rather than skips, when no
 // PostgreSQL can be had: CI sets it, so the PostgreSQL half of a suite never
@@ -29,32 +30,15 @@ import (
 	"testing"
 
 	_ "github.com/lib/pq" // the "postgres" driver
-	"go.uber.org/goleak"
+
+	"github.com/edgeindex/edgeindex/internal/testmain"
 )
 
 var (
 	once     sync.Once
 	baseURL  string
 	startErr error
-	stop     func()
 )
-
-// Main runs the tests of a package, stops the throwaway cluster if one was
-// started, checks that no goroutine leaked (goleak), and exits. Call it
-// from TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	if stop != nil {
-		stop()
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
 
 // Backend names a database for tests and makes a new, empty one.
 type Backend struct {
@@ -74,7 +58,13 @@ var Backends = []Backend{
 // had, or fails it under EDGEINDEX_REQUIRE_POSTGRES=1.
 func URL(tb testing.TB) string {
 	tb.Helper()
-	once.Do(func() { baseURL, stop, startErr = Start() })
+	once.Do(func() {
+		var stop func()
+		baseURL, stop, startErr = Start()
+		if startErr == nil {
+			testmain.AtExit(stop)
+		}
+	})
 	if startErr != nil {
 		if os.Getenv("EDGEINDEX_REQUIRE_POSTGRES") == "1" {
 			tb.Fatalf("pgtest: PostgreSQL is required (EDGEINDEX_REQUIRE_POSTGRES=1): %v", startErr)
