@@ -330,3 +330,34 @@ func (e *exact) probe() error {
 	}
 	return io.ErrNoProgress
 }
+
+// OpenWithin is s.Open(key) with timeout bounding the wait for the blob's
+// first byte, not its reading: the reader streams the blob for as long as
+// it is read, and closing it ends the request. A timeout is an error
+// wrapping context.DeadlineExceeded.
+func OpenWithin(s Store, key string, timeout time.Duration) (io.ReadCloser, int64, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.AfterFunc(timeout, cancel)
+	rc, size, err := s.Open(ctx, key)
+	if !timer.Stop() || err != nil {
+		cancel()
+		if err == nil {
+			rc.Close()
+			err = fmt.Errorf("blobstore: open %s: no answer within %s: %w", key, timeout, context.DeadlineExceeded)
+		}
+		return nil, 0, err
+	}
+	return &cancelCloser{rc, cancel}, size, nil
+}
+
+// cancelCloser ends a blob's context when the blob is closed.
+type cancelCloser struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelCloser) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}

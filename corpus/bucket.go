@@ -2,14 +2,11 @@ package corpus
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/edgeindex/edgeindex/blobstore"
@@ -65,8 +62,7 @@ type Bucket struct {
 	store blobstore.Store
 	cfg   BucketConfig
 
-	mu     sync.RWMutex // held for reading by calls, for writing by Close
-	closed bool
+	gate
 }
 
 var _ Store = (*Bucket)(nil)
@@ -146,16 +142,7 @@ func (b *Bucket) Has(group string, span lease.Span) bool {
 
 // Read implements Store.
 func (b *Bucket) Read(group string, span lease.Span) ([]byte, error) {
-	rc, size, err := b.Open(group, span)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(size, b.cfg.MaxChunkBytes))))
-	if _, err := buf.ReadFrom(rc); err != nil {
-		return nil, fmt.Errorf("corpus: read %q %s: %w", group, ChunkName(span), err)
-	}
-	return buf.Bytes(), nil
+	return chunkfile.ReadAll(b.Open(group, span))
 }
 
 // Open implements Store. The reader streams the blob; Timeout bounds the
@@ -167,33 +154,14 @@ func (b *Bucket) Open(group string, span lease.Span) (io.ReadCloser, int64, erro
 	if err != nil {
 		return nil, 0, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	timer := time.AfterFunc(b.cfg.Timeout, cancel)
-	rc, size, err := b.store.Open(ctx, key)
-	if !timer.Stop() || err != nil {
-		cancel()
-		if err == nil {
-			rc.Close()
-			err = context.DeadlineExceeded
-		}
-		if errors.Is(err, blobstore.ErrNotFound) {
-			return nil, 0, fmt.Errorf("corpus: group %q span %d-%d: %w", group, span.From, span.To, ErrNotFound)
-		}
+	rc, size, err := blobstore.OpenWithin(b.store, key, b.cfg.Timeout)
+	if errors.Is(err, blobstore.ErrNotFound) {
+		return nil, 0, fmt.Errorf("corpus: group %q span %d-%d: %w", group, span.From, span.To, ErrNotFound)
+	}
+	if err != nil {
 		return nil, 0, fmt.Errorf("corpus: open %q %s: %w", group, ChunkName(span), err)
 	}
-	return &cancelCloser{rc, cancel}, size, nil
-}
-
-// cancelCloser ends a blob's context when the blob is closed.
-type cancelCloser struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c *cancelCloser) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
+	return rc, size, nil
 }
 
 // Delete implements Store.
@@ -215,15 +183,11 @@ func (b *Bucket) Delete(group string, span lease.Span) error {
 // Spans implements Store: one List of the group's prefix (a request per
 // 1000 chunks).
 func (b *Bucket) Spans(group string) ([]lease.Span, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return nil, ErrClosed
-	}
-	g, err := EscapeGroup(group)
+	g, err := b.enterGroup(group)
 	if err != nil {
 		return nil, err
 	}
+	defer b.leave()
 	ctx, cancel := b.call()
 	defer cancel()
 	spans := []lease.Span{}
@@ -237,17 +201,5 @@ func (b *Bucket) Spans(group string) ([]lease.Span, error) {
 	if err != nil {
 		return nil, fmt.Errorf("corpus: spans %q: %w", group, err)
 	}
-	slices.SortFunc(spans, func(a, b lease.Span) int {
-		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To))
-	})
-	return spans, nil
-}
-
-// Close implements Store. It waits for the calls in progress; the chunks
-// stay in the store.
-func (b *Bucket) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.closed = true
-	return nil
+	return sortSpans(spans), nil
 }

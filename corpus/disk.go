@@ -72,8 +72,7 @@ type Disk struct {
 	dir string
 	cfg Config
 
-	mu     sync.RWMutex // held for reading by calls, for writing by Close
-	closed bool
+	gate
 }
 
 var _ Store = (*Disk)(nil)
@@ -253,15 +252,11 @@ func (d *Disk) Delete(group string, span lease.Span) error {
 
 // Spans implements Store.
 func (d *Disk) Spans(group string) ([]lease.Span, error) {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if d.closed {
-		return nil, ErrClosed
-	}
-	g, err := EscapeGroup(group)
+	g, err := d.enterGroup(group)
 	if err != nil {
 		return nil, err
 	}
+	defer d.leave()
 	entries, err := os.ReadDir(filepath.Join(d.dir, g))
 	if errors.Is(err, fs.ErrNotExist) {
 		return []lease.Span{}, nil
@@ -275,19 +270,50 @@ func (d *Disk) Spans(group string) ([]lease.Span, error) {
 			spans = append(spans, sp)
 		}
 	}
-	slices.SortFunc(spans, func(a, b lease.Span) int {
-		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To))
-	})
-	return spans, nil
-}
-
-// Close implements Store. It waits for the calls in progress.
-func (d *Disk) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.closed = true
-	return nil
+	return sortSpans(spans), nil
 }
 
 // Dir is the corpus directory.
 func (d *Disk) Dir() string { return d.dir }
+
+// sortSpans sorts spans by From, then To, for Spans.
+func sortSpans(spans []lease.Span) []lease.Span {
+	slices.SortFunc(spans, func(a, b lease.Span) int {
+		return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To))
+	})
+	return spans
+}
+
+// gate lets a store's calls run together and its Close wait for them:
+// Disk and Bucket embed it. Calls hold mu for reading, Close for writing.
+type gate struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+// enterGroup begins a call on group's chunks: it fails with ErrClosed after
+// Close, and returns the escaped group. The caller calls leave when done.
+func (g *gate) enterGroup(group string) (string, error) {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return "", ErrClosed
+	}
+	esc, err := EscapeGroup(group)
+	if err != nil {
+		g.mu.RUnlock()
+		return "", err
+	}
+	return esc, nil
+}
+
+func (g *gate) leave() { g.mu.RUnlock() }
+
+// Close implements Store. It waits for the calls in progress; the chunks
+// stay where they are, for the next Open.
+func (g *gate) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	return nil
+}

@@ -106,13 +106,8 @@ type Bucket struct {
 
 	refreshMu sync.Mutex // one listing at a time
 
-	mu      sync.Mutex
-	closed  bool
-	size    int64
-	chunks  map[int64]map[lease.Span]int64 // rangeID -> span -> size
-	arrived chan struct{}                  // closed and replaced by every chunk that appears
-	room    chan struct{}                  // closed and replaced whenever size falls
-	listing bool                           // a listing is running: journal the changes
+	index        // the chunks of the listing, with this process's changes since
+	listing bool // a listing is running: journal the changes (under mu)
 	journal []change
 	locks   map[int64]*rangeLock
 }
@@ -152,15 +147,13 @@ func OpenBucket(ctx context.Context, store blobstore.Store, cfg BucketConfig) (*
 	}
 	bctx, cancel := context.WithCancel(context.Background())
 	b := &Bucket{
-		store:   store,
-		cfg:     cfg,
-		ctx:     bctx,
-		cancel:  cancel,
-		done:    make(chan struct{}),
-		chunks:  make(map[int64]map[lease.Span]int64),
-		arrived: make(chan struct{}),
-		room:    make(chan struct{}),
-		locks:   make(map[int64]*rangeLock),
+		store:  store,
+		cfg:    cfg,
+		ctx:    bctx,
+		cancel: cancel,
+		done:   make(chan struct{}),
+		index:  newIndex(cfg.MaxBytes),
+		locks:  make(map[int64]*rangeLock),
 	}
 	if err := b.Refresh(ctx); err != nil {
 		cancel()
@@ -309,18 +302,6 @@ func (b *Bucket) record(id int64, span lease.Span, size int64) {
 	}
 }
 
-// wakeRoom wakes WaitRoom callers. The caller holds b.mu.
-func (b *Bucket) wakeRoom() {
-	close(b.room)
-	b.room = make(chan struct{})
-}
-
-// wakeArrived wakes Notify and WaitChunk callers. The caller holds b.mu.
-func (b *Bucket) wakeArrived() {
-	close(b.arrived)
-	b.arrived = make(chan struct{})
-}
-
 // lockRange takes the range's lock, for writing when write is set. The
 // returned func releases it.
 func (b *Bucket) lockRange(id int64, write bool) (*rangeLock, func()) {
@@ -417,29 +398,9 @@ func (b *Bucket) Put(rangeID int64, span lease.Span, data []byte) error {
 	return nil
 }
 
-// Has implements Store. It answers from the index (see Bucket).
-func (b *Bucket) Has(rangeID int64, span lease.Span) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return false
-	}
-	_, ok := b.chunks[rangeID][span]
-	return ok
-}
-
 // Read implements Store.
 func (b *Bucket) Read(rangeID int64, span lease.Span) ([]byte, error) {
-	rc, size, err := b.Open(rangeID, span)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(size, b.cfg.MaxBytes))))
-	if _, err := buf.ReadFrom(rc); err != nil {
-		return nil, fmt.Errorf("spool: read %d %s: %w", rangeID, ChunkName(span), err)
-	}
-	return buf.Bytes(), nil
+	return chunkfile.ReadAll(b.Open(rangeID, span))
 }
 
 // Open implements Store. It asks the store, not the index: a chunk
@@ -453,33 +414,14 @@ func (b *Bucket) Open(rangeID int64, span lease.Span) (io.ReadCloser, int64, err
 	if b.isClosed() {
 		return nil, 0, ErrClosed
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	timer := time.AfterFunc(b.cfg.Timeout, cancel)
-	rc, size, err := b.store.Open(ctx, BucketKey(rangeID, span))
-	if !timer.Stop() || err != nil {
-		cancel()
-		if err == nil {
-			rc.Close()
-			err = context.DeadlineExceeded
-		}
-		if errors.Is(err, blobstore.ErrNotFound) {
-			return nil, 0, fmt.Errorf("spool: range %d span %d-%d: %w", rangeID, span.From, span.To, ErrNotFound)
-		}
+	rc, size, err := blobstore.OpenWithin(b.store, BucketKey(rangeID, span), b.cfg.Timeout)
+	if errors.Is(err, blobstore.ErrNotFound) {
+		return nil, 0, fmt.Errorf("spool: range %d span %d-%d: %w", rangeID, span.From, span.To, ErrNotFound)
+	}
+	if err != nil {
 		return nil, 0, fmt.Errorf("spool: open %d %s: %w", rangeID, ChunkName(span), err)
 	}
-	return &cancelCloser{rc, cancel}, size, nil
-}
-
-// cancelCloser ends a blob's context when the blob is closed.
-type cancelCloser struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (c *cancelCloser) Close() error {
-	err := c.ReadCloser.Close()
-	c.cancel()
-	return err
+	return rc, size, nil
 }
 
 // Drop implements Store. It deletes every blob of the range in the store,
@@ -588,17 +530,6 @@ func (b *Bucket) Learn(ctx context.Context, rangeID int64, span lease.Span) (boo
 	return found, nil
 }
 
-// Size implements Store: the size of the chunks in the index, which is
-// the store's within one Refresh (see Bucket).
-func (b *Bucket) Size() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.size
-}
-
-// MaxBytes implements Store.
-func (b *Bucket) MaxBytes() int64 { return b.cfg.MaxBytes }
-
 // Ranges lists, in ascending order, the ranges that have chunks in the
 // index: for a janitor that drops the ranges that are done (a Put on one
 // coordinator that overlapped a Drop on another leaves its chunk behind).
@@ -613,89 +544,30 @@ func (b *Bucket) Ranges() []int64 {
 	return ids
 }
 
-// WaitRoom implements Store. Room freed by another coordinator is seen at
-// the next Refresh.
-func (b *Bucket) WaitRoom(ctx context.Context, n int64) error {
-	if n < 0 || n > b.cfg.MaxBytes {
-		return lease.Invalidf("spool: wait for room for %d bytes: want 0 to %d", n, b.cfg.MaxBytes)
-	}
-	for {
-		b.mu.Lock()
-		if b.closed {
-			b.mu.Unlock()
-			return ErrClosed
-		}
-		if b.size+n <= b.cfg.MaxBytes {
-			b.mu.Unlock()
-			return nil
-		}
-		room := b.room
-		b.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Notify implements Store: the channel is closed when a chunk appears,
-// stored here or found by a Refresh or Learn.
-func (b *Bucket) Notify() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.arrived
-}
-
 // WaitChunk implements Store. Besides the index it asks the store for the
 // chunk every Refresh.
 func (b *Bucket) WaitChunk(ctx context.Context, rangeID int64, span lease.Span) error {
 	if err := chunkfile.CheckSpan(span); err != nil {
 		return err
 	}
-	poll := time.NewTimer(b.cfg.Refresh)
-	defer poll.Stop()
-	for {
-		b.mu.Lock()
-		if b.closed {
-			b.mu.Unlock()
-			return ErrClosed
+	return b.waitChunk(ctx, rangeID, span, b.cfg.Refresh, func() bool {
+		found, err := b.Learn(ctx, rangeID, span)
+		if err != nil && !errors.Is(err, ErrClosed) && ctx.Err() == nil {
+			b.cfg.Logger.Warn("spool: ask the bucket for a chunk", "range", rangeID, "span", ChunkName(span), "err", err)
 		}
-		_, ok := b.chunks[rangeID][span]
-		arrived := b.arrived
-		b.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-arrived:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-poll.C:
-			found, err := b.Learn(ctx, rangeID, span)
-			if found {
-				return nil
-			}
-			if err != nil && !errors.Is(err, ErrClosed) && ctx.Err() == nil {
-				b.cfg.Logger.Warn("spool: ask the bucket for a chunk", "range", rangeID, "span", ChunkName(span), "err", err)
-			}
-			poll.Reset(b.cfg.Refresh)
-		}
-	}
+		return found
+	})
 }
 
 // Close implements Store: it stops the refresher and wakes every waiter
 // with ErrClosed. The chunks stay in the store.
 func (b *Bucket) Close() error {
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	closing := b.close()
+	b.mu.Unlock()
+	if !closing {
 		return nil
 	}
-	b.closed = true
-	close(b.arrived)
-	close(b.room)
-	b.mu.Unlock()
 	b.cancel()
 	<-b.done
 	return nil

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
 
@@ -103,15 +102,8 @@ func (c Config) validate() error {
 // which is synced, renamed into place, and the directory synced. It is safe
 // for concurrent use.
 type Disk struct {
-	dir string
-	max int64
-
-	mu      sync.Mutex
-	closed  bool
-	size    int64
-	chunks  map[int64]map[lease.Span]int64 // rangeID -> span -> file size
-	arrived chan struct{}                  // closed and replaced by every Put
-	room    chan struct{}                  // closed and replaced whenever size falls
+	index // the chunks on disk, with their file sizes
+	dir   string
 }
 
 var _ Store = (*Disk)(nil)
@@ -130,13 +122,7 @@ func Open(dir string, cfg Config) (*Disk, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	d := &Disk{
-		dir:     dir,
-		max:     cfg.MaxBytes,
-		chunks:  make(map[int64]map[lease.Span]int64),
-		arrived: make(chan struct{}),
-		room:    make(chan struct{}),
-	}
+	d := &Disk{index: newIndex(cfg.MaxBytes), dir: dir}
 	if err := d.scan(); err != nil {
 		return nil, err
 	}
@@ -268,8 +254,7 @@ func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
 	if d.add(rangeID, span, int64(len(data))) < 0 {
 		d.wakeRoom()
 	}
-	close(d.arrived)
-	d.arrived = make(chan struct{})
+	d.wakeArrived()
 	d.mu.Unlock()
 
 	// The rename is visible now; make it durable. A Drop may already have
@@ -278,17 +263,6 @@ func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
 		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
 	}
 	return nil
-}
-
-// Has implements Store.
-func (d *Disk) Has(rangeID int64, span lease.Span) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return false
-	}
-	_, ok := d.chunks[rangeID][span]
-	return ok
 }
 
 // Read implements Store.
@@ -395,91 +369,21 @@ func (d *Disk) DropChunk(rangeID int64, span lease.Span) error {
 	return nil
 }
 
-// wakeRoom wakes WaitRoom callers. The caller holds d.mu.
-func (d *Disk) wakeRoom() {
-	close(d.room)
-	d.room = make(chan struct{})
-}
-
-// Size implements Store.
-func (d *Disk) Size() int64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.size
-}
-
-// MaxBytes implements Store.
-func (d *Disk) MaxBytes() int64 { return d.max }
-
 // Dir is the spool's directory.
 func (d *Disk) Dir() string { return d.dir }
-
-// WaitRoom implements Store.
-func (d *Disk) WaitRoom(ctx context.Context, n int64) error {
-	if n < 0 || n > d.max {
-		return lease.Invalidf("spool: wait for room for %d bytes: want 0 to %d", n, d.max)
-	}
-	for {
-		d.mu.Lock()
-		if d.closed {
-			d.mu.Unlock()
-			return ErrClosed
-		}
-		if d.size+n <= d.max {
-			d.mu.Unlock()
-			return nil
-		}
-		room := d.room
-		d.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Notify implements Store.
-func (d *Disk) Notify() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.arrived
-}
 
 // WaitChunk implements Store.
 func (d *Disk) WaitChunk(ctx context.Context, rangeID int64, span lease.Span) error {
 	if err := chunkfile.CheckSpan(span); err != nil {
 		return err
 	}
-	for {
-		d.mu.Lock()
-		if d.closed {
-			d.mu.Unlock()
-			return ErrClosed
-		}
-		_, ok := d.chunks[rangeID][span]
-		arrived := d.arrived
-		d.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-arrived:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return d.waitChunk(ctx, rangeID, span, 0, nil)
 }
 
 // Close implements Store. The files stay on disk for the next Open.
 func (d *Disk) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
-		return nil
-	}
-	d.closed = true
-	close(d.arrived)
-	close(d.room)
+	d.close()
 	return nil
 }

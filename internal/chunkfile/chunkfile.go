@@ -5,6 +5,7 @@
 package chunkfile
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -56,13 +57,22 @@ func CheckSpan(s lease.Span) error {
 // ReadAll reads and closes the chunk a store's Open returned; it takes Open's
 // results, so a store's Read is ReadAll(Open(...)). Open's error comes back
 // as it is; a read error of a file names the file.
-func ReadAll(rc io.ReadCloser, _ int64, err error) ([]byte, error) {
+func ReadAll(rc io.ReadCloser, size int64, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	return io.ReadAll(rc)
+	// The size comes from the store: trusted for the first allocation only
+	// up to maxPrealloc, and one more byte, so a right size is one read.
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(size, maxPrealloc))+1))
+	if _, err := buf.ReadFrom(rc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
+
+// maxPrealloc is the most ReadAll allocates before reading.
+const maxPrealloc = 64 << 20
 
 // Mkdir creates dir if it is missing and reports whether it did.
 func Mkdir(dir string) (bool, error) {
