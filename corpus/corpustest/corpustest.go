@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/corpus"
+	"github.com/edgeindex/edgeindex/internal/suite"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -25,48 +26,28 @@ type Open func(t *testing.T, dir string) corpus.Store
 // case, including those that look at the files of a store that keeps the
 // disk layout (corpus.ChunkPath, corpus.TempPrefix). Every case runs in
 // parallel in its own temporary directory.
-func Run(t *testing.T, open Open) {
-	t.Helper()
-	run(t, open, true)
-}
+func Run(t *testing.T, open Open) { t.Helper(); suite.Run(t, open, true, cases) }
 
 // RunStore runs the cases that hold for any Store, whatever keeps its
 // bytes (an object store, say): Run less the cases that look at files.
 // dir is then only a name: the same dir is the same store, reopened.
-func RunStore(t *testing.T, open Open) {
-	t.Helper()
-	run(t, open, false)
-}
+func RunStore(t *testing.T, open Open) { t.Helper(); suite.Run(t, open, false, cases) }
 
-func run(t *testing.T, open Open, files bool) {
-	t.Helper()
-	cases := []struct {
-		name  string
-		fn    func(t *testing.T, open Open)
-		files bool // looks at the disk layout
-	}{
-		{"PutHasRead", testPutHasRead, false},
-		{"Overwrite", testOverwrite, false},
-		{"InvalidArgs", testInvalidArgs, false},
-		{"Delete", testDelete, false},
-		{"DeleteFiles", testDeleteFiles, true},
-		{"Spans", testSpans, false},
-		{"Close", testClose, false},
-		{"Restart", testRestart, false},
-		{"CrashLeftovers", testCrashLeftovers, true},
-		{"HostileGroups", testHostileGroups, false},
-		{"PathEscaping", testPathEscaping, true},
-		{"Concurrent", testConcurrent, false},
-	}
-	for _, c := range cases {
-		if c.files && !files {
-			continue
-		}
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.fn(t, open)
-		})
-	}
+// cases are the suite's cases; Files marks those that look at the disk
+// layout.
+var cases = []suite.Case[Open]{
+	{Name: "PutHasRead", Fn: testPutHasRead},
+	{Name: "Overwrite", Fn: testOverwrite},
+	{Name: "InvalidArgs", Fn: testInvalidArgs},
+	{Name: "Delete", Fn: testDelete},
+	{Name: "DeleteFiles", Fn: testDeleteFiles, Files: true},
+	{Name: "Spans", Fn: testSpans},
+	{Name: "Close", Fn: testClose},
+	{Name: "Restart", Fn: testRestart},
+	{Name: "CrashLeftovers", Fn: testCrashLeftovers, Files: true},
+	{Name: "HostileGroups", Fn: testHostileGroups},
+	{Name: "PathEscaping", Fn: testPathEscaping, Files: true},
+	{Name: "Concurrent", Fn: testConcurrent},
 }
 
 func span(from, to int64) lease.Span { return lease.Span{From: from, To: to} }
