@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -50,9 +51,9 @@ type Config struct {
 	// PageSize is how many items one transaction consumes, at most
 	// 10000. Default DefaultPageSize.
 	PageSize int
-	// Now is the clock for files whose Date header does not parse. Default
-	// time.Now.
-	Now    func() time.Time
+	// Clock tells the time of files whose Date header does not parse, and
+	// waits the Interval. Nil means clock.Real.
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
@@ -86,8 +87,8 @@ func (c *Config) validate() error {
 	if c.PageSize == 0 {
 		c.PageSize = DefaultPageSize
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -135,18 +136,16 @@ func (b *Builder) Stats() Stats {
 // Run makes passes until ctx ends: a pass at once, then one every
 // Interval. A failed pass is logged; Run returns ctx's error.
 func (b *Builder) Run(ctx context.Context) error {
-	t := time.NewTimer(0)
-	defer t.Stop()
 	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		if _, err := b.Pass(ctx); err != nil && ctx.Err() == nil {
 			b.cfg.Logger.Warn("release builder pass", "err", err)
 		}
-		t.Reset(b.cfg.Interval)
+		if err := clock.Sleep(ctx, b.cfg.Clock, b.cfg.Interval); err != nil {
+			return err
+		}
 	}
 }
 
@@ -287,7 +286,7 @@ func (b *Builder) update(after string, page batch.Page) (Update, int) {
 		f.Items = []int64{it.ID}
 		if f.Date.IsZero() {
 			if now.IsZero() {
-				now = b.cfg.Now().UTC()
+				now = b.cfg.Clock.Now().UTC()
 			}
 			f.Date = now
 		}

@@ -88,7 +88,7 @@ func (e *env) storeItems(t *testing.T, ps []posted) int {
 func (e *env) builder(t *testing.T, rs release.Store, consumer string, page int) *release.Builder {
 	t.Helper()
 	b, err := release.NewBuilder(release.Config{Store: rs, Feed: e.Backend, Consumer: consumer, PageSize: page,
-		Window: 6 * time.Hour, Now: e.clock.Now})
+		Window: 6 * time.Hour, Clock: e.clock})
 	require.NoError(t, err)
 	return b
 }
