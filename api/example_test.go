@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/node"
@@ -35,7 +36,8 @@ func ExampleAdminClient() {
 	store.AddGroup(ctx, grouplease.Group{Name: "alt.binaries.example", RangeSize: 100})
 	store.AddRanges(ctx, grouplease.NewRanges{Group: "alt.binaries.example", From: 1, To: 300})
 	store.Grant(ctx, "edge-1", time.Minute)
-	srv, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, SnapshotDir: filepath.Join(dir, "snapshots"), AdminToken: "admin-secret"})
+	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
+	srv, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, AdminToken: "admin-secret"})
 	if err != nil {
 		panic(err)
 	}

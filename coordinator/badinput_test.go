@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/internal/chunkfile"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -64,13 +64,11 @@ func (h *harness) world() world {
 		w.Batches = append(w.Batches, recs...)
 	}
 	w.Snapshot = map[string]string{}
-	entries, err := os.ReadDir(h.snaps)
-	require.NoError(h.t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(h.snaps, e.Name()))
+	for _, name := range h.files() {
+		b, err := chunkfile.ReadAll(h.snaps.Open(ctx, name))
 		require.NoError(h.t, err)
 		sum := sha256.Sum256(b)
-		w.Snapshot[e.Name()] = hex.EncodeToString(sum[:])
+		w.Snapshot[name] = hex.EncodeToString(sum[:])
 	}
 	w.Spool = h.spool.Size()
 	return w

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -46,9 +47,11 @@ type harness struct {
 	src    *spool.Synthetic
 	srv    *coordinator.Server
 	http   *httptest.Server
-	snaps  string // the snapshot directory
-	token  string // node "edge-1"
-	token2 string // node "edge-2"
+	snaps  *watchedStore // the snapshot store
+	// snapDir is the snapshot store's directory when it is on disk.
+	snapDir string
+	token   string // node "edge-1"
+	token2  string // node "edge-2"
 }
 
 func newHarness(t *testing.T, url string, tweak func(*coordinator.Config)) *harness {
@@ -83,11 +86,19 @@ func newHarnessOn(t *testing.T, st *sqlstore.Store, tweak func(*coordinator.Conf
 	t.Cleanup(func() { cp.Close() })
 	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
 	require.NoError(t, err)
-	cfg := coordinator.Config{Store: st, Spool: sp, Corpus: cp, SnapshotDir: t.TempDir(), AdminToken: adminToken,
+	snaps, err := blobstore.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	cfg := coordinator.Config{Store: st, Spool: sp, Corpus: cp, Snapshots: snaps, AdminToken: adminToken,
 		Metrics: coordinator.NewMetrics(nil)}
 	if tweak != nil {
 		tweak(&cfg)
 	}
+	var snapDir string
+	if dir, ok := cfg.Snapshots.(*blobstore.Dir); ok {
+		snapDir = dir.Root()
+	}
+	watched := &watchedStore{Store: cfg.Snapshots, putting: map[string]int{}}
+	cfg.Snapshots = watched
 	srv, err := coordinator.New(cfg)
 	require.NoError(t, err)
 	// The coordinator's own http.Server settings (timeouts, header limit).
@@ -98,7 +109,7 @@ func newHarnessOn(t *testing.T, st *sqlstore.Store, tweak func(*coordinator.Conf
 	}
 	hs.Start()
 	t.Cleanup(func() { srv.Drain(); hs.Close() })
-	h := &harness{t: t, store: st, spool: sp, corpus: cp, src: src, srv: srv, http: hs, snaps: cfg.SnapshotDir}
+	h := &harness{t: t, store: st, spool: sp, corpus: cp, src: src, srv: srv, http: hs, snaps: watched, snapDir: snapDir}
 	h.token = h.addNode("edge-1")
 	h.token2 = h.addNode("edge-2")
 	return h

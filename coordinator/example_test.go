@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -33,7 +34,8 @@ func ExampleNew() {
 	defer store.Close()
 	sp, _ := spool.Open(filepath.Join(dir, "spool"), spool.Config{})
 	defer sp.Close()
-	srv, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, SnapshotDir: filepath.Join(dir, "snapshots"), AdminToken: "secret"})
+	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
+	srv, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, AdminToken: "secret"})
 	if err != nil {
 		panic(err)
 	}
@@ -67,7 +69,8 @@ func ExampleService() {
 	defer sp.Close()
 	src, _ := spool.NewSynthetic(spool.SyntheticConfig{})
 	pf, _ := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: sp, Claims: store, Targets: store})
-	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, SnapshotDir: filepath.Join(dir, "snapshots"), Prefetcher: pf})
+	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
+	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, Prefetcher: pf})
 	if err != nil {
 		panic(err)
 	}

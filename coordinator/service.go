@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -47,15 +48,19 @@ const (
 )
 
 // Config configures a Service, and the Server over it. Store, Spool and
-// SnapshotDir are required; the zero value of every other field means its
+// Snapshots are required; the zero value of every other field means its
 // default.
 type Config struct {
 	Store Store
 	Spool spool.Store
 	// Corpus holds capture ranges' chunks; nil: they stay in the spool.
 	Corpus corpus.Store
-	// SnapshotDir holds the lanes' snapshot files.
-	SnapshotDir string
+	// Snapshots holds the lanes' snapshot blobs: blobstore.OpenDir of a
+	// directory of this coordinator's, or the snapshots part of a bucket
+	// the coordinators share (blobstore.Sub). Names in it are
+	// <group id>-<lane>-<next>-<token>-<random>.gz; ResetSnapshot deletes
+	// there too.
+	Snapshots blobstore.Store
 	// Prefetcher, when set, is kicked when a range is leased or a chunk
 	// dropped, and tells streams when a chunk arrives. A nil
 	// *spool.Prefetcher counts as none.
@@ -122,8 +127,8 @@ func (c Config) withDefaults() Config {
 
 // validate checks a Config that has its defaults.
 func (c Config) validate() error {
-	if c.Store == nil || c.Spool == nil || c.SnapshotDir == "" {
-		return lease.Invalidf("coordinator: Store, Spool and SnapshotDir are required")
+	if c.Store == nil || c.Spool == nil || c.Snapshots == nil {
+		return lease.Invalidf("coordinator: Store, Spool and Snapshots are required")
 	}
 	if c.LeaseTTL < time.Second || c.MaxBody < 1 || c.MaxSnapshot < 1 || c.MaxBatchBytes < c.MaxBody || c.WriteTimeout < 0 {
 		return lease.Invalidf("coordinator: LeaseTTL must be at least 1s, MaxBody and MaxSnapshot at least 1, MaxBatchBytes at least MaxBody, WriteTimeout not negative")
@@ -132,10 +137,10 @@ func (c Config) validate() error {
 }
 
 // Service is the coordinator's operations, with no HTTP in them: it owns
-// the store, the chunk storage (spool and corpus), the snapshot files and
+// the store, the chunk storage (spool and corpus), the snapshot blobs and
 // the prefetch kick, and holds the rules that tie them together (a finish
 // drops the range's spool, a corrupt chunk leaves the spool and the corpus,
-// a snapshot file becomes current only through the fenced metadata update).
+// a snapshot blob becomes current only through the fenced metadata update).
 // The Server is a thin HTTP layer over it; a program, the demo or a test
 // may call it directly.
 //
@@ -155,18 +160,13 @@ type Service struct {
 	stopStreams context.CancelFunc
 }
 
-// NewService checks cfg and returns a Service. It makes SnapshotDir when it
-// is missing.
+// NewService checks cfg and returns a Service.
 func NewService(cfg Config) (*Service, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	snaps, err := openSnapshotFiles(cfg.SnapshotDir)
-	if err != nil {
-		return nil, err
-	}
-	s := &Service{cfg: cfg, snaps: snaps, batches: budget{max: cfg.MaxBatchBytes}}
+	s := &Service{cfg: cfg, snaps: newSnapshotFiles(cfg.Snapshots), batches: budget{max: cfg.MaxBatchBytes}}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	return s, nil
 }

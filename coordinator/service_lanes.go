@@ -5,12 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -52,12 +51,13 @@ func (s *Service) ReleaseLane(ctx context.Context, groupID int64, ln lease.Lane,
 
 // PutSnapshot stores a lane's window state taken at next: body, size bytes
 // of gzip (-1 when unknown). The lane's fence, the next's bounds and its
-// order are checked before a byte is read; the bytes then go to a new file
-// of their own (temporary file, fsync, rename), and the fenced metadata
-// update alone makes that file current. A refused or failed upload removes
-// its file; a stored one removes the lane's others. A crash leaves the old
-// snapshot or the new one, never half of one, and no upload ever touches
-// the current file.
+// order are checked before a byte is read; the bytes then go to a new blob
+// of their own (one atomic Put, checked to be gzip before it is visible),
+// and the fenced metadata update alone makes that blob current. A refused
+// or failed upload leaves no blob; a stored one removes the lane's blobs
+// that can no longer become current. A crash leaves the old snapshot or
+// the new one, never half of one, and no upload ever touches the current
+// blob.
 func (s *Service) PutSnapshot(ctx context.Context, groupID int64, ln lease.Lane, f lease.Fence, next, size int64, body io.Reader) (api.Snapshot, error) {
 	if next < 1 {
 		return api.Snapshot{}, lease.Invalidf("next: the article the snapshot resumes at is at least 1, not %d", next)
@@ -75,7 +75,7 @@ func (s *Service) PutSnapshot(ctx context.Context, groupID int64, ln lease.Lane,
 		return api.Snapshot{}, err
 	}
 	name := newName(groupID, ln, next, f.Token)
-	n, err := s.snaps.write(name, http.MaxBytesReader(nil, io.NopCloser(body), s.cfg.MaxSnapshot))
+	n, err := s.snaps.write(ctx, name, http.MaxBytesReader(nil, io.NopCloser(body), s.cfg.MaxSnapshot), size)
 	if err != nil {
 		if _, over := errors.AsType[*http.MaxBytesError](err); over {
 			return api.Snapshot{}, tooLarge
@@ -105,26 +105,28 @@ func (s *Service) checkSnapshot(ctx context.Context, groupID int64, ln lease.Lan
 	return nil
 }
 
-// makeCurrent makes the written file snap current with the fenced metadata
-// update, then removes the lane's other files; a refused update removes
-// snap's file instead. The caller may be gone by now; the update and the
-// cleanup still run, so the file's fate is known.
+// makeCurrent makes the written blob snap current with the fenced metadata
+// update, then prunes the lane's other blobs; a refused update removes
+// snap's blob instead. The caller may be gone by now; the update and the
+// cleanup still run, so the blob's fate is known.
 func (s *Service) makeCurrent(ctx context.Context, groupID int64, ln lease.Lane, f lease.Fence, snap grouplease.SnapshotFile) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := s.cfg.Store.PutSnapshot(ctx, groupID, ln, f, snap); err != nil {
 		if refused(err) {
-			if rerr := s.snaps.remove(snap.File); rerr != nil {
+			if rerr := s.snaps.remove(ctx, snap.File); rerr != nil {
 				s.cfg.Logger.Warn("remove a refused snapshot", "file", snap.File, "err", rerr)
 			}
 		} else {
-			// Maybe stored: the file stays, and the next upload prunes it
+			// Maybe stored: the blob stays, and a later upload prunes it
 			// if it did not become current.
 			s.cfg.Logger.Warn("snapshot metadata update failed; its file stays", "file", snap.File, "err", err)
 		}
 		return err
 	}
-	s.snaps.prune(groupID, ln, snap.File)
+	if err := s.snaps.prune(ctx, groupID, ln, snap.File); err != nil {
+		s.cfg.Logger.Warn("prune a lane's old snapshots", "group", groupID, "lane", ln, "err", err)
+	}
 	return nil
 }
 
@@ -142,7 +144,7 @@ func refused(err error) bool {
 // to be closed by the caller, and its next and size. It fails with
 // lease.ErrNotFound when the lane has none.
 func (s *Service) OpenSnapshot(ctx context.Context, groupID int64, ln lease.Lane, f lease.Fence) (io.ReadCloser, api.Snapshot, error) {
-	// An upload may make another file current, and remove this one, between
+	// An upload may make another blob current, and remove this one, between
 	// the read of the metadata and the open: read it again.
 	for try := 0; ; try++ {
 		chk, err := s.cfg.Store.CheckSnapshot(ctx, groupID, ln, f)
@@ -152,29 +154,29 @@ func (s *Service) OpenSnapshot(ctx context.Context, groupID int64, ln lease.Lane
 		if chk.Current == nil {
 			return nil, api.Snapshot{}, fmt.Errorf("snapshot: group %d %s lane has none: %w", groupID, ln, lease.ErrNotFound)
 		}
-		name, err := s.snaps.name(groupID, ln, *chk.Current)
+		name, err := blobName(groupID, ln, *chk.Current)
 		if err != nil {
 			return nil, api.Snapshot{}, err
 		}
-		file, err := s.snaps.open(name)
+		rc, _, err := s.snaps.open(ctx, name)
 		if err == nil {
-			return readCloser{io.LimitReader(file, chk.Current.Size), file}, chk.Current.Snapshot, nil
+			return readCloser{io.LimitReader(rc, chk.Current.Size), rc}, chk.Current.Snapshot, nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) || try == 2 {
+		if !errors.Is(err, blobstore.ErrNotFound) || try == 2 {
 			return nil, api.Snapshot{}, fmt.Errorf("snapshot: %w", err)
 		}
 	}
 }
 
-// readCloser reads the first Size bytes of a snapshot's file. It is
+// readCloser reads the first Size bytes of a snapshot's blob. It is
 // neither an io.WriterTo nor an io.ReaderFrom, so a copy keeps to the size.
 type readCloser struct {
-	r    io.Reader
-	file *os.File
+	r  io.Reader
+	rc io.Closer
 }
 
 func (r readCloser) Read(p []byte) (int, error) { return r.r.Read(p) }
-func (r readCloser) Close() error               { return r.file.Close() }
+func (r readCloser) Close() error               { return r.rc.Close() }
 
 // ResetSnapshot forgets a lane's snapshot, whoever holds the lane, and
 // removes its file: the operator's way out of a snapshot whose next is
@@ -185,7 +187,7 @@ func (s *Service) ResetSnapshot(ctx context.Context, groupID int64, ln lease.Lan
 		return api.SnapshotReset{}, err
 	}
 	defer unlock()
-	old, err := ResetSnapshot(ctx, s.cfg.Store, s.snaps.dir, groupID, ln)
+	old, err := ResetSnapshot(ctx, s.cfg.Store, s.snaps.store, groupID, ln)
 	if err != nil {
 		return api.SnapshotReset{}, err
 	}

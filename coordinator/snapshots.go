@@ -8,30 +8,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
-	"github.com/edgeindex/edgeindex/internal/chunkfile"
-
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// snapshotFiles keeps snapshot bytes as
-// <dir>/<group id>-<lane>-<next>-<token>-<random>.gz: a file per upload,
-// never overwritten, made current only by the fenced metadata update.
-// Names hold only numbers, a lane and hex: no group name becomes a path.
-// Files the store names no file for (older snapshots) are
+// snapshotFiles keeps snapshot bytes in a blobstore.Store (a directory, or
+// the snapshots part of a bucket that coordinators share) as blobs named
+// <group id>-<lane>-<next>-<token>-<random>.gz: a blob per upload, never
+// overwritten, made current only by the fenced metadata update. Names
+// hold only numbers, a lane and hex: no group name becomes a key. Blobs
+// the store names no file for (older snapshots) are
 // <group id>-<lane>-<next>-<token>.gz.
 //
-// One upload per lane is written at a time (in this process), so a lane
-// keeps at most its current file and the one being written; a refused
-// upload removes its own file, a stored one removes the lane's others.
+// One upload per lane is written at a time in this process, so a lane
+// keeps at most its current blob and the ones being written (one per
+// coordinator); a refused upload removes its own blob, a stored one
+// removes the lane's blobs that can never become current (see prune).
 type snapshotFiles struct {
-	dir string
+	store blobstore.Store
 
 	mu    sync.Mutex
 	lanes map[laneKey]*laneSlot
@@ -48,19 +48,11 @@ type laneSlot struct {
 	users int
 }
 
-func openSnapshotFiles(dir string) (*snapshotFiles, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("coordinator: snapshots: %w", err)
-	}
-	// Writes a crash cut short are never read: remove them.
-	leftovers, _ := filepath.Glob(filepath.Join(dir, chunkfile.TempPrefix+"*"))
-	for _, l := range leftovers {
-		os.Remove(l)
-	}
-	return &snapshotFiles{dir: dir, lanes: map[laneKey]*laneSlot{}}, nil
+func newSnapshotFiles(store blobstore.Store) *snapshotFiles {
+	return &snapshotFiles{store: store, lanes: map[laneKey]*laneSlot{}}
 }
 
-// lock waits until no other upload of the lane is being written.
+// lock waits until no other upload of the lane is being written here.
 func (f *snapshotFiles) lock(ctx context.Context, group int64, ln lease.Lane) (func(), error) {
 	k := laneKey{group, ln}
 	f.mu.Lock()
@@ -91,91 +83,130 @@ func prefix(group int64, ln lease.Lane) string {
 	return fmt.Sprintf("%d-%s-", group, ln)
 }
 
-// name returns the file name of the snapshot s names, checked to be one of
-// the lane's: a name from the database never leaves the directory.
-func (f *snapshotFiles) name(group int64, ln lease.Lane, s grouplease.SnapshotFile) (string, error) {
+// blobName returns the blob name of the snapshot s names, checked to be one of
+// the lane's: a name from the database never leaves the lane's blobs.
+func blobName(group int64, ln lease.Lane, s grouplease.SnapshotFile) (string, error) {
 	if s.File == "" {
 		return fmt.Sprintf("%s%d-%d.gz", prefix(group, ln), s.Next, s.Token), nil
 	}
-	if filepath.Base(s.File) != s.File || !strings.HasPrefix(s.File, prefix(group, ln)) || !strings.HasSuffix(s.File, ".gz") {
+	if strings.Contains(s.File, "/") || blobstore.CheckKey(s.File) != nil || !strings.HasPrefix(s.File, prefix(group, ln)) || !strings.HasSuffix(s.File, ".gz") {
 		return "", fmt.Errorf("snapshot: the store names the file %q, not one of group %d's %s lane", s.File, group, ln)
 	}
 	return s.File, nil
 }
 
-// newName names a new upload's file; the random part makes it unique.
+// newName names a new upload's blob; the random part makes it unique.
 func newName(group int64, ln lease.Lane, next, token int64) string {
 	var b [8]byte
 	rand.Read(b[:])
 	return fmt.Sprintf("%s%d-%d-%s.gz", prefix(group, ln), next, token, hex.EncodeToString(b[:]))
 }
 
-// write stores body, checked to be whole gzip, in a new file (temporary
-// file, fsync, rename, fsync of the directory) and returns its name and
-// size. A failed or refused body leaves nothing behind.
-func (f *snapshotFiles) write(name string, body io.Reader) (int64, error) {
-	n, err := chunkfile.WriteAtomicFrom(f.dir, filepath.Join(f.dir, name), body, checkGzip)
+// parseName reads the next and token of a name of the lane's.
+func parseName(group int64, ln lease.Lane, name string) (next, token int64, ok bool) {
+	rest, ok := strings.CutPrefix(name, prefix(group, ln))
+	if !ok {
+		return 0, 0, false
+	}
+	rest, ok = strings.CutSuffix(rest, ".gz")
+	parts := strings.Split(rest, "-")
+	if !ok || len(parts) < 2 || len(parts) > 3 {
+		return 0, 0, false
+	}
+	next, err1 := strconv.ParseInt(parts[0], 10, 64)
+	token, err2 := strconv.ParseInt(parts[1], 10, 64)
+	return next, token, err1 == nil && err2 == nil
+}
+
+// write stores body, size bytes (-1: unknown), checked to be whole gzip,
+// under name, and returns its size. The store's Put is atomic and the
+// check refuses the bytes before they become visible, so a failed or
+// refused body leaves nothing behind.
+func (f *snapshotFiles) write(ctx context.Context, name string, body io.Reader, size int64) (int64, error) {
+	r := blobstore.Checked(body, checkGzip)
+	defer r.Close()
+	n, err := f.store.Put(ctx, name, r, size)
 	if err != nil {
 		return n, fmt.Errorf("snapshot: %w", err)
 	}
 	return n, nil
 }
 
-// checkGzip refuses a file that is not a whole gzip stream.
-func checkGzip(file *os.File) error {
-	zr, err := gzip.NewReader(file)
+// checkGzip refuses bytes that are not a whole gzip stream. It reads them
+// to the end either way, so a body over the size limit is refused as such
+// (413) even when its first bytes are no gzip.
+func checkGzip(r io.Reader) error {
+	zr, err := gzip.NewReader(r)
 	if err == nil {
 		_, err = io.Copy(io.Discard, zr)
 	}
 	if err != nil {
+		io.Copy(io.Discard, r)
 		return lease.Invalidf("snapshot: the body must be gzip (%v)", err)
 	}
 	return nil
 }
 
-func (f *snapshotFiles) open(name string) (*os.File, error) {
-	return os.Open(filepath.Join(f.dir, name))
+func (f *snapshotFiles) open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
+	return f.store.Open(ctx, name)
 }
 
-// remove removes one file of the lane, durably.
-func (f *snapshotFiles) remove(name string) error {
-	err := os.Remove(filepath.Join(f.dir, name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return chunkfile.SyncDir(f.dir)
+// remove removes one blob of the lane.
+func (f *snapshotFiles) remove(ctx context.Context, name string) error {
+	return f.store.Delete(ctx, name)
 }
 
-// prune removes the lane's files other than keep: files of uploads a crash
-// or an unknown outcome left.
-func (f *snapshotFiles) prune(group int64, ln lease.Lane, keep string) {
-	entries, _ := os.ReadDir(f.dir)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), prefix(group, ln)) && e.Name() != keep {
-			os.Remove(filepath.Join(f.dir, e.Name()))
+// staleUpload is the age past which a blob that is not current is an
+// upload whose outcome was lost (its metadata update failed), never to
+// become current: an upload is made current within seconds of its Put.
+const staleUpload = time.Hour
+
+// prune removes the lane's blobs that can never become current now that
+// keep is: those of an older grant (a lower token, fenced), those of the
+// same grant with an older next (refused as older), and any other but
+// keep older than staleUpload. Blobs of a newer grant or next may be
+// uploads another coordinator is making current: they stay.
+func (f *snapshotFiles) prune(ctx context.Context, group int64, ln lease.Lane, keep string) error {
+	keepNext, keepToken, ok := parseName(group, ln, keep)
+	if !ok {
+		return fmt.Errorf("snapshot: prune: %q is not a snapshot name of the lane", keep)
+	}
+	var old []string
+	err := f.store.List(ctx, prefix(group, ln), func(info blobstore.Info) error {
+		if info.Key == keep {
+			return nil
 		}
+		next, token, ok := parseName(group, ln, info.Key)
+		if !ok {
+			return nil // another lane's whose prefix this one is
+		}
+		older := token < keepToken || token == keepToken && next < keepNext
+		if older || time.Since(info.ModTime) > staleUpload {
+			old = append(old, info.Key)
+		}
+		return nil
+	})
+	for _, k := range old {
+		err = errors.Join(err, f.store.Delete(ctx, k))
 	}
+	return err
 }
 
 // ResetSnapshot forgets a lane's snapshot, whoever holds the lane, and
-// removes its file from dir (the coordinator's SnapshotDir). It returns the
-// snapshot it forgot, nil when the lane had none. It is the operator's way
-// out of a snapshot whose next is wrong: the next upload may start
-// anywhere again.
-func ResetSnapshot(ctx context.Context, st grouplease.SnapshotStore, dir string, group int64, ln lease.Lane) (*grouplease.Snapshot, error) {
+// removes its blob from snaps (the coordinator's Config.Snapshots). It
+// returns the snapshot it forgot, nil when the lane had none. It is the
+// operator's way out of a snapshot whose next is wrong: the next upload
+// may start anywhere again.
+func ResetSnapshot(ctx context.Context, st grouplease.SnapshotStore, snaps blobstore.Store, group int64, ln lease.Lane) (*grouplease.Snapshot, error) {
 	old, err := st.ResetSnapshot(ctx, group, ln)
 	if err != nil || old == nil {
 		return nil, err
 	}
-	f := &snapshotFiles{dir: dir}
-	name, err := f.name(group, ln, *old)
+	file, err := blobName(group, ln, *old)
 	if err != nil {
 		return &old.Snapshot, err
 	}
-	if err := f.remove(name); err != nil {
+	if err := snaps.Delete(ctx, file); err != nil {
 		return &old.Snapshot, fmt.Errorf("snapshot reset, but its file stays: %w", err)
 	}
 	return &old.Snapshot, nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -71,6 +73,16 @@ type Main struct {
 	// default); Release holds its window and interval.
 	Releases bool
 	Release  release.Config
+	// Storage is where serve keeps chunks and snapshots (--storage): ""
+	// for the data directory, or s3://BUCKET/PREFIX for a bucket that
+	// coordinators on several machines share.
+	Storage string
+	// SpoolRefresh is how often a spool in a bucket is listed
+	// (spool.BucketConfig.Refresh); 0 is its default. Tests set it.
+	SpoolRefresh time.Duration
+	// Keepalive is the longest a stream stays silent; 0 is the
+	// coordinator's default. Tests set it.
+	Keepalive time.Duration
 
 	// Ready, when set, is told the address serve listens on.
 	Ready func(addr string)
@@ -87,6 +99,13 @@ func NewMain(stdout, stderr io.Writer) *Main {
 func (m *Main) commonFlags(fs *flag.FlagSet) {
 	fs.StringVar(&m.DB, "db", os.Getenv("EDGEINDEX_DB"), "database: sqlite://PATH or postgres://... (default sqlite://<data>/edgeindex.db)")
 	fs.StringVar(&m.Data, "data", envOr("EDGEINDEX_DATA", "./edgeindex-data"), "directory for the spool, corpus, snapshots and admin.token")
+}
+
+// storageFlag adds --storage, for the commands that read chunks or
+// snapshots.
+func (m *Main) storageFlag(fs *flag.FlagSet) {
+	fs.StringVar(&m.Storage, "storage", os.Getenv("EDGEINDEX_STORAGE"),
+		"where chunks and snapshots go: s3://BUCKET/PREFIX (default: the data directory)")
 }
 
 func envOr(name, def string) string {
@@ -160,14 +179,14 @@ func (m *Main) command(ctx context.Context, cmd string, args []string) error {
 }
 
 const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
-                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s] [--id NAME]
+                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s] [--id NAME] [--storage s3://BUCKET/PREFIX]
                    [--releases=true] [--release-window 6h] [--release-interval 5s]
 coordinator node add NAME | node rm NAME | node list
 coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
 coordinator group plan NAME --plan tail,history [--history N] [--margin M]
 coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 coordinator range retry GROUP [--failed | ID...]
-coordinator snapshot reset GROUP [--lane history|tail]
+coordinator snapshot reset GROUP [--lane history|tail] [--storage s3://BUCKET/PREFIX]
 coordinator status [--json]
 coordinator releases [list] [--group G] [--after CURSOR] [--limit N] [--json] | releases build [--once]
 coordinator nzb ID [-o FILE]
@@ -175,6 +194,9 @@ coordinator demo [--articles N] [--workers N] [--range-size N] [--keep]
 coordinator help
 
 --source is synthetic (the default) or nntp://[user:pass@]host[:port] (nntps:// for TLS).
+--storage puts the spool, the corpus and the snapshots in an S3-compatible bucket that coordinators on several
+machines share, s3://BUCKET[/PREFIX][?endpoint=HOST:PORT&region=R&tls=false&path-style=true], instead of the data
+directory; the credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
 Flags may come before or after the positional arguments. With no command it serves.
 
 Environment:
@@ -183,6 +205,9 @@ Environment:
   EDGEINDEX_ADMIN_TOKEN  the admin token; without it, the one in <data>/admin.token, made on the first start
   EDGEINDEX_NNTP_USER    the NNTP user when --source's URL has none
   EDGEINDEX_NNTP_PASS    the NNTP password when --source's URL has none
+  EDGEINDEX_STORAGE      --storage when it is not given
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL
+                         --storage's credentials, region and endpoint when its URL has none
 
 Example:
   EDGEINDEX_NNTP_USER=me EDGEINDEX_NNTP_PASS=secret coordinator serve --source nntps://news.example:563 --data /var/lib/edgeindex
@@ -392,6 +417,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.IntVar(&m.Store.RepairTries, "repair-tries", sqlstore.DefaultRepairTries, "how often a missing article is fetched again before it counts as lost")
 	fs.DurationVar(&m.Store.RepairDelay, "repair-delay", sqlstore.DefaultRepairDelay, "how long a missing article waits between tries")
 	fs.StringVar(&m.ID, "id", "", "this coordinator's identity as the owner of chunk claims (default: kept in <data>/coordinator.id)")
+	m.storageFlag(fs)
 	m.releaseFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -417,8 +443,7 @@ type running struct {
 	bg       chan error // the prefetcher, the planner and the release builder
 	cancel   context.CancelFunc
 	log      *slog.Logger
-	spool    *spool.Disk
-	corpus   *corpus.Disk
+	storage  storage
 	source   chunkSource
 }
 
@@ -455,22 +480,17 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	if err != nil {
 		return nil, err
 	}
-	sp, err := spool.Open(filepath.Join(m.Data, "spool"), spool.Config{})
+	st, err := m.openStorage(ctx, log)
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, sp.Close)
-	cp, err := corpus.Open(filepath.Join(m.Data, "corpus"), corpus.Config{})
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, cp.Close)
+	closers = append(closers, st.close)
 	l, err := coordinator.Listen(m.Addr)
 	if err != nil {
 		return nil, err
 	}
 	closers = append(closers, l.Close)
-	pf, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: sp, Corpus: cp, Claims: store, Targets: store,
+	pf, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: st.spool, Corpus: st.corpus, Claims: store, Targets: store,
 		Owner: owner, Concurrency: src.conns, Logger: log})
 	if err != nil {
 		return nil, err
@@ -480,20 +500,21 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		return nil, err
 	}
 	metrics := coordinator.NewMetrics(func() map[string]float64 { return rangeStates(store) })
-	api, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Corpus: cp, SnapshotDir: m.snapshotDir(),
-		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics})
+	api, err := coordinator.New(coordinator.Config{Store: store, Spool: st.spool, Corpus: st.corpus, Snapshots: st.snaps,
+		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Keepalive: m.Keepalive, Logger: log, Metrics: metrics})
 	if err != nil {
 		return nil, err
 	}
 	r := &running{http: coordinator.HTTPServer(api, log), api: api, listener: l, served: make(chan error, 1),
-		bg: make(chan error, 3), log: log, spool: sp, corpus: cp, source: src}
+		bg: make(chan error, 3), log: log, storage: st, source: src}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	go func() { r.bg <- pf.Run(pctx) }()
 	go func() { r.bg <- planner.Run(pctx) }()
 	go func() { r.bg <- m.runReleases(pctx, store, log) }()
 	go func() { r.served <- r.http.Serve(l) }()
-	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact.URL(m.DB), "data", m.Data, "id", owner)
+	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact.URL(m.DB), "data", m.Data,
+		"storage", cmp.Or(blobstore.Redact(m.Storage), "data directory"), "id", owner)
 	if m.Ready != nil {
 		m.Ready(l.Addr().String())
 	}
@@ -523,8 +544,7 @@ func (r *running) stop() error {
 	<-r.bg
 	<-r.bg
 	<-r.bg
-	r.spool.Close()
-	r.corpus.Close()
+	r.storage.close()
 	r.source.close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -709,18 +729,114 @@ func (m *Main) rangeCmd(ctx context.Context, args []string) error {
 	return usagef("range add | range retry, not %q", pos[0])
 }
 
-// snapshotDir is where serve keeps the lanes' snapshots.
-func (m *Main) snapshotDir() string { return filepath.Join(m.Data, "snapshots") }
+// storage is where serve keeps chunks and snapshots.
+type storage struct {
+	spool  spool.Store
+	corpus corpus.Store
+	snaps  blobstore.Store
+	// bucket is the spool when it is in a bucket: told of the chunks other
+	// coordinators store.
+	bucket *spool.Bucket
+	close  func() error
+}
+
+// openStorage opens the spool, the corpus and the snapshots: under the
+// data directory, or, with --storage s3://..., in the bucket's spool,
+// corpus and snapshots parts.
+func (m *Main) openStorage(ctx context.Context, log *slog.Logger) (st storage, err error) {
+	var closers []func() error
+	st.close = func() error {
+		var err error
+		for i := len(closers) - 1; i >= 0; i-- {
+			err = errors.Join(err, closers[i]())
+		}
+		return err
+	}
+	defer func() {
+		if err != nil {
+			st.close()
+		}
+	}()
+	if m.Storage == "" {
+		sp, err := spool.Open(filepath.Join(m.Data, "spool"), spool.Config{})
+		if err != nil {
+			return st, err
+		}
+		closers = append(closers, sp.Close)
+		cp, err := corpus.Open(filepath.Join(m.Data, "corpus"), corpus.Config{})
+		if err != nil {
+			return st, err
+		}
+		closers = append(closers, cp.Close)
+		st.spool, st.corpus = sp, cp
+		st.snaps, err = blobstore.OpenDir(filepath.Join(m.Data, "snapshots"))
+		return st, err
+	}
+	root, err := m.bucket(ctx)
+	if err != nil {
+		return st, err
+	}
+	closers = append(closers, root.Close)
+	sp, err := spool.OpenBucket(ctx, sub(root, "spool"), spool.BucketConfig{Refresh: m.SpoolRefresh, Logger: log})
+	if err != nil {
+		return st, fmt.Errorf("--storage %s: %w", blobstore.Redact(m.Storage), err)
+	}
+	closers = append(closers, sp.Close)
+	cp, err := corpus.OpenBucket(sub(root, "corpus"), corpus.BucketConfig{})
+	if err != nil {
+		return st, err
+	}
+	closers = append(closers, cp.Close)
+	st.spool, st.corpus, st.snaps, st.bucket = sp, cp, sub(root, "snapshots"), sp
+	return st, nil
+}
+
+// bucket opens --storage, an s3:// URL.
+func (m *Main) bucket(ctx context.Context) (*blobstore.S3, error) {
+	if !strings.HasPrefix(m.Storage, "s3://") {
+		return nil, usagef("--storage %q: s3://BUCKET/PREFIX, or none for the data directory", blobstore.Redact(m.Storage))
+	}
+	root, err := blobstore.OpenURL(ctx, m.Storage)
+	if errors.Is(err, lease.ErrInvalid) {
+		return nil, usagef("--storage: %v", err)
+	}
+	return root, err
+}
+
+// sub is blobstore.Sub of a part whose name is a valid key.
+func sub(root blobstore.Store, dir string) blobstore.Store {
+	s, err := blobstore.Sub(root, dir)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// snapshots opens the lanes' snapshots, as serve keeps them: in
+// <data>/snapshots, or in the snapshots part of --storage's bucket. The
+// caller calls closeFn when done.
+func (m *Main) snapshots(ctx context.Context) (_ blobstore.Store, closeFn func() error, _ error) {
+	if m.Storage == "" {
+		d, err := blobstore.OpenDir(filepath.Join(m.Data, "snapshots"))
+		return d, func() error { return nil }, err
+	}
+	root, err := m.bucket(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sub(root, "snapshots"), root.Close, nil
+}
 
 func (m *Main) snapshotCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("snapshot", flag.ContinueOnError)
 	m.commonFlags(fs)
+	m.storageFlag(fs)
 	laneName := fs.String("lane", "history", "history or tail")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	const use = "snapshot reset GROUP [--lane history|tail]"
+	const use = "snapshot reset GROUP [--lane history|tail] [--storage s3://BUCKET/PREFIX]"
 	if len(pos) != 2 || pos[0] != "reset" {
 		return usagef(use)
 	}
@@ -736,7 +852,12 @@ func (m *Main) snapshotCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	old, err := coordinator.ResetSnapshot(ctx, store, m.snapshotDir(), g.ID, ln)
+	snaps, closeSnaps, err := m.snapshots(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeSnaps()
+	old, err := coordinator.ResetSnapshot(ctx, store, snaps, g.ID, ln)
 	if err != nil {
 		return err
 	}

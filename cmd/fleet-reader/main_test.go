@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/fleetcache"
@@ -68,7 +69,9 @@ func newCoord(t testing.TB) *coord {
 	sp, err := spool.Open(t.TempDir(), spool.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { sp.Close() })
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, SnapshotDir: t.TempDir(), AdminToken: adminToken})
+	snaps, err := blobstore.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, AdminToken: adminToken})
 	require.NoError(t, err)
 
 	c := &coord{t: t, store: st}

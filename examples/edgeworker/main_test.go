@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edge"
@@ -97,7 +98,9 @@ func newPipeline(t *testing.T, groups ...grouplease.Group) *pipeline {
 	t.Cleanup(func() { sp.Close() })
 	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
 	require.NoError(t, err)
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, SnapshotDir: t.TempDir()})
+	snaps, err := blobstore.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Drain(); hs.Close() })

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/coordinator"
@@ -47,7 +48,9 @@ func newClockedPipeline(t *testing.T, g grouplease.Group) *clockedPipeline {
 	t.Cleanup(func() { sp.Close() })
 	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
 	require.NoError(t, err)
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, SnapshotDir: t.TempDir()})
+	snaps, err := blobstore.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Drain(); hs.Close() })

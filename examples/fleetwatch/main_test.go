@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/fleetcache"
@@ -37,7 +38,9 @@ func realCoordinator(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	require.NoError(t, err)
 	_, err = st.AddRanges(t.Context(), grouplease.NewRanges{Group: "alt.binaries.watch", From: 1, To: 500})
 	require.NoError(t, err)
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, SnapshotDir: t.TempDir(), AdminToken: "admin"})
+	snaps, err := blobstore.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, AdminToken: "admin"})
 	require.NoError(t, err)
 	var hits atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edge"
@@ -56,7 +57,9 @@ func newCluster(t *testing.T, dbURL string, articles, rangeSize, chunkSize int64
 	pf, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: sp, Claims: st, Targets: st, Concurrency: 2,
 		Idle: 20 * time.Millisecond})
 	require.NoError(t, err)
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, SnapshotDir: t.TempDir(), Prefetcher: pf})
+	snaps, err := blobstore.OpenDir(t.TempDir())
+	require.NoError(t, err)
+	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, Prefetcher: pf})
 	require.NoError(t, err)
 	pctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
