@@ -145,6 +145,22 @@ type FleetGroup struct {
 	Name    string      `json:"name"`
 	Ordered bool        `json:"ordered"`
 	Lanes   []FleetLane `json:"lanes"`
+	// Plan is the group's plan and the provider's watermarks at the last
+	// poll; nil when the group has no plan.
+	Plan *FleetPlan `json:"plan,omitempty"`
+}
+
+// FleetPlan is a planned group's view from the provider: its watermarks at
+// the last poll, how far the tail has planned, how many articles up to the
+// high watermark the tail has not stored (Lag), and its missing articles.
+type FleetPlan struct {
+	Polled   bool               `json:"polled"`
+	PolledAt time.Time          `json:"polledAt"`
+	Low      int64              `json:"low"`
+	High     int64              `json:"high"`
+	TailNext int64              `json:"tailNext"`
+	Lag      int64              `json:"lag"`
+	Missing  grouplease.Missing `json:"missing"`
 }
 
 // FleetLane is a lane's holder and progress.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -52,14 +53,37 @@ func (s *Service) Fleet(ctx context.Context) (api.Fleet, error) {
 			f.Ranges[state] += n
 		}
 	}
+	plans, err := s.plans(ctx)
+	if err != nil {
+		return api.Fleet{}, err
+	}
 	for _, g := range groups {
 		ls := byGroup[g.ID]
 		if ls == nil {
 			ls = []api.FleetLane{}
 		}
-		f.Groups = append(f.Groups, api.FleetGroup{ID: g.ID, Name: g.Name, Ordered: g.Ordered, Lanes: ls})
+		f.Groups = append(f.Groups, api.FleetGroup{ID: g.ID, Name: g.Name, Ordered: g.Ordered, Lanes: ls, Plan: plans[g.ID]})
 	}
 	return f, nil
+}
+
+// plans reads the groups' plans when the store plans ranges (an optional
+// capability: grouplease.PlanStore), by group id.
+func (s *Service) plans(ctx context.Context) (map[int64]*api.FleetPlan, error) {
+	ps, ok := s.cfg.Store.(grouplease.PlanStore)
+	if !ok {
+		return nil, nil
+	}
+	plans, err := ps.Plans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]*api.FleetPlan, len(plans))
+	for _, p := range plans {
+		out[p.GroupID] = &api.FleetPlan{Polled: p.Polled, PolledAt: p.PolledAt, Low: p.Low, High: p.High,
+			TailNext: p.TailNext, Lag: p.Lag, Missing: p.Missing}
+	}
+	return out, nil
 }
 
 // NodeBatchPage is how many batches a page of a node's detail lists.

@@ -1,0 +1,46 @@
+package coordinator_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/grouplease"
+)
+
+// TestFleetPlans: a planned group's watermarks and lag are in the fleet
+// status, for dashboards; a group without a plan has none.
+func TestFleetPlans(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, backends[0].URL(t), nil)
+	ctx := t.Context()
+	g, err := h.store.AddGroup(ctx, grouplease.Group{Name: "planned", RangeSize: 100})
+	require.NoError(t, err)
+	_, err = h.store.AddGroup(ctx, grouplease.Group{Name: "plain"})
+	require.NoError(t, err)
+	require.NoError(t, h.store.SetPlan(ctx, "planned", grouplease.GroupPlan{Tail: true, Margin: 10}))
+	_, err = h.store.PlanRanges(ctx, g.ID, 5, 1000)
+	require.NoError(t, err)
+	_, err = h.store.PlanRanges(ctx, g.ID, 5, 1200)
+	require.NoError(t, err)
+
+	r := h.do("GET", "/v1/fleet", adminToken, 0, nil)
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+	var f api.Fleet
+	require.NoError(t, json.Unmarshal(r.body, &f))
+	plans := map[string]*api.FleetPlan{}
+	for _, fg := range f.Groups {
+		plans[fg.Name] = fg.Plan
+	}
+	require.Nil(t, plans["plain"])
+	p := plans["planned"]
+	require.NotNil(t, p)
+	require.True(t, p.Polled)
+	require.Equal(t, int64(5), p.Low)
+	require.Equal(t, int64(1200), p.High)
+	require.Equal(t, int64(1191), p.TailNext)
+	require.Equal(t, int64(1200-991+1), p.Lag, "the tail stored nothing from 991")
+}
