@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/node"
@@ -69,7 +70,12 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 			return nil, err
 		}
 	}
-	c.api, err = coordinator.New(coordinator.Config{Store: c.store, Spool: c.spool, SnapshotDir: filepath.Join(cfg.Dir, "snapshots"),
+	snaps, err := blobstore.OpenDir(filepath.Join(cfg.Dir, "snapshots"))
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	c.api, err = coordinator.New(coordinator.Config{Store: c.store, Spool: c.spool, Snapshots: snaps,
 		Prefetcher: pf, LeaseTTL: cfg.LeaseTTL})
 	if err != nil {
 		l.Close()
