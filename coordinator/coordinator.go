@@ -75,6 +75,9 @@ func (s *Server) routes() {
 	admin("GET /v1/ranges", s.handleRanges)
 	admin("GET /v1/results", s.handleResults)
 	admin("DELETE /v1/groups/{id}/snapshot", s.handleResetSnapshot)
+	admin("GET /v1/releases", s.handleReleases)
+	admin("GET /v1/releases/{id}", s.handleReleaseByID)
+	admin("GET /v1/releases/{id}/nzb", s.handleNZB)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusOK, api.OK{OK: true})
 	})

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -305,7 +307,7 @@ func TestNZBGetRebuildsReleases(t *testing.T) {
 		require.WithinRange(t, r.Posted, base, base.Add(time.Duration(len(arts))*time.Second), "posted when its first file was")
 
 		file := filepath.Join(t.TempDir(), strconv.FormatInt(r.ID, 10)+".nzb")
-		fetchNZB(t, data, r.ID, file)
+		fetchNZB(t, baseURL, data, r.ID, file)
 		nzbgettest.Validate(t, dtd, file)
 
 		if up.name == "delta" {
@@ -343,12 +345,32 @@ func TestNZBGetRebuildsReleases(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// fetchNZB writes release id's NZB to file. (Through the command for now;
-// through GET /v1/releases/{id}/nzb once the route is there.)
-func fetchNZB(t *testing.T, data string, id int64, file string) {
+// fetchNZB writes release id's NZB to file, as an indexer's users get it:
+// GET /v1/releases/{id}/nzb with the admin token; and checks that the
+// coordinator nzb command writes the same bytes.
+func fetchNZB(t *testing.T, baseURL, data string, id int64, file string) {
 	t.Helper()
-	_, err := run(t, data, "nzb", strconv.FormatInt(id, 10), "-o", file)
+	token, err := os.ReadFile(filepath.Join(data, "admin.token"))
 	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", fmt.Sprintf("%s/v1/releases/%d/nzb", baseURL, id), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	require.Equal(t, "application/x-nzb", resp.Header.Get("Content-Type"))
+	require.Contains(t, resp.Header.Get("Content-Disposition"), ".nzb")
+	require.NoError(t, os.WriteFile(file, body, 0o600))
+
+	viaCommand := file + ".cmd"
+	_, err = run(t, data, "nzb", strconv.FormatInt(id, 10), "-o", viaCommand)
+	require.NoError(t, err)
+	b, err := os.ReadFile(viaCommand)
+	require.NoError(t, err)
+	require.Equal(t, string(body), string(b), "the route and the command write the same NZB")
 }
 
 func partNumbers(parts []collate.Part) []int {

@@ -1,0 +1,80 @@
+package coordinator
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/edgeindex/edgeindex/nzb"
+	"github.com/edgeindex/edgeindex/release"
+)
+
+// releases returns the store's releases, an optional capability.
+func (s *Service) releases() (release.Store, error) {
+	rs, ok := s.cfg.Store.(release.Store)
+	if !ok {
+		return nil, release.ErrNotFound
+	}
+	return rs, nil
+}
+
+// Releases pages through the releases built from the results feed, oldest
+// first; q.Group selects those with a file read in that group.
+func (s *Service) Releases(ctx context.Context, q release.Query) (release.Page, error) {
+	rs, err := s.releases()
+	if err != nil {
+		return release.Page{}, err
+	}
+	return rs.Releases(ctx, q)
+}
+
+// ReleaseByID returns one release with its files and their parts.
+func (s *Service) ReleaseByID(ctx context.Context, id int64) (release.Release, error) {
+	rs, err := s.releases()
+	if err != nil {
+		return release.Release{}, err
+	}
+	return rs.ReleaseByID(ctx, id)
+}
+
+func (s *Server) handleReleases(w http.ResponseWriter, r *http.Request) error {
+	lim, err := limit(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	page, err := s.svc.Releases(r.Context(), release.Query{Group: q.Get("group"), After: q.Get("after"), Limit: lim})
+	return s.reply(w, page, err)
+}
+
+func (s *Server) handleReleaseByID(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	rel, err := s.svc.ReleaseByID(r.Context(), id)
+	return s.reply(w, rel, err)
+}
+
+// handleNZB answers a release's NZB 1.1 file, named after the release.
+func (s *Server) handleNZB(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	rel, err := s.svc.ReleaseByID(r.Context(), id)
+	if err == nil {
+		err = nzb.Check(rel)
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", nzb.ContentType)
+	w.Header().Set("Content-Disposition", nzb.ContentDisposition(rel.Name))
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	if err := nzb.Write(w, rel); err != nil {
+		// The status is sent: the client sees a cut body.
+		s.cfg.Logger.Warn("nzb: writing failed", "release", id, "err", err)
+	}
+	return nil
+}
