@@ -8,6 +8,8 @@
 //	coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 //	coordinator range retry GROUP [--failed | ID...]
 //	coordinator snapshot reset GROUP [--lane history|tail]
+//	coordinator releases [list | build --once]
+//	coordinator nzb ID [-o FILE]
 //	coordinator status [--json]
 //	coordinator demo [--articles N] [--workers N] [--range-size N] [--keep]
 //	coordinator help
