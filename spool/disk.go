@@ -104,6 +104,7 @@ func (c Config) validate() error {
 type Disk struct {
 	index // the chunks on disk, with their file sizes
 	dir   string
+	drops uint64 // Drops so far, to name the directories they move aside; under mu
 }
 
 var _ Store = (*Disk)(nil)
@@ -296,21 +297,64 @@ func (d *Disk) Open(rangeID int64, span lease.Span) (io.ReadCloser, int64, error
 	return f, info.Size(), nil
 }
 
-// Drop implements Store.
+// Drop implements Store. Under the spool's lock it only renames the range's
+// directory aside (a name scan removes on the next Open, should a crash come
+// first) and forgets the range's chunks; the removal and the fsync of the
+// spool's directory happen after the lock is released, so Puts, Opens and
+// the Drops of other ranges do not queue behind them. A range that has no
+// directory costs one failed rename and no fsync.
 func (d *Disk) Drop(rangeID int64) error {
+	rdir := d.rangeDir(rangeID)
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.closed {
+		d.mu.Unlock()
 		return ErrClosed
 	}
-	err := os.RemoveAll(d.rangeDir(rangeID))
-	if err == nil {
-		err = chunkfile.SyncDir(d.dir)
+	d.drops++
+	aside := filepath.Join(d.dir, fmt.Sprintf("%sdrop-%d-%d-%d", TempPrefix, rangeID, os.Getpid(), d.drops))
+	err := os.Rename(rdir, aside)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Nothing on disk: nothing to remove or sync.
+		freed := d.forget(rangeID)
+		if freed > 0 {
+			d.wakeRoom()
+		}
+		d.mu.Unlock()
+		return nil
+	case err != nil:
+		// The directory cannot be moved aside: remove it in place, under the
+		// lock, as a Put's temporary file must not be created meanwhile.
+		err = os.RemoveAll(rdir)
+		if err == nil {
+			err = chunkfile.SyncDir(d.dir)
+		}
+		freed := d.forget(rangeID)
+		if freed > 0 {
+			d.wakeRoom()
+		}
+		d.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("spool: drop %d: %w", rangeID, err)
+		}
+		return nil
 	}
-	// Whatever RemoveAll managed, recount what is left of the range.
-	freed := d.forget(rangeID)
+	// Every chunk of the range left with its directory. A Put whose
+	// temporary file went with it finds its rename failing, and is dropped.
+	var freed int64
+	for _, size := range d.chunks[rangeID] {
+		freed += size
+	}
+	d.size -= freed
+	delete(d.chunks, rangeID)
 	if freed > 0 {
 		d.wakeRoom()
+	}
+	d.mu.Unlock()
+
+	err = os.RemoveAll(aside)
+	if err == nil {
+		err = chunkfile.SyncDir(d.dir)
 	}
 	if err != nil {
 		return fmt.Errorf("spool: drop %d: %w", rangeID, err)

@@ -116,3 +116,25 @@ func TestDiskDropDuringPut(t *testing.T) {
 	}
 	require.NoError(t, d.WaitRoom(context.Background(), d.MaxBytes()))
 }
+
+func TestDiskDropLeavesNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := openDisk(t, dir, spool.Config{})
+	require.NoError(t, d.Drop(7)) // no chunks: nothing to remove
+	require.NoError(t, d.Put(7, lease.Span{From: 1, To: 10}, []byte("data")))
+	require.NoError(t, d.Drop(7))
+	require.Zero(t, d.Size())
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, left, "the range's directory is removed, not left aside")
+
+	// A directory a crash left aside is removed by the next Open.
+	aside := filepath.Join(dir, spool.TempPrefix+"drop-7-1-1")
+	require.NoError(t, os.MkdirAll(aside, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(aside, "1-10.gz"), []byte("data"), 0o644))
+	d2 := openDisk(t, dir, spool.Config{})
+	require.Zero(t, d2.Size())
+	_, err = os.Stat(aside)
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
