@@ -67,6 +67,9 @@ type Main struct {
 	DrainDelay time.Duration
 	// Token is the coordinators' admin token.
 	Token string
+	// RateReads is how many kept fleet reads the rates are computed over
+	// (at least 2); 0 means DefaultRateReads.
+	RateReads int
 
 	// Stdout receives the usage -h asks for.
 	Stdout io.Writer
@@ -79,14 +82,15 @@ type Main struct {
 	// OnListen, when set, is told the address once Run is listening.
 	OnListen func(addr net.Addr)
 
-	hosts  []host
-	byName map[string]host
-	client *http.Client
-	fleet  *fleetcache.Cache[*fleetRead]
-	seats  *fleetcache.Seats[seatKey, *seatRead]
-	srv    *fleetcache.Server
-	base   context.Context // cancelled by Close: reads in flight stop
-	cancel context.CancelFunc
+	hosts      []host
+	byName     map[string]host
+	rateWindow int // RateReads, or its default
+	client     *http.Client
+	fleet      *fleetcache.Cache[*fleetRead]
+	seats      *fleetcache.Seats[seatKey, *seatRead]
+	srv        *fleetcache.Server
+	base       context.Context // cancelled by Close: reads in flight stop
+	cancel     context.CancelFunc
 	// lastProblem says which hosts failed in the last fleet read ("" when
 	// none did). Reads run one at a time, so it goes with the cache's
 	// LastRead.
@@ -122,10 +126,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("fleet-reader", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned; only -h prints the usage
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: fleet-reader --coordinator URL [--coordinator URL ...] [--addr %s] [--keep %s]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: fleet-reader --coordinator URL [--coordinator URL ...] [--addr %s] [--keep %s] [--rate-reads %d]\n\n"+
 			"Environment:\n  %s  the coordinators' admin token (required)\n\n"+
-			"Example:\n  %[3]s=... fleet-reader --coordinator http://10.0.0.1:7070 --coordinator http://10.0.0.2:7070 --addr 0.0.0.0:8080\n\n"+
-			"Flags:\n", fleetcache.DefaultAddr, DefaultKeep, TokenEnv)
+			"Example:\n  %[4]s=... fleet-reader --coordinator http://10.0.0.1:7070 --coordinator http://10.0.0.2:7070 --addr 0.0.0.0:8080\n\n"+
+			"Flags:\n", fleetcache.DefaultAddr, DefaultKeep, DefaultRateReads, TokenEnv)
 		fs.PrintDefaults()
 	}
 	var coords []string
@@ -136,6 +140,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.Addr, "addr", m.Addr, "the address to listen on")
 	fs.DurationVar(&m.Keep, "keep", m.Keep, "how long a fleet read is served as current")
 	fs.DurationVar(&m.Timeout, "timeout", m.Timeout, "how long one read of the coordinators may take")
+	fs.IntVar(&m.RateReads, "rate-reads", m.RateReads, "how many kept reads the rates and their sparklines cover (0: 60)")
 	fs.DurationVar(&m.DrainDelay, "drain-delay", m.DrainDelay, "how long /readyz answers 503 before shutting down (less than 2s)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -223,6 +228,13 @@ func (m *Main) open() error {
 	}
 	if m.Token == "" {
 		return usagef("the admin token is empty: set %s", TokenEnv)
+	}
+	m.rateWindow = m.RateReads
+	if m.rateWindow == 0 {
+		m.rateWindow = DefaultRateReads
+	}
+	if m.rateWindow < 2 {
+		return usagef("--rate-reads must be at least 2 (a rate needs two reads), not %d", m.RateReads)
 	}
 	hosts, err := parseHosts(m.Coordinators)
 	if err != nil {

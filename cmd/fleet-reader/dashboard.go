@@ -35,6 +35,9 @@ type (
 		PolledAtISO        string
 		LastFailed         *dashFailure
 		Hosts              []dashHost
+		// RateReads is how many kept reads the rates cover; RateWindow
+		// the most they may.
+		RateReads, RateWindow int
 	}
 	dashFailure struct {
 		At, Error string
@@ -49,6 +52,7 @@ type (
 		Groups               []dashGroup
 		Ranges               []stateCount
 		SpoolBytes           string
+		Rate                 *rateView // nil: no rate for this host
 	}
 	dashNode struct {
 		Name, Key, LastSeen string
@@ -69,6 +73,8 @@ type (
 		api.FleetLane
 		SnapshotNext string
 		Counts       []stateCount
+		Rate         *rateView // nil: no rate for this lane
+		Lag          *lagView  // nil: not a tail lane with a polled plan
 	}
 	stateCount struct {
 		State lease.State
@@ -110,35 +116,56 @@ func (m *Main) dashboardView(a fleetcache.Answer[*fleetRead], kept bool) dashVie
 	if info, ok := m.lastRead(); ok && kept && !info.OK && info.At.After(meta.PolledAt) {
 		v.LastFailed = &dashFailure{At: formatTime(info.At), Error: info.Error}
 	}
+	rates := a.Value.rates
+	if rates != nil {
+		v.RateReads, v.RateWindow = rates.Reads, rates.Window
+	}
 	for i, h := range a.Value.hosts {
-		dh := dashHost{Host: h.Host, Status: h.Status, Detail: h.Detail, OK: h.Fleet != nil, Anchor: "host-" + strconv.Itoa(i+1)}
-		if f := h.Fleet; f != nil {
-			dh.At = formatTime(f.At)
-			dh.Ranges = counts(f.Ranges)
-			dh.SpoolBytes = humanBytes(f.SpoolBytes)
-			for _, n := range f.Nodes {
-				dn := dashNode{Name: n.Name, Key: h.Host + "/" + n.Name, LastSeen: ago(served, n.LastSeen)}
-				for _, l := range n.Leases {
-					dn.Leases = append(dn.Leases, leaseView(l, served))
-				}
-				dh.LeaseCount += len(n.Leases)
-				dh.Nodes = append(dh.Nodes, dn)
-			}
-			for _, g := range f.Groups {
-				dg := dashGroup{Name: g.Name, Ordered: g.Ordered}
-				for _, l := range g.Lanes {
-					dl := dashLane{FleetLane: l, Counts: counts(l.Ranges)}
-					if l.SnapshotNext != nil {
-						dl.SnapshotNext = strconv.FormatInt(*l.SnapshotNext, 10)
-					}
-					dg.Lanes = append(dg.Lanes, dl)
-				}
-				dh.Groups = append(dh.Groups, dg)
-			}
-		}
-		v.Hosts = append(v.Hosts, dh)
+		v.Hosts = append(v.Hosts, hostView(i, h, rates, served))
 	}
 	return v
+}
+
+// hostView formats one host of a fleet read, with its rates (computed when
+// the read was kept: only looked up here).
+func hostView(i int, h hostRead, rates *fleetRates, served time.Time) dashHost {
+	dh := dashHost{Host: h.Host, Status: h.Status, Detail: h.Detail, OK: h.Fleet != nil, Anchor: "host-" + strconv.Itoa(i+1)}
+	f := h.Fleet
+	if f == nil {
+		return dh
+	}
+	dh.At = formatTime(f.At)
+	dh.Ranges = counts(f.Ranges)
+	dh.SpoolBytes = humanBytes(f.SpoolBytes)
+	if hr := rates.host(h.Host); hr != nil {
+		dh.Rate = &hr.view
+	}
+	for _, n := range f.Nodes {
+		dn := dashNode{Name: n.Name, Key: h.Host + "/" + n.Name, LastSeen: ago(served, n.LastSeen)}
+		for _, l := range n.Leases {
+			dn.Leases = append(dn.Leases, leaseView(l, served))
+		}
+		dh.LeaseCount += len(n.Leases)
+		dh.Nodes = append(dh.Nodes, dn)
+	}
+	for _, g := range f.Groups {
+		dg := dashGroup{Name: g.Name, Ordered: g.Ordered}
+		for _, l := range g.Lanes {
+			dl := dashLane{FleetLane: l, Counts: counts(l.Ranges)}
+			if l.SnapshotNext != nil {
+				dl.SnapshotNext = strconv.FormatInt(*l.SnapshotNext, 10)
+			}
+			if lr := rates.lane(h.Host, g, l); lr != nil {
+				dl.Rate = &lr.view
+				if lr.lagView.Has {
+					dl.Lag = &lr.lagView
+				}
+			}
+			dg.Lanes = append(dg.Lanes, dl)
+		}
+		dh.Groups = append(dh.Groups, dg)
+	}
+	return dh
 }
 
 // leaseView computes a lease's progress: (next-start) of (end-start+1)

@@ -37,6 +37,11 @@ type fleetRead struct {
 	hosts []hostRead
 	// hostsJSON is hosts encoded once, so that an answer costs one copy.
 	hostsJSON []byte
+	// history holds the samples of the last kept reads, this one included
+	// when it is kept; rates are computed from it, and encoded, once.
+	history   *rateHistory
+	rates     *fleetRates
+	ratesJSON []byte
 }
 
 // allOK is the cache's Good predicate: a read in which any host failed is
@@ -52,7 +57,7 @@ func (f *fleetRead) allOK() bool {
 
 // readFleet reads every coordinator at once. It never fails: a host that
 // fails has its status and detail, and the Good predicate refuses the read.
-func (m *Main) readFleet(ctx context.Context, _ *fleetRead) (*fleetRead, error) {
+func (m *Main) readFleet(ctx context.Context, previous *fleetRead) (*fleetRead, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(m.base, cancel)()
@@ -75,7 +80,34 @@ func (m *Main) readFleet(ctx context.Context, _ *fleetRead) (*fleetRead, error) 
 	if err != nil {
 		return nil, fmt.Errorf("encoding the fleet read: %w", err)
 	}
-	return &fleetRead{hosts: hosts, hostsJSON: b}, nil
+	f := &fleetRead{hosts: hosts, hostsJSON: b}
+	if err := f.addRates(previous, m.rateWindow); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// addRates computes f's rates from the last kept read. A read that will be
+// kept (every host answered: the Good predicate) adds its sample to the
+// history; one that will not be kept adds nothing and carries the last kept
+// read's rates, so a failed read never makes a step.
+func (f *fleetRead) addRates(previous *fleetRead, window int) error {
+	var h *rateHistory
+	if previous != nil {
+		h = previous.history
+	}
+	if !f.allOK() && previous != nil {
+		f.history, f.rates, f.ratesJSON = h, previous.rates, previous.ratesJSON
+		return nil
+	}
+	if f.allOK() {
+		h = h.with(newSample(f.hosts), window)
+	}
+	f.history = h
+	f.rates = computeRates(h, window)
+	var err error
+	f.ratesJSON, err = f.rates.encode()
+	return err
 }
 
 // readHost reads one coordinator's GET /v1/fleet.
@@ -153,14 +185,19 @@ func (m *Main) handleFleet(r *http.Request) (fleetcache.Reply, error) {
 	return reply, nil
 }
 
-// body encodes the answer {"polledAt", "hosts", "served"}: the hosts were
-// encoded once, when read; only the times and ages are encoded here.
+// body encodes the answer {"polledAt", "hosts", "rates", "served"}: the
+// hosts and the rates were encoded once, when read; only the times and ages
+// are encoded here.
 func (f *fleetRead) body(meta fleetcache.Meta) []byte {
-	b := make([]byte, 0, len(f.hostsJSON)+320)
+	b := make([]byte, 0, len(f.hostsJSON)+len(f.ratesJSON)+330)
 	b = append(b, `{"polledAt":`...)
 	b = appendTime(b, meta.PolledAt)
 	b = append(b, `,"hosts":`...)
 	b = append(b, f.hostsJSON...)
+	if f.ratesJSON != nil { // always, but for a read made by hand
+		b = append(b, `,"rates":`...)
+		b = append(b, f.ratesJSON...)
+	}
 	b = append(b, `,"served":`...)
 	b = appendMeta(b, meta)
 	return append(b, '}')

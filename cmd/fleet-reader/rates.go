@@ -1,0 +1,282 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// DefaultRateReads is how many kept fleet reads the rates are computed over
+// when Main.RateReads is zero.
+const DefaultRateReads = 60
+
+// Rates are computed once, when a read is kept, from the samples of the last
+// kept reads: a lane's rate between two consecutive kept reads is the growth
+// of its headers counter over the time between its coordinator's `at`s. A
+// counter that went back (a reset, another database) or a time that did not
+// move forward gives no rate for that step. A read that is not kept adds no
+// sample, so the step after it spans the gap, with the average over it.
+
+// laneKey names a lane across reads. The group's id is part of it: a group
+// removed and added again, or another database behind the same host, is
+// another series even when its counter did not go back.
+type laneKey struct {
+	host    string
+	groupID int64
+	group   string
+	lane    api.Lane
+}
+
+// laneSample is a lane's counters in one kept read.
+type laneSample struct {
+	headers int64
+	lag     int64
+	hasLag  bool // a tail lane of a group whose plan was polled
+}
+
+// sample is what one kept read adds to the history. Never changed once made.
+type sample struct {
+	at    map[string]time.Time // each host's `at`
+	lanes map[laneKey]laneSample
+	order []laneKey // the lanes in the read's order: host, group, lane
+}
+
+// newSample takes the counters of a read.
+func newSample(hosts []hostRead) *sample {
+	s := &sample{at: make(map[string]time.Time, len(hosts)), lanes: map[laneKey]laneSample{}}
+	for _, h := range hosts {
+		if h.Fleet == nil {
+			continue
+		}
+		s.at[h.Host] = h.Fleet.At
+		for _, g := range h.Fleet.Groups {
+			for _, l := range g.Lanes {
+				k := laneKey{host: h.Host, groupID: g.ID, group: g.Name, lane: l.Lane}
+				ls := laneSample{headers: l.Headers}
+				if l.Lane == lease.LaneTail && g.Plan != nil && g.Plan.Polled {
+					ls.lag, ls.hasLag = g.Plan.Lag, true
+				}
+				if _, dup := s.lanes[k]; !dup {
+					s.order = append(s.order, k)
+				}
+				s.lanes[k] = ls
+			}
+		}
+	}
+	return s
+}
+
+// rateHistory is the samples of the last kept reads, oldest first. Never
+// changed once made: a new read makes a new one.
+type rateHistory struct {
+	samples []*sample
+}
+
+// with returns the history with s added, holding at most window samples.
+// h may be nil.
+func (h *rateHistory) with(s *sample, window int) *rateHistory {
+	var old []*sample
+	if h != nil {
+		old = h.samples
+	}
+	keep := min(len(old), window-1)
+	samples := make([]*sample, 0, keep+1)
+	samples = append(samples, old[len(old)-keep:]...)
+	return &rateHistory{samples: append(samples, s)}
+}
+
+// laneStep is a lane's growth from prev to cur, and the time it took; ok is
+// false when the step has no rate: the lane is not in both reads, its
+// counter went back, or its coordinator's time did not move forward.
+func laneStep(prev, cur *sample, k laneKey) (delta int64, dt time.Duration, ok bool) {
+	a, inPrev := prev.lanes[k]
+	b, inCur := cur.lanes[k]
+	t0, t1 := prev.at[k.host], cur.at[k.host]
+	if !inPrev || !inCur || t0.IsZero() || t1.IsZero() {
+		return 0, 0, false
+	}
+	dt = t1.Sub(t0)
+	if dt <= 0 || b.headers < a.headers {
+		return 0, 0, false
+	}
+	return b.headers - a.headers, dt, true
+}
+
+// fleetRates is the "rates" of GET /v1/fleet. Every series is aligned with
+// its host's At: one entry per kept read, oldest first; a rate entry is the
+// rate over the step from the read before, null for the first read and for a
+// step without a rate.
+type fleetRates struct {
+	// Window is the most kept reads held; Reads how many are held now.
+	Window int                  `json:"window"`
+	Reads  int                  `json:"reads"`
+	Hosts  map[string]*hostRate `json:"hosts"`
+	Lanes  []*laneRate          `json:"lanes"`
+
+	byLane map[laneKey]*laneRate
+}
+
+// rateSeries is a rate now, its average over the window, and its series.
+type rateSeries struct {
+	// ArticlesPerSecond is the last step's rate; null when it has none.
+	ArticlesPerSecond *float64 `json:"articlesPerSecond"`
+	// Average is the headers gained over the seconds of the steps that have
+	// a rate; null when none has.
+	Average *float64   `json:"average"`
+	Series  []*float64 `json:"series"`
+
+	delta int64         // the headers of the steps with a rate
+	span  time.Duration // and their time
+	view  rateView      // formatted for the dashboard, once
+}
+
+// hostRate is a coordinator's rate: the sum of its lanes'.
+type hostRate struct {
+	// At is the coordinator's `at` of each kept read.
+	At []time.Time `json:"at"`
+	rateSeries
+}
+
+// laneRate is a lane's rate, and a tail lane's lag.
+type laneRate struct {
+	Host    string   `json:"host"`
+	GroupID int64    `json:"groupId"`
+	Group   string   `json:"group"`
+	Lane    api.Lane `json:"lane"`
+	Headers int64    `json:"headers"`
+	rateSeries
+	// Lag is the tail's lag (FleetGroup.Plan.Lag) in the last read; null
+	// for a lane that is not a tail lane of a group whose plan was polled.
+	Lag       *int64   `json:"lag"`
+	LagSeries []*int64 `json:"lagSeries"`
+
+	lagView lagView
+}
+
+// addStep counts one step's growth into the series at i.
+func (r *rateSeries) addStep(i int, delta int64, dt time.Duration) {
+	r.Series[i] = ratePtr(float64(delta) / dt.Seconds())
+	r.delta += delta
+	r.span += dt
+}
+
+// finish sets the rate now and the average.
+func (r *rateSeries) finish() {
+	r.ArticlesPerSecond = r.Series[len(r.Series)-1]
+	if r.span > 0 {
+		r.Average = ratePtr(float64(r.delta) / r.span.Seconds())
+	}
+}
+
+// ratePtr rounds a rate to a thousandth.
+func ratePtr(v float64) *float64 {
+	v = math.Round(v*1000) / 1000
+	return &v
+}
+
+// computeRates computes the rates of the history's last read. h may be nil
+// (no read kept yet): the rates are then empty.
+func computeRates(h *rateHistory, window int) *fleetRates {
+	r := &fleetRates{Window: window, Hosts: map[string]*hostRate{}, Lanes: []*laneRate{}, byLane: map[laneKey]*laneRate{}}
+	if h == nil || len(h.samples) == 0 {
+		return r
+	}
+	samples := h.samples
+	n := len(samples)
+	r.Reads = n
+	latest := samples[n-1]
+	for host := range latest.at {
+		hr := &hostRate{At: make([]time.Time, n), rateSeries: rateSeries{Series: make([]*float64, n)}}
+		for i, s := range samples {
+			hr.At[i] = s.at[host]
+		}
+		r.Hosts[host] = hr
+	}
+	for _, k := range latest.order {
+		lr := &laneRate{Host: k.host, GroupID: k.groupID, Group: k.group, Lane: k.lane, Headers: latest.lanes[k].headers,
+			rateSeries: rateSeries{Series: make([]*float64, n)}, LagSeries: make([]*int64, n)}
+		for i, s := range samples {
+			if ls, ok := s.lanes[k]; ok && ls.hasLag {
+				lr.LagSeries[i] = &ls.lag
+			}
+		}
+		lr.Lag = lr.LagSeries[n-1]
+		r.Lanes = append(r.Lanes, lr)
+		r.byLane[k] = lr
+	}
+	for i := 1; i < n; i++ {
+		r.addSteps(samples[i-1], samples[i], i)
+	}
+	for _, hr := range r.Hosts {
+		hr.finish()
+		hr.view = newRateView(&hr.rateSeries, hr.At, n)
+	}
+	for _, lr := range r.Lanes {
+		lr.finish()
+		at := r.Hosts[lr.Host].At
+		lr.view = newRateView(&lr.rateSeries, at, n)
+		lr.lagView = newLagView(lr, at)
+	}
+	return r
+}
+
+// addSteps adds the step from prev to cur, the read at i, to every lane
+// and host. A host's step is the sum of the steps of its lanes that have
+// one, in prev and cur both (also lanes gone by the last read); it has no
+// rate when none of its lanes has.
+func (r *fleetRates) addSteps(prev, cur *sample, i int) {
+	type acc struct {
+		delta int64
+		dt    time.Duration
+	}
+	hosts := map[string]*acc{}
+	for _, k := range cur.order {
+		delta, dt, ok := laneStep(prev, cur, k)
+		if !ok {
+			continue
+		}
+		a := hosts[k.host]
+		if a == nil {
+			a = &acc{dt: dt}
+			hosts[k.host] = a
+		}
+		a.delta += delta
+		if lr := r.byLane[k]; lr != nil {
+			lr.addStep(i, delta, dt)
+		}
+	}
+	for host, a := range hosts {
+		if hr := r.Hosts[host]; hr != nil {
+			hr.addStep(i, a.delta, a.dt)
+		}
+	}
+}
+
+// encode encodes the rates once, when the read is made.
+func (r *fleetRates) encode() ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the rates: %w", err)
+	}
+	return b, nil
+}
+
+// lane returns the rate of a lane of the last read, or nil.
+func (r *fleetRates) lane(host string, g api.FleetGroup, l api.FleetLane) *laneRate {
+	if r == nil {
+		return nil
+	}
+	return r.byLane[laneKey{host: host, groupID: g.ID, group: g.Name, lane: l.Lane}]
+}
+
+// host returns the rate of a host of the last read, or nil.
+func (r *fleetRates) host(name string) *hostRate {
+	if r == nil {
+		return nil
+	}
+	return r.Hosts[name]
+}
