@@ -41,12 +41,21 @@ type Batch struct {
 	// later as repair ranges, a few times, and counts those that never
 	// arrive. A handler that leaves it empty opts out of repair.
 	Missing []int64 `json:"missing,omitempty"`
+	// Final says this is the range's last batch: To must be the range's
+	// end, and the store finishes the range in the same transaction that
+	// stores the batch (Result.Done). A worker whose coordinator does not
+	// answer Done finishes the range as before.
+	Final bool `json:"final,omitempty"`
 }
 
 // Result answers a stored or duplicate batch.
 type Result struct {
 	Next      int64 `json:"next"`
 	Duplicate bool  `json:"duplicate"`
+	// Done answers a final batch: the range is done (finished by this
+	// batch, or by the earlier attempt this one retries), so the worker
+	// does not finish it. It is left out of the JSON when false.
+	Done bool `json:"done,omitempty"`
 }
 
 // Outcome is what the rule decides for a batch.
@@ -58,7 +67,7 @@ const (
 	Duplicate                // to < next: a retry of a stored batch; store nothing
 	Gap                      // from > next
 	Overlap                  // from < next <= to
-	Malformed                // from > to, to > end, negative headers, an item without a key, missing out of order or span
+	Malformed                // from > to, to > end, a final batch short of end, negative headers, an item without a key, missing out of order or span
 )
 
 // Classify applies the exactly-once rule to a batch for a range whose resume
@@ -71,6 +80,8 @@ func Classify(next, end int64, b Batch) (Outcome, error) {
 		return Malformed, fmt.Errorf("%w: from %d is after to %d", ErrMalformed, b.From, b.To)
 	case b.To > end:
 		return Malformed, fmt.Errorf("%w: to %d is past the range's end %d", ErrMalformed, b.To, end)
+	case b.Final && b.To != end:
+		return Malformed, fmt.Errorf("%w: a final batch must reach the range's end %d, not %d", ErrMalformed, end, b.To)
 	case b.Headers < 0:
 		return Malformed, fmt.Errorf("%w: headers %d is negative", ErrMalformed, b.Headers)
 	}
@@ -127,6 +138,12 @@ type Store interface {
 	// Put stores b for the range if f holds its lease: items, next = to+1 and
 	// headers += b.Headers in one transaction with the fence check. A retry
 	// of a stored batch gets Result{Duplicate: true} and stores nothing.
+	// A final batch (b.Final, b.To the range's end) also finishes the range
+	// in that transaction, as lease.Store.Finish does, and gets Done; so
+	// does a final batch that is a duplicate while f holds the lease. A
+	// final batch for a range that is done and whose last grant was f's
+	// token is the retry of the one that finished it: Result{Next: end+1,
+	// Duplicate: true, Done: true}, nothing written.
 	Put(ctx context.Context, rangeID int64, f lease.Fence, b Batch) (Result, error)
 	// Results pages through stored items in storage order; each stored item
 	// appears exactly once.

@@ -149,9 +149,16 @@ func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
 // then taken from the batch budget (Config.MaxBatchBytes) while it is
 // decoded and stored, and a batch the budget has no room for fails with
 // api.ErrBusy. A body over Config.MaxBody fails with api.ErrTooLarge.
+//
+// A final batch (Batch.Final) also finishes the range, in the transaction
+// that stores it, and drops its spool chunks, as Finish does: the answer
+// says Done. A final batch whose range f's own grant finished already is
+// the retry of one whose answer was lost: it gets Duplicate and Done. Only
+// then is the body of a batch whose lease is lost read.
 func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, size int64, body io.Reader) (api.BatchReply, error) {
 	l, err := s.cfg.Store.Check(ctx, rangeID, f)
-	if err != nil {
+	lost := err
+	if err != nil && !errors.Is(err, lease.ErrFinished) {
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, err
 	}
@@ -172,33 +179,40 @@ func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, s
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, err
 	}
-	return s.store(ctx, l, f, b)
+	return s.store(ctx, rangeID, l, lost, f, b)
 }
 
 // StoreBatch stores b for the range f holds: a program's way in, with the
 // checks PostBatch's decoding makes (edgeframe.ValidateBatch).
 func (s *Service) StoreBatch(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch) (api.BatchReply, error) {
 	l, err := s.cfg.Store.Check(ctx, rangeID, f)
-	if err == nil {
+	lost := err
+	if err == nil || errors.Is(err, lease.ErrFinished) && b.Final {
 		err = edgeframe.ValidateBatch(b)
 	}
 	if err != nil {
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, err
 	}
-	return s.store(ctx, l, f, b)
+	return s.store(ctx, rangeID, l, lost, f, b)
 }
 
 // store applies the batch rule (batch.Store.Put) to a decoded batch of the
 // held lease l: from == next stores it, to < next is a duplicate, anything
-// else a conflict.
-func (s *Service) store(ctx context.Context, l api.Lease, f lease.Fence, b api.Batch) (api.BatchReply, error) {
-	if b.From < l.Range.Start {
+// else a conflict. lost is the lease check's error when f's own grant
+// finished the range (lease.ErrFinished), which only a final batch gets past:
+// the retry of the one that finished it.
+func (s *Service) store(ctx context.Context, rangeID int64, l api.Lease, lost error, f lease.Fence, b api.Batch) (api.BatchReply, error) {
+	if lost != nil && !b.Final {
+		s.cfg.Metrics.batch("refused", 0)
+		return api.BatchReply{}, lost
+	}
+	if lost == nil && b.From < l.Range.Start {
 		// Not a retry of a stored batch: none starts before the range.
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, lease.Invalidf("batch: from %d is before the range's start %d", b.From, l.Range.Start)
 	}
-	res, err := s.cfg.Store.Put(ctx, l.Range.ID, f, b)
+	res, err := s.cfg.Store.Put(ctx, rangeID, f, b)
 	switch {
 	case err != nil:
 		s.cfg.Metrics.batch("refused", 0)
@@ -207,6 +221,9 @@ func (s *Service) store(ctx context.Context, l api.Lease, f lease.Fence, b api.B
 		s.cfg.Metrics.batch("duplicate", 0)
 	default:
 		s.cfg.Metrics.batch("stored", len(b.Items))
+	}
+	if res.Done {
+		s.dropSpool(rangeID)
 	}
 	return res, nil
 }
@@ -245,10 +262,15 @@ func (s *Service) Finish(ctx context.Context, rangeID int64, f lease.Fence) erro
 	if err := s.cfg.Store.Finish(ctx, rangeID, f); err != nil {
 		return err
 	}
+	s.dropSpool(rangeID)
+	return nil
+}
+
+// dropSpool drops a done range's spool chunks; a failure is only logged.
+func (s *Service) dropSpool(rangeID int64) {
 	if err := s.cfg.Spool.Drop(rangeID); err != nil {
 		s.cfg.Logger.Warn("drop spool", "range", rangeID, "err", err)
 	}
-	return nil
 }
 
 // Corrupt records that the range's chunk starting at from does not inflate

@@ -57,6 +57,11 @@ type coord struct {
 	// not know it; froms records the from of every stream opened (0: none).
 	ignoreFrom bool
 	froms      []int64
+	// finals makes a final batch finish its range and answer done, as the
+	// real coordinator does; without it the fake is one that predates
+	// final batches and takes the field as an ordinary one. refuseFinal
+	// answers a batch with "final" 400, as an older strict decoder did.
+	finals, refuseFinal bool
 }
 
 type crange struct {
@@ -392,7 +397,12 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 	defer c.mu.Unlock()
 	if req.PathValue("verb") == "batch" {
 		// Decode before the lease check, as a real server reads the body.
-		b, err := edgeframe.DecodeBatch(req.Body, 1<<20)
+		raw, _ := io.ReadAll(req.Body)
+		if c.refuseFinal && bytes.Contains(raw, []byte(`"final"`)) {
+			writeErr(w, http.StatusBadRequest, api.CodeInvalid, `bad batch: unknown field "final"`)
+			return
+		}
+		b, err := edgeframe.DecodeBatch(bytes.NewReader(raw), 1<<20)
 		if err != nil {
 			status, code := api.StatusOf(err)
 			writeErr(w, status, code, err.Error())
@@ -406,9 +416,17 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 		case batch.Accept:
 			c.stored = append(c.stored, b)
 			r.Next, r.Headers = b.To+1, r.Headers+b.Headers
-			writeJSON(w, batch.Result{Next: r.Next})
+			done := c.finals && b.Final
+			if done {
+				r.State = lease.StateDone
+			}
+			writeJSON(w, batch.Result{Next: r.Next, Done: done})
 		case batch.Duplicate:
-			writeJSON(w, batch.Result{Next: r.Next, Duplicate: true})
+			done := c.finals && b.Final
+			if done {
+				r.State = lease.StateDone
+			}
+			writeJSON(w, batch.Result{Next: r.Next, Duplicate: true, Done: done})
 		default: // malformed (400), a gap or an overlap (409)
 			status, code := api.StatusOf(err)
 			writeErr(w, status, code, err.Error())

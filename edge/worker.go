@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -130,6 +131,10 @@ type Worker struct {
 	log      *slog.Logger
 	windowed Windowed // the handler, when it keeps a window
 	n        counters
+	// noFinal is set once the coordinator refused a final batch's "final"
+	// field (one older than final batches): batches are then posted without
+	// it, and every range is finished with its own call.
+	noFinal atomic.Bool
 }
 
 // NewWorker returns a Worker, or an error that is lease.ErrInvalid.
@@ -154,8 +159,8 @@ func (w *Worker) Stats() Stats {
 }
 
 // Run works until ctx is cancelled, then finishes the range in hand if
-// only its finish is left, or else releases it (and its lane), within
-// StopTimeout, and returns nil. Each round asks for a plain range, then for
+// only its finish (or its final batch, being posted) is left, or else
+// releases it (and its lane), within StopTimeout, and returns nil. Each round asks for a plain range, then for
 // each configured lane in order; a round with nothing to do waits Idle, a
 // failed one backs off. Run returns early only with an error wrapping
 // ErrUnauthorized: the node token was refused, so asking again is useless.
@@ -286,8 +291,8 @@ func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, win *lan
 	})
 	defer stop()
 
-	next := r.Next
-	err := w.stream(rctx, l, ordered, win, &next, log)
+	next, done := r.Next, false
+	err := w.stream(rctx, l, ordered, win, &next, &done, log)
 	if rctx.Err() != nil {
 		// A heartbeat of the range (or of its lane) found the lease gone.
 		if cause := context.Cause(rctx); verdict(cause) {
@@ -295,6 +300,11 @@ func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, win *lan
 		}
 	}
 	switch {
+	case err == nil && done: // the final batch finished the range
+		stop()
+		w.n.ranges.Add(1)
+		log.Info("edge: range done", "took", w.cfg.Clock.Now().Sub(start))
+		return finished, nil
 	case err == nil: // every batch is stored: only the finish is left
 		stop()
 		fctx, done := w.detachIfDone(rctx, ctx)
@@ -447,13 +457,13 @@ func (w *Worker) keepAlive(ctx context.Context, lost context.CancelCauseFunc, ev
 // stream reads the range's chunks from next until every batch is stored,
 // reopening the stream when it is cut. It returns nil once next > end and
 // the window, when there is one, has seen every article below next.
-func (w *Worker) stream(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, log *slog.Logger) error {
+func (w *Worker) stream(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, done *bool, log *slog.Logger) error {
 	if win != nil {
 		placeWindow(win, l.Range, *next, log)
 	}
 	cuts := 0
 	for streaming(l.Range, win, *next) {
-		progressed, err := w.streamOnce(ctx, l, ordered, win, next, log)
+		progressed, err := w.streamOnce(ctx, l, ordered, win, next, done, log)
 		if err == nil {
 			continue
 		}
@@ -515,7 +525,7 @@ func missed(win *laneWindow, upto int64, log *slog.Logger) {
 // streamOnce opens the stream once and works its chunks until next > end
 // (and the window has caught up) or the stream stops. It reports whether
 // any batch was stored or any chunk handed again to the window.
-func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, log *slog.Logger) (progressed bool, err error) {
+func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, done *bool, log *slog.Logger) (progressed bool, err error) {
 	r := l.Range
 	sctx, scancel := context.WithCancelCause(ctx)
 	defer scancel(nil)
@@ -582,7 +592,7 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, wi
 			return progressed, fmt.Errorf("edge: stream of range %d: %w: chunk %d-%d does not continue from next %d within end %d",
 				r.ID, ErrProtocol, f.From, f.To, *next, r.End)
 		}
-		if err := w.chunk(ctx, l, ordered, win, f, next); err != nil {
+		if err := w.chunk(ctx, l, ordered, win, f, next, done); err != nil {
 			return progressed, err
 		}
 		progressed = true
@@ -625,8 +635,14 @@ func (w *Worker) handle(ctx context.Context, c Chunk, chunkFrom int64) (Output, 
 	return out, nil
 }
 
-// chunk hands one chunk to the handler and posts its batch.
-func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, f edgeframe.Frame, next *int64) error {
+// chunk hands one chunk to the handler and posts its batch. The range's
+// last chunk is posted as a final batch, which finishes the range too (done
+// is set when the answer says so), unless the range is a lane's whose
+// handler keeps a window: its window is saved once the last batch is stored
+// and before the range is finished, so that a snapshot is never ahead of the
+// range's stored next, and a final batch would leave no moment between the
+// two (see finish).
+func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, f edgeframe.Frame, next *int64, done *bool) error {
 	r := l.Range
 	r.Next = *next
 	from := max(f.From, *next)
@@ -637,10 +653,27 @@ func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, win *la
 	if err != nil {
 		return err
 	}
-	res, err := w.c.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: from, To: f.To, Headers: out.Headers, Items: out.Items, Missing: out.Missing})
+	b := batch.Batch{From: from, To: f.To, Headers: out.Headers, Items: out.Items, Missing: out.Missing}
+	b.Final = f.To == r.End && win == nil && !w.noFinal.Load()
+	pctx := ctx
+	if b.Final {
+		// The final batch is the range's finish: like the finish, it is
+		// completed when Run's context is cancelled meanwhile.
+		var done context.CancelFunc
+		pctx, done = w.detachFinal(ctx)
+		defer done()
+	}
+	res, err := w.c.PostBatch(pctx, r.ID, l.Token, b)
+	if b.Final && refusesFinal(err) {
+		w.noFinal.Store(true)
+		w.log.Info("edge: the coordinator does not take final batches; finishing ranges with a call of their own")
+		b.Final = false
+		res, err = w.c.PostBatch(ctx, r.ID, l.Token, b)
+	}
 	if err != nil {
 		return err
 	}
+	*done = b.Final && res.Done
 	*next = f.To + 1
 	if win != nil {
 		// Stored now, or before: the window has seen up to To either way.
@@ -657,6 +690,28 @@ func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, win *la
 	w.n.items.Add(int64(len(out.Items)))
 	w.n.headers.Add(out.Headers)
 	return nil
+}
+
+// detachFinal returns a context for posting a final batch: not cancelled
+// with ctx, but StopTimeout after it, as the finish after a shutdown is.
+func (w *Worker) detachFinal(ctx context.Context) (context.Context, context.CancelFunc) {
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(w.cfg.StopTimeout)
+		defer t.Stop()
+		select {
+		case <-dctx.Done():
+		case <-t.C:
+			cancel()
+		}
+	})
+	return dctx, func() { stop(); cancel() }
+}
+
+// refusesFinal reports whether err is a coordinator's 400 for the "final"
+// field of a batch: one that predates final batches.
+func refusesFinal(err error) bool {
+	return errors.Is(err, lease.ErrInvalid) && strings.Contains(err.Error(), `unknown field "final"`)
 }
 
 // workLane leases one grant of lane and works its ranges in order until none

@@ -82,8 +82,9 @@ func badf(format string, args ...any) error {
 //
 //   - the body is one JSON object, UTF-8, with nothing but white space after it;
 //   - its fields are exactly "from", "to", "headers" and "items", each present
-//     once, and optionally "missing", spelled in that case: an unknown or
-//     repeated field is refused;
+//     once, and optionally "missing" and "final", spelled in that case: an
+//     unknown or repeated field is refused;
+//   - final, when present, is true or false;
 //   - missing, when present, is an array of integers ascending within
 //     [from, to];
 //   - from, to and headers are integers that fit in an int64, with from <= to
@@ -178,6 +179,7 @@ func decodeBatch(dec *json.Decoder) (Batch, error) {
 		seenHeaders
 		seenItems
 		seenMissing
+		seenFinal
 	)
 	var seen int
 	for dec.More() {
@@ -201,6 +203,16 @@ func decodeBatch(dec *json.Decoder) (Batch, error) {
 			err = dec.Decode(&b.Missing)
 			if err != nil {
 				err = valueErr(dec, err, field(name), "an array of integers")
+			}
+		case "final":
+			bit = seenFinal
+			var p *bool
+			if err = dec.Decode(&p); err != nil {
+				err = valueErr(dec, err, field(name), "a boolean")
+			} else if p == nil {
+				err = badf("final must be a boolean, not null")
+			} else {
+				b.Final = *p
 			}
 		default:
 			return b, badf("unknown field %q", name)

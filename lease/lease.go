@@ -22,7 +22,20 @@ var (
 	// ErrConflict means the request is well formed but contradicts the stored
 	// state: a range that overlaps another, finishing before next > end.
 	ErrConflict = errors.New("conflict")
+	// ErrFinished comes only with ErrLeaseLost, when the range is done and
+	// its last grant was the caller's token: the caller's own grant finished
+	// it. A retried final batch is answered as done on it (batch.Store.Put).
+	ErrFinished = errors.New("finished under this token")
 )
+
+// FinishedLost returns lost, a lease-lost error for a range the fence's own
+// grant finished, so that it is also ErrFinished; its text is lost's.
+func FinishedLost(lost error) error { return finishedError{lost} }
+
+type finishedError struct{ error }
+
+func (e finishedError) Unwrap() error        { return e.error }
+func (e finishedError) Is(target error) bool { return target == ErrFinished }
 
 // Invalidf returns an error that is ErrInvalid (for errors.Is) and whose
 // text is only the sentence saying what was wrong, fit for a 400 answer.

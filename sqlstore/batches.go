@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -15,12 +16,17 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// Put implements batch.Store.
+// Put implements batch.Store. A final batch finishes the range in the same
+// transaction (see finishHeld), so a range's last chunk costs one commit
+// rather than two.
 func (s *Store) Put(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch) (batch.Result, error) {
 	var res batch.Result
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		r, err := s.heldRange(ctx, tx, "batch", rangeID, f, " {forupdate}")
 		if err != nil {
+			if b.Final {
+				return finalRetry(r, b, &res, err)
+			}
 			return err
 		}
 		outcome, err := batch.Classify(r.Next, r.End, b)
@@ -29,6 +35,10 @@ func (s *Store) Put(ctx context.Context, rangeID int64, f lease.Fence, b batch.B
 		}
 		if outcome == batch.Duplicate {
 			res = batch.Result{Next: r.Next, Duplicate: true}
+			if b.Final { // next > end: the range can be finished
+				res.Done = true
+				return s.finishHeld(ctx, tx, "batch", rangeID, false)
+			}
 			return nil
 		}
 		var xid int64
@@ -43,14 +53,37 @@ func (s *Store) Put(ctx context.Context, rangeID int64, f lease.Fence, b batch.B
 		if err := s.putMissing(ctx, tx, r, b); err != nil {
 			return fmt.Errorf("batch: missing: %w", err)
 		}
+		res = batch.Result{Next: b.To + 1}
+		if b.Final {
+			res.Done = true
+			if _, err := tx.ExecContext(ctx, s.q(`UPDATE ranges SET next_n = ?, headers = headers + ?,
+				state = 'done', node = NULL, expires_us = NULL WHERE id = ?`), b.To+1, b.Headers, rangeID); err != nil {
+				return fmt.Errorf("batch: %w", err)
+			}
+			return s.finishHeld(ctx, tx, "batch", rangeID, true)
+		}
 		if _, err := tx.ExecContext(ctx, s.q("UPDATE ranges SET next_n = ?, headers = headers + ? WHERE id = ?"),
 			b.To+1, b.Headers, rangeID); err != nil {
 			return fmt.Errorf("batch: %w", err)
 		}
-		res = batch.Result{Next: b.To + 1}
 		return nil
 	})
 	return res, err
+}
+
+// finalRetry answers a final batch refused by the fence with lost: when f's
+// own grant finished the range (lease.ErrFinished), the batch is the retry
+// of the one that finished it, and gets Duplicate and Done; nothing is
+// written. Anything else keeps lost.
+func finalRetry(r rangeRow, b batch.Batch, res *batch.Result, lost error) error {
+	if !errors.Is(lost, lease.ErrFinished) {
+		return lost
+	}
+	if _, err := batch.Classify(r.Next, r.End, b); err != nil {
+		return fmt.Errorf("batch: range %d: %w", r.ID, err)
+	}
+	*res = batch.Result{Next: r.Next, Duplicate: true, Done: true}
+	return nil
 }
 
 // insertItems writes a batch's items: COPY on PostgreSQL, multi-row

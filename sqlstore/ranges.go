@@ -124,7 +124,12 @@ func leaseLost(op string, r rangeRow, f lease.Fence) error {
 	default:
 		why = fmt.Sprintf("token %d is not the current %d", f.Token, r.Token)
 	}
-	return fmt.Errorf("%s: range %d: %w: %s", op, r.ID, lease.ErrLeaseLost, why)
+	err := fmt.Errorf("%s: range %d: %w: %s", op, r.ID, lease.ErrLeaseLost, why)
+	if r.State == string(lease.StateDone) && r.Token == f.Token {
+		// A token is granted once and a finish keeps it: f's grant finished it.
+		err = lease.FinishedLost(err)
+	}
+	return err
 }
 
 // Heartbeat implements lease.Store.
@@ -173,12 +178,25 @@ func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error 
 		if err != nil {
 			return fmt.Errorf("finish: %w", err)
 		}
-		// A done range's chunks are dropped from the spool: nobody fetches them again.
-		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ?"), rangeID); err != nil {
-			return fmt.Errorf("finish: %w", err)
-		}
-		return nil
+		return s.finishHeld(ctx, tx, "finish", rangeID, true)
 	})
+}
+
+// finishHeld finishes, in tx, range rangeID whose lease the caller checked
+// under the row's lock and whose next is past its end. When marked, the
+// caller has set it done already; otherwise it is set done here. Its chunk
+// claims go: nobody fetches its chunks again.
+func (s *Store) finishHeld(ctx context.Context, tx *sqlx.Tx, op string, rangeID int64, marked bool) error {
+	if !marked {
+		if _, err := tx.ExecContext(ctx, s.q("UPDATE ranges SET state = 'done', node = NULL, expires_us = NULL WHERE id = ?"), rangeID); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	// A done range's chunks are dropped from the spool: nobody fetches them again.
+	if _, err := tx.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ?"), rangeID); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
 }
 
 // Release implements lease.Store.

@@ -10,11 +10,11 @@
 // The cases live in files by area, as River's driver suite does: groups.go
 // (groups, ranges and their listing), grant.go (grants, expiry, fencing,
 // finish, release, corrupt), batch.go (the batch rules and the results
-// feed), lanes.go and fence.go (lanes and their fences), snapshots.go,
-// nodes.go, claims.go (chunk claims), fleet.go (fleet reads) and plan.go
-// (planning and repairs); helpers.go holds what they share. RunConcurrent
-// and RunFencingRace (concurrent.go) and RunLinearizable (linearize*.go)
-// are suites of their own.
+// feed), final.go (final batches), lanes.go and fence.go (lanes and their
+// fences), snapshots.go, nodes.go, claims.go (chunk claims), fleet.go (fleet
+// reads) and plan.go (planning and repairs); helpers.go holds what they
+// share. RunConcurrent and RunFencingRace (concurrent.go) and
+// RunLinearizable (linearize*.go) are suites of their own.
 package storetest
 
 import (
@@ -76,6 +76,8 @@ func Run(t *testing.T, open Open) {
 		{"Release", testRelease},
 		{"Corrupt", testCorrupt},
 		{"BatchRules", testBatchRules},
+		{"FinalBatch", testFinalBatch},
+		{"FinalBatchFences", testFinalBatchFences},
 		{"ResultsFeed", testResultsFeed},
 		{"LaneGrant", testLaneGrant},
 		{"LaneNextInOrder", testLaneNext},
