@@ -32,10 +32,12 @@ type Store interface {
 // Prefetch is what the Service needs of a prefetcher: *spool.Prefetcher is
 // one. Kick asks for a pass soon (a range was leased, a chunk dropped);
 // Notify returns a channel closed when the next chunk is stored, which a
-// stream takes before it looks for a chunk and then waits on.
+// stream takes before it looks for a chunk and then waits on; Stored
+// closes it for a chunk stored elsewhere (ChunkStored).
 type Prefetch interface {
 	Kick()
 	Notify() <-chan struct{}
+	Stored()
 }
 
 // Defaults of Config.
@@ -179,6 +181,81 @@ func (s *Service) Ping(ctx context.Context) error { return s.cfg.Store.Ping(ctx)
 
 // LeaseTTL is the TTL of the Service's grants.
 func (s *Service) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }
+
+// ChunkListener is a Store that hears the chunks every coordinator on it
+// stores: sqlstore.Store is one (PostgreSQL's LISTEN/NOTIFY; on SQLite it
+// returns at once). See sqlstore.Store.ListenChunks.
+type ChunkListener interface {
+	ListenChunks(ctx context.Context, stored func(rangeID int64, span lease.Span), missed func()) error
+}
+
+// ListenChunks hears, until ctx ends, the chunks the coordinators sharing
+// the Store fetch (when the Store is a ChunkListener), and calls
+// ChunkStored for each and ChunksMissed when some may have been missed, so
+// that a stream waiting here for a chunk that another coordinator fetched
+// into the storage they share gets it at once. It returns ctx's error, or
+// at once nil when the Store does not listen; serve runs it beside the
+// prefetcher.
+func (s *Service) ListenChunks(ctx context.Context) error {
+	l, ok := s.cfg.Store.(ChunkListener)
+	if !ok {
+		return nil
+	}
+	return l.ListenChunks(ctx,
+		func(id int64, span lease.Span) { s.ChunkStored(ctx, id, span) },
+		func() {
+			s.cfg.Logger.Info("listening for chunks again after a lost connection; looking at the spool again")
+			s.ChunksMissed(ctx)
+		})
+}
+
+// ChunkStored tells the Service that a chunk was stored into the storage
+// it shares with other coordinators (sqlstore.Store.ListenChunks hears
+// it): a spool that keeps an index of a shared bucket learns it
+// (spool.Bucket.Learn), and the streams waiting for a chunk look again at
+// once, rather than at their next keepalive.
+func (s *Service) ChunkStored(ctx context.Context, rangeID int64, span lease.Span) {
+	s.wakeStreams() // a stream opens its chunk in the storage itself
+	if l, ok := s.cfg.Spool.(learner); ok && !s.cfg.Spool.Has(rangeID, span) {
+		if _, err := l.Learn(ctx, rangeID, span); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("learn a chunk another coordinator stored", "range", rangeID, "from", span.From, "err", err)
+		}
+	}
+}
+
+// ChunksMissed tells the Service that it may have missed chunks stored
+// elsewhere (the notifications' connection was lost): a spool that keeps
+// an index of a shared bucket lists it again, and the waiting streams look
+// again.
+func (s *Service) ChunksMissed(ctx context.Context) {
+	if r, ok := s.cfg.Spool.(refresher); ok {
+		if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
+			s.cfg.Logger.Warn("list the spool's bucket again", "err", err)
+		}
+	}
+	s.wakeStreams()
+}
+
+// learner is a spool that can be told of a chunk stored elsewhere:
+// spool.Bucket.
+type learner interface {
+	Learn(ctx context.Context, rangeID int64, span lease.Span) (bool, error)
+}
+
+// refresher is a spool that can look at its shared storage again:
+// spool.Bucket.
+type refresher interface {
+	Refresh(ctx context.Context) error
+}
+
+// wakeStreams makes the waiting streams look for their chunks again: they
+// wait on the prefetcher's Notify, or the spool's when there is none
+// (which a learning spool wakes by itself).
+func (s *Service) wakeStreams() {
+	if s.cfg.Prefetcher != nil {
+		s.cfg.Prefetcher.Stored()
+	}
+}
 
 func (s *Service) kick() {
 	if s.cfg.Prefetcher != nil {

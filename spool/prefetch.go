@@ -140,6 +140,11 @@ func (p *Prefetcher) Notify() <-chan struct{} {
 	return p.arrived
 }
 
+// Stored tells Notify's waiters that a chunk was stored elsewhere (another
+// coordinator's prefetcher, into storage they share), so that the streams
+// waiting for it look again at once.
+func (p *Prefetcher) Stored() { p.broadcast() }
+
 func (p *Prefetcher) broadcast() {
 	p.mu.Lock()
 	close(p.arrived)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
 )
@@ -47,15 +49,27 @@ func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, 
 	return true, nil
 }
 
-// ChunkFetched implements spool.Claims.
+// ChunkFetched implements spool.Claims. On PostgreSQL it also notifies the
+// coordinators sharing the database, in the same transaction, that the
+// chunk is stored (see ListenChunks).
 func (s *Store) ChunkFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE chunk_claims SET fetched = TRUE WHERE range_id = ? AND from_n = ? AND owner = ?`),
-		rangeID, span.From, owner)
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE chunk_claims SET fetched = TRUE WHERE range_id = ? AND from_n = ? AND owner = ?`),
+			rangeID, span.From, owner)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("range %d chunk %d: %w: %s holds no claim", rangeID, span.From, lease.ErrLeaseLost, owner)
+		}
+		if s.channel == "" {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", s.channel, chunkNote(rangeID, span))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("chunk fetched: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("chunk fetched: range %d chunk %d: %w: %s holds no claim", rangeID, span.From, lease.ErrLeaseLost, owner)
 	}
 	return nil
 }

@@ -115,6 +115,9 @@ type Store struct {
 
 	queries sync.Map // raw query -> query in the dialect
 
+	url     string // the PostgreSQL URL, for ListenChunks' connection
+	channel string // the PostgreSQL channel of chunk notifications
+
 	groupsMu sync.RWMutex
 	groups   map[int64]grouplease.Group // groups never change once added
 }
@@ -180,13 +183,21 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		}
 		db.SetMaxOpenConns(64)
 		db.SetMaxIdleConns(64)
-		s.db, s.rdb = db, db
+		s.db, s.rdb, s.url = db, db, rawURL
 	default:
 		return nil, fmt.Errorf("%w: %q: want sqlite://PATH or postgres://", ErrUnsupportedURL, redact.URL(rawURL))
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if s.d.name == "postgres" {
+		var schema string
+		if err := s.db.GetContext(ctx, &schema, "SELECT current_schema()"); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sqlstore: %w", err)
+		}
+		s.channel = chunkChannel(schema)
 	}
 	return s, nil
 }

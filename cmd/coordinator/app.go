@@ -440,7 +440,7 @@ type running struct {
 	api      *coordinator.Server
 	listener net.Listener
 	served   chan error
-	bg       chan error // the prefetcher, the planner and the release builder
+	bg       chan error // the prefetcher, the planner, the release builder and the chunk listener
 	cancel   context.CancelFunc
 	log      *slog.Logger
 	storage  storage
@@ -506,12 +506,13 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		return nil, err
 	}
 	r := &running{http: coordinator.HTTPServer(api, log), api: api, listener: l, served: make(chan error, 1),
-		bg: make(chan error, 3), log: log, storage: st, source: src}
+		bg: make(chan error, 4), log: log, storage: st, source: src}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
 	go func() { r.bg <- pf.Run(pctx) }()
 	go func() { r.bg <- planner.Run(pctx) }()
 	go func() { r.bg <- m.runReleases(pctx, store, log) }()
+	go func() { r.bg <- listenChunks(pctx, api.Service(), log) }()
 	go func() { r.served <- r.http.Serve(l) }()
 	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact.URL(m.DB), "data", m.Data,
 		"storage", cmp.Or(blobstore.Redact(m.Storage), "data directory"), "id", owner)
@@ -541,13 +542,25 @@ func (r *running) stop() error {
 	defer cancel()
 	err := r.http.Shutdown(ctx)
 	r.cancel()
-	<-r.bg
-	<-r.bg
-	<-r.bg
+	for range cap(r.bg) {
+		<-r.bg
+	}
 	r.storage.close()
 	r.source.close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
+	}
+	return err
+}
+
+// listenChunks tells svc of the chunks every coordinator on the database
+// stores (PostgreSQL's LISTEN/NOTIFY; on SQLite, one machine's, it returns
+// at once), so that a stream waiting here for a chunk another coordinator
+// fetched gets it at once.
+func listenChunks(ctx context.Context, svc *coordinator.Service, log *slog.Logger) error {
+	err := svc.ListenChunks(ctx)
+	if err != nil && ctx.Err() == nil {
+		log.Error("listen for the chunks other coordinators store: streams here hear of them at their keepalives only", "err", err)
 	}
 	return err
 }
