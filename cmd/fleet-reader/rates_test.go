@@ -131,7 +131,7 @@ func TestRatesReset(t *testing.T) {
 	h := r.rates.Hosts["a:1"]
 	require.Equal(t, []any{nil, 60.0, 20.0, 40.0}, vals(h.Series), "the reset lane is left out of its step's sum")
 	require.Empty(t, a.view.Spark.Runs, "the reset breaks the line: two points alone")
-	require.Equal(t, []sparkDot{{X: "40.0", Y: "2.5"}, {X: "120.0", Y: "13.9", Last: true}}, a.view.Spark.Dots)
+	require.Equal(t, []sparkDot{{X: "0.0", Y: "2.5"}, {X: "120.0", Y: "13.9", Last: true}}, a.view.Spark.Dots)
 	require.Equal(t, 2, a.view.Spark.Points)
 
 	// Every lane back: the whole coordinator restarted on another database.
@@ -284,7 +284,7 @@ func TestRatesJSON(t *testing.T) {
 	}`, string(r.ratesJSON))
 }
 
-// TestSparkline: x is time, y runs from 0 to the highest value; a missing
+// TestSparkline: x is time, from the first value to the last read, y runs from 0 to the highest value; a missing
 // value breaks the line; a lone value is a dot; the last value is marked.
 func TestSparkline(t *testing.T) {
 	t.Parallel()
@@ -293,7 +293,7 @@ func TestSparkline(t *testing.T) {
 	sp := newSparkline(at, []*float64{nil, f(0), f(10), nil, f(5)})
 	require.Equal(t, 3, sp.Points)
 	require.Equal(t, 10.0, sp.Top)
-	require.Equal(t, []string{"30.0,21.5 60.0,2.5"}, sp.Runs)
+	require.Equal(t, []string{"0.0,21.5 40.0,2.5"}, sp.Runs, "from the first value (the second read) to the last read")
 	require.Equal(t, []sparkDot{{X: "120.0", Y: "12.0", Last: true}}, sp.Dots)
 
 	sp = newSparkline(at, []*float64{f(1), nil, f(1), f(1), nil})
@@ -305,8 +305,8 @@ func TestSparkline(t *testing.T) {
 	require.Equal(t, []sparkDot{{X: "120.0", Y: "21.5", Last: true}}, sp.Dots, "all zero: on the base line")
 
 	// A gap between kept reads is a longer segment.
-	sp = newSparkline([]time.Time{t0, t0.Add(time.Second), t0.Add(4 * time.Second)}, []*float64{nil, f(2), f(2)})
-	require.Equal(t, []string{"30.0,2.5 120.0,2.5"}, sp.Runs)
+	sp = newSparkline([]time.Time{t0, t0.Add(time.Second), t0.Add(2 * time.Second), t0.Add(5 * time.Second)}, []*float64{nil, f(2), f(2), f(2)})
+	require.Equal(t, []string{"0.0,2.5 30.0,2.5 120.0,2.5"}, sp.Runs)
 }
 
 func TestFormatRate(t *testing.T) {

@@ -17,8 +17,8 @@ const (
 
 // sparkline is a series drawn as inline SVG, computed once when a read is
 // kept: the template only places it. Its x axis is time (a gap between two
-// kept reads is a longer segment), its y axis runs from 0 to the series'
-// highest value.
+// kept reads is a longer segment), from its first value to the last read;
+// its y axis runs from 0 to the series' highest value.
 type sparkline struct {
 	// Runs are polylines' points ("x,y x,y"): one per run of consecutive
 	// values, two values at least.
@@ -39,15 +39,23 @@ type sparkDot struct {
 
 // newSparkline draws ys (nil: no value) at the times at.
 func newSparkline(at []time.Time, ys []*float64) sparkline {
+	// The x axis runs from the first value's time to the last read's: a
+	// rate's first value is at the second read, and the line uses the whole
+	// width from there.
 	var sp sparkline
-	for _, y := range ys {
-		if y != nil && *y > sp.Top {
-			sp.Top = *y
+	first := -1
+	for i, y := range ys {
+		if y == nil {
+			continue
+		}
+		sp.Top = max(sp.Top, *y)
+		if first < 0 {
+			first = i
 		}
 	}
 	span := 0.0
-	if len(at) > 1 {
-		span = at[len(at)-1].Sub(at[0]).Seconds()
+	if first >= 0 {
+		span = at[len(at)-1].Sub(at[first]).Seconds()
 	}
 	pts := make([]string, len(ys)) // "x,y", or "" for no value
 	lastAt := -1
@@ -57,7 +65,7 @@ func newSparkline(at []time.Time, ys []*float64) sparkline {
 		}
 		x := sparkWidth
 		if span > 0 {
-			x = min(max(at[i].Sub(at[0]).Seconds()/span, 0), 1) * sparkWidth
+			x = min(max(at[i].Sub(at[first]).Seconds()/span, 0), 1) * sparkWidth
 		}
 		yy := sparkHeight - sparkPad
 		if sp.Top > 0 {
@@ -96,6 +104,7 @@ func svgNum(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 // rateView is a rate formatted for the dashboard.
 type rateView struct {
 	Now   string // "12.5/s", or "–"
+	None  bool   // Now is "–": the last step has no rate
 	Avg   string // "avg 10.2/s", or ""
 	Title string
 	Spark sparkline
@@ -103,9 +112,9 @@ type rateView struct {
 
 // newRateView formats r, whose series is aligned with at (n reads).
 func newRateView(r *rateSeries, at []time.Time, n int) rateView {
-	v := rateView{Now: "–", Spark: newSparkline(at, r.Series)}
+	v := rateView{Now: "–", None: true, Spark: newSparkline(at, r.Series)}
 	if r.ArticlesPerSecond != nil {
-		v.Now = formatRate(*r.ArticlesPerSecond)
+		v.Now, v.None = formatRate(*r.ArticlesPerSecond), false
 	}
 	if r.Average != nil {
 		v.Avg = "avg " + formatRate(*r.Average)
