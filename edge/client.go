@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
@@ -40,6 +42,10 @@ type Config struct {
 	// BaseURL is the coordinator's address, such as "http://127.0.0.1:7070".
 	// A path in it prefixes every route.
 	BaseURL string
+	// Failover lists more coordinators of the same database, tried in turn
+	// after BaseURL (and round again) when one fails: see Client. Empty: the
+	// client talks to BaseURL alone.
+	Failover []string
 	// Token is the node token, sent as "Authorization: Bearer <token>".
 	Token string
 	// HTTP sends the requests. Nil means a client of its own without an
@@ -110,8 +116,10 @@ func (c Config) validate() error {
 	if c.BaseURL == "" {
 		return lease.Invalidf("edge: BaseURL is required")
 	}
-	if _, err := api.ParseBaseURL(c.BaseURL); err != nil {
-		return fmt.Errorf("edge: %w", err)
+	for _, u := range append([]string{c.BaseURL}, c.Failover...) {
+		if _, err := api.ParseBaseURL(u); err != nil {
+			return fmt.Errorf("edge: %w", err)
+		}
 	}
 	if c.Token == "" {
 		return lease.Invalidf("edge: Token is required")
@@ -146,10 +154,23 @@ func (c Config) validate() error {
 // Finish, Release or Corrupt whose first attempt took effect gets a lost
 // lease, as the lease is then no longer held.
 //
+// With Failover, the client talks to one coordinator at a time, the
+// current one, and moves to the next in the list (BaseURL, then Failover,
+// then BaseURL again) when a call to it meets a network error or a 5xx:
+// leases live in the database, so any coordinator serves any call. A
+// retried call goes to the next coordinator at once, and waits its backoff
+// only after every coordinator failed it once; Attempts counts those
+// rounds. A grant is not retried on another coordinator either, unless
+// nothing of it was sent (the connection was refused: a coordinator that
+// is down): then it asks the next one at once. A stream that a dying
+// coordinator cut is reopened by the caller (the Worker does), from the
+// range's next, on the coordinator the client has moved to.
+//
 // A Client is safe for concurrent use.
 type Client struct {
-	cfg  Config
-	base *url.URL
+	cfg   Config
+	bases []*url.URL    // BaseURL, then Failover
+	cur   atomic.Uint64 // the index of the current coordinator in bases
 }
 
 // NewClient returns a Client, or an error that is lease.ErrInvalid.
@@ -158,11 +179,51 @@ func NewClient(cfg Config) (*Client, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	base, err := api.ParseBaseURL(cfg.BaseURL)
-	if err != nil {
-		return nil, err
+	c := &Client{cfg: cfg}
+	for _, raw := range append([]string{cfg.BaseURL}, cfg.Failover...) {
+		base, err := api.ParseBaseURL(raw)
+		if err != nil {
+			return nil, err
+		}
+		c.bases = append(c.bases, base)
 	}
-	return &Client{cfg: cfg, base: base}, nil
+	return c, nil
+}
+
+// Coordinator is the base URL of the coordinator the client talks to now.
+func (c *Client) Coordinator() string {
+	_, base := c.current()
+	return base.String()
+}
+
+// current returns the current coordinator and its index.
+func (c *Client) current() (uint64, *url.URL) {
+	i := c.cur.Load()
+	return i, c.bases[i%uint64(len(c.bases))]
+}
+
+// failed moves the client off coordinator i, to the next one, when err
+// says that coordinator failed (a network error or a 5xx) and the client
+// has not moved since; it reports whether err was such a failure.
+func (c *Client) failed(i uint64, err error) bool {
+	if !retryable(err) {
+		return false
+	}
+	if len(c.bases) > 1 && c.cur.CompareAndSwap(i, i+1) {
+		c.cfg.Logger.Warn("edge: moving to the next coordinator", "from", c.bases[i%uint64(len(c.bases))].String(),
+			"to", c.bases[(i+1)%uint64(len(c.bases))].String(), "err", err)
+	}
+	return true
+}
+
+// notSent reports whether err is a failure to connect, before a byte of
+// the request was sent: a grant may then go to another coordinator.
+func notSent(err error) bool {
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Op == "dial" {
+		return true
+	}
+	_, dns := errors.AsType[*net.DNSError](err)
+	return dns
 }
 
 // call is one API call.
@@ -219,8 +280,8 @@ func (c *Client) StreamFrom(ctx context.Context, rangeID, token, from int64) (*S
 	cl.accept = api.FramesType
 	cl.retry = true
 	var resp *http.Response
-	err := c.retry(ctx, cl, func() error {
-		r, err := c.roundTrip(ctx, ctx, cl)
+	err := c.retry(ctx, cl, func(base *url.URL) error {
+		r, err := c.roundTrip(ctx, ctx, base, cl)
 		if err != nil {
 			return err
 		}
@@ -432,9 +493,9 @@ func (c *Client) GetSnapshot(ctx context.Context, groupID int64, lane api.Lane, 
 	}
 	cl.accept, cl.limit = api.SnapshotType, c.cfg.MaxSnapshot
 	var hdr http.Header
-	err = c.retry(ctx, cl, func() error {
+	err = c.retry(ctx, cl, func(base *url.URL) error {
 		var err error
-		_, hdr, gz, err = c.attempt(ctx, cl)
+		_, hdr, gz, err = c.attempt(ctx, base, cl)
 		return err
 	})
 	if errors.Is(err, lease.ErrNotFound) {
@@ -498,9 +559,9 @@ func (c *Client) json(ctx context.Context, cl *call, v any) (bool, error) {
 	}
 	var status int
 	var body []byte
-	err := c.retry(ctx, cl, func() error {
+	err := c.retry(ctx, cl, func(base *url.URL) error {
 		var err error
-		status, _, body, err = c.attempt(ctx, cl)
+		status, _, body, err = c.attempt(ctx, base, cl)
 		return err
 	})
 	if err != nil {
@@ -517,19 +578,40 @@ func (c *Client) json(ctx context.Context, cl *call, v any) (bool, error) {
 	return true, nil
 }
 
-// retry runs try until it succeeds, fails for good, or has been tried
-// Attempts times, sleeping a jittered exponential backoff between tries.
-func (c *Client) retry(ctx context.Context, cl *call, try func() error) error {
-	for n := 1; ; n++ {
-		err := try()
-		if err == nil || !cl.retry || !retryable(err) || n >= c.cfg.Attempts || ctx.Err() != nil {
+// retry runs try on the current coordinator until it succeeds or fails
+// for good. A failure of the coordinator (a network error, a 5xx) moves
+// the client to the next one; a call that may be retried is tried there at
+// once, until every coordinator failed it in this round, then it sleeps a
+// jittered exponential backoff, for Attempts rounds in all. A call that
+// may not be retried (a grant) is tried on the next coordinator only when
+// nothing of it was sent.
+func (c *Client) retry(ctx context.Context, cl *call, try func(base *url.URL) error) error {
+	for round, tried := 1, 0; ; {
+		i, base := c.current()
+		err := try(base)
+		if err == nil || !c.failed(i, err) || ctx.Err() != nil {
 			return err
 		}
-		d := c.backoff(n)
-		c.cfg.Logger.Debug("edge: retrying", "call", cl.name(), "attempt", n, "wait", d, "err", err)
+		tried++
+		if !cl.retry {
+			if !notSent(err) || tried >= len(c.bases) {
+				return err
+			}
+			continue
+		}
+		if tried < len(c.bases) {
+			c.cfg.Logger.Debug("edge: retrying on the next coordinator", "call", cl.name(), "err", err)
+			continue
+		}
+		if round >= c.cfg.Attempts {
+			return err
+		}
+		d := c.backoff(round)
+		c.cfg.Logger.Debug("edge: retrying", "call", cl.name(), "attempt", round, "wait", d, "err", err)
 		if serr := clock.Sleep(ctx, c.cfg.Clock, d); serr != nil {
 			return fmt.Errorf("%w; gave up waiting to retry: %w", err, serr)
 		}
+		round, tried = round+1, 0
 	}
 }
 
@@ -539,16 +621,16 @@ func (c *Client) backoff(n int) time.Duration {
 	return backoff.Wait(n, c.cfg.Backoff, c.cfg.MaxBackoff, c.cfg.Rand())
 }
 
-// attempt sends cl once, within the attempt timeout, and reads the whole
-// 2xx answer.
-func (c *Client) attempt(ctx context.Context, cl *call) (int, http.Header, []byte, error) {
+// attempt sends cl once to base, within the attempt timeout, and reads the
+// whole 2xx answer.
+func (c *Client) attempt(ctx context.Context, base *url.URL, cl *call) (int, http.Header, []byte, error) {
 	actx := ctx
 	if c.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
 		actx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 	}
-	resp, err := c.roundTrip(ctx, actx, cl)
+	resp, err := c.roundTrip(ctx, actx, base, cl)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -563,11 +645,11 @@ func (c *Client) attempt(ctx context.Context, cl *call) (int, http.Header, []byt
 	return resp.StatusCode, resp.Header, body, nil
 }
 
-// roundTrip sends cl under actx and returns a 2xx response, its body still
-// to read, or the error its status maps to. ctx is the caller's context,
-// which tells a cancelled call from a timed-out attempt.
-func (c *Client) roundTrip(ctx, actx context.Context, cl *call) (*http.Response, error) {
-	u := c.base.JoinPath(cl.path)
+// roundTrip sends cl to base under actx and returns a 2xx response, its
+// body still to read, or the error its status maps to. ctx is the caller's
+// context, which tells a cancelled call from a timed-out attempt.
+func (c *Client) roundTrip(ctx, actx context.Context, base *url.URL, cl *call) (*http.Response, error) {
+	u := base.JoinPath(cl.path)
 	if cl.query != nil {
 		u.RawQuery = cl.query.Encode()
 	}

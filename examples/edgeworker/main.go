@@ -20,17 +20,25 @@ import (
 // TokenEnv is the environment variable that holds the node token.
 const TokenEnv = "EDGEINDEX_NODE_TOKEN"
 
+// CoordinatorEnv is the environment variable that lists the coordinators,
+// comma-separated, when no --coordinator is given.
+const CoordinatorEnv = "EDGEINDEX_COORDINATOR"
+
 // usage is the head of -h's text; the flags' defaults follow it.
-const usage = `usage: edgeworker --coordinator URL [--lanes history,tail] [--flush-incomplete] [--max-binaries N]
+const usage = `usage: edgeworker --coordinator URL [--coordinator URL ...] [--lanes history,tail] [--flush-incomplete] [--max-binaries N]
 
 Leases ranges of a coordinator's groups, collates their overview lines into
 binaries (package collate) and posts them as items, until SIGINT or SIGTERM.
+With several coordinators of one database it talks to the first and moves
+to the next when one fails (a network error, a 5xx).
 
 Environment:
-  ` + TokenEnv + `  the node token (required); coordinator node add NAME prints one
+  ` + TokenEnv + `   the node token (required); coordinator node add NAME prints one
+  ` + CoordinatorEnv + `  the coordinators' URLs, comma-separated, when --coordinator is not given
 
 Example:
   ` + TokenEnv + `=3f9c... edgeworker --coordinator http://127.0.0.1:7070 --lanes history,tail
+  ` + CoordinatorEnv + `=http://10.0.0.1:7070,http://10.0.0.2:7070 ` + TokenEnv + `=3f9c... edgeworker
 
 Flags:
 `
@@ -59,10 +67,27 @@ func main() {
 
 // options is the parsed command line.
 type options struct {
-	coordinator string
+	coordinator string   // the first coordinator
+	failover    []string // the others, in order
 	token       string
 	lanes       []lease.Lane
 	collate     collate.Config
+}
+
+// urls is a flag that may be repeated, each value a URL or a
+// comma-separated list of them.
+type urls []string
+
+func (u *urls) String() string { return strings.Join(*u, ",") }
+
+func (u *urls) Set(v string) error {
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			return errors.New("an empty URL")
+		}
+		*u = append(*u, s)
+	}
+	return nil
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -73,7 +98,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.coordinator, "coordinator", "", "the coordinator's URL, such as http://127.0.0.1:7070 (required)")
+	var coords urls
+	fs.Var(&coords, "coordinator", "the `URL` of a coordinator, such as http://127.0.0.1:7070 (required; repeated or comma-separated\n"+
+		"for several coordinators of one database, tried in order when one fails; default $"+CoordinatorEnv+")")
 	lanes := fs.String("lanes", "history,tail", `lanes of ordered groups to work, comma-separated, or "none"`)
 	fs.BoolVar(&o.collate.FlushIncomplete, "flush-incomplete", false,
 		"post the incomplete binaries of each range at its end (see the package docs)")
@@ -88,8 +115,17 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	if o.coordinator == "" {
-		return o, fmt.Errorf("%w: --coordinator is required", errUsage)
+	if len(coords) == 0 && getenv(CoordinatorEnv) != "" {
+		if err := coords.Set(getenv(CoordinatorEnv)); err != nil {
+			return o, fmt.Errorf("%w: %s: %w", errUsage, CoordinatorEnv, err)
+		}
+	}
+	if len(coords) == 0 {
+		return o, fmt.Errorf("%w: --coordinator (or %s) is required", errUsage, CoordinatorEnv)
+	}
+	o.coordinator, o.failover = coords[0], coords[1:]
+	if len(o.failover) == 0 {
+		o.failover = nil
 	}
 	if o.token = getenv(TokenEnv); o.token == "" {
 		return o, fmt.Errorf("%w: %s is not set", errUsage, TokenEnv)
@@ -116,7 +152,7 @@ func run(ctx context.Context, o options, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	client, err := edge.NewClient(edge.Config{BaseURL: o.coordinator, Token: o.token, Logger: log})
+	client, err := edge.NewClient(edge.Config{BaseURL: o.coordinator, Failover: o.failover, Token: o.token, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -124,7 +160,8 @@ func run(ctx context.Context, o options, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log.Info("edgeworker: started", "coordinator", o.coordinator, "lanes", o.lanes, "flushIncomplete", o.collate.FlushIncomplete)
+	log.Info("edgeworker: started", "coordinator", o.coordinator, "failover", o.failover, "lanes", o.lanes,
+		"flushIncomplete", o.collate.FlushIncomplete)
 	err = w.Run(ctx)
 	ws, cs := w.Stats(), col.Stats()
 	log.Info("edgeworker: stopped", "ranges", ws.Ranges, "batches", ws.Batches, "headers", ws.Headers, "items", ws.Items,

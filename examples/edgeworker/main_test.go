@@ -66,6 +66,26 @@ func TestParseFlags(t *testing.T) {
 	_, err = parseFlags([]string{"--coordinator", "http://c"}, env(nil), &bytes.Buffer{})
 	require.ErrorIs(t, err, errUsage)
 	require.ErrorContains(t, err, TokenEnv)
+
+	// Several coordinators: the flag repeated or comma-separated, or the
+	// environment's list when there is no flag.
+	o, err = parseFlags([]string{"--coordinator", "http://a", "--coordinator", "http://b,http://c"}, tok, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "http://a", o.coordinator)
+	require.Equal(t, []string{"http://b", "http://c"}, o.failover)
+	withCoords := env(map[string]string{TokenEnv: "secret", CoordinatorEnv: "http://x, http://y"})
+	o, err = parseFlags(nil, withCoords, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "http://x", o.coordinator)
+	require.Equal(t, []string{"http://y"}, o.failover)
+	o, err = parseFlags([]string{"--coordinator", "http://a"}, withCoords, &bytes.Buffer{})
+	require.NoError(t, err)
+	require.Equal(t, "http://a", o.coordinator, "the flag wins over the environment")
+	require.Empty(t, o.failover)
+	for _, args := range [][]string{{"--coordinator", "http://a,"}, {"--coordinator", ""}} {
+		_, err = parseFlags(args, tok, &bytes.Buffer{})
+		require.ErrorIs(t, err, errUsage, "%q", args)
+	}
 }
 
 // -h names the environment the worker reads and shows an example.
