@@ -1,6 +1,7 @@
 package edgeframe
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -102,6 +104,27 @@ func DecodeBatch(r io.Reader, limit int64) (Batch, error) {
 	if limit <= 0 {
 		limit = DefaultMaxBatch
 	}
+	n := limit
+	if limit < math.MaxInt64 {
+		n = limit + 1
+	}
+	raw, rerr := readBody(r, n)
+	if rerr == nil && int64(len(raw)) <= limit {
+		if b, ok := decodeFast(raw); ok {
+			return b, nil
+		}
+	}
+	// The slow path reads the same bytes, and the read error after them.
+	r = bytes.NewReader(raw)
+	if rerr != nil {
+		r = io.MultiReader(r, errReader{rerr})
+	}
+	return decodeSlow(r, limit)
+}
+
+// decodeSlow is DecodeBatch token by token, with json.Decoder: the one
+// that words every error.
+func decodeSlow(r io.Reader, limit int64) (Batch, error) {
 	lr := &io.LimitedReader{R: r, N: limit}
 	if limit < math.MaxInt64 {
 		lr.N = limit + 1
@@ -339,6 +362,7 @@ func expectDelim(dec *json.Decoder, d json.Delim, where place) error {
 
 // checkDelim requires the token just read, tok or its error err, to be d.
 func checkDelim(dec *json.Decoder, tok json.Token, err error, d json.Delim, where place) error {
+	tok, err = bigNumber(tok, err)
 	if err != nil {
 		return syntaxErr(dec, err, where)
 	}
@@ -357,7 +381,7 @@ func checkDelim(dec *json.Decoder, tok json.Token, err error, d json.Delim, wher
 
 // expectEnd requires nothing but white space after the batch object.
 func expectEnd(dec *json.Decoder) error {
-	tok, err := dec.Token()
+	tok, err := bigNumber(dec.Token())
 	if err == io.EOF {
 		return nil
 	}
@@ -365,6 +389,15 @@ func expectEnd(dec *json.Decoder) error {
 		return syntaxErr(dec, err, body)
 	}
 	return badf("the body has %s after its JSON object", describe(tok))
+}
+
+// bigNumber turns Token's error for a number too large for a float64 into
+// the number it is, so that it is described as one.
+func bigNumber(tok json.Token, err error) (json.Token, error) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && strings.HasPrefix(te.Value, "number") {
+		return json.Number(strings.TrimPrefix(te.Value, "number ")), nil
+	}
+	return tok, err
 }
 
 func describe(tok json.Token) string {

@@ -91,9 +91,16 @@ const fuzzMaxBatch = 4096
 //     ErrTooLarge, the latter exactly when the body is over the limit;
 //   - what it accepts is valid UTF-8 JSON that encoding/json, with unknown
 //     fields disallowed, decodes to the same batch, and that Validate accepts;
-//   - an accepted batch survives json.Marshal and DecodeBatch again.
+//   - an accepted batch survives json.Marshal and DecodeBatch again;
+//   - what the fast path accepts, the token-by-token decoder accepts with
+//     the same batch.
 func FuzzDecodeBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if fb, ok := decodeFast(data); ok && len(data) <= fuzzMaxBatch {
+			sb, err := decodeSlow(bytes.NewReader(data), fuzzMaxBatch)
+			require.NoError(t, err, "the fast path accepted what the slow one refuses")
+			require.Equal(t, sb, fb)
+		}
 		b, err := DecodeBatch(bytes.NewReader(data), fuzzMaxBatch)
 		if len(data) > fuzzMaxBatch {
 			require.ErrorIs(t, err, ErrTooLarge)
@@ -113,6 +120,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		var std struct {
 			From, To, Headers *int64
 			Missing           []int64
+			Final             bool
 			Items             []struct {
 				Key   *string
 				Value json.RawMessage
@@ -125,6 +133,7 @@ func FuzzDecodeBatch(f *testing.F) {
 		require.Equal(t, b.To, *std.To)
 		require.Equal(t, b.Headers, *std.Headers)
 		require.Equal(t, b.Missing, std.Missing)
+		require.Equal(t, b.Final, std.Final)
 		require.Len(t, std.Items, len(b.Items))
 		for i, it := range std.Items {
 			require.Equal(t, b.Items[i].Key, *it.Key)

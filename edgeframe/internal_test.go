@@ -3,6 +3,8 @@ package edgeframe
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -75,4 +77,68 @@ func TestUTF8CheckAcrossSplits(t *testing.T) {
 		require.True(t, u.feed([]byte{s[i]}))
 	}
 	require.True(t, u.end())
+}
+
+// The fast path accepts only what the token-by-token decoder accepts, with
+// the same batch; everything else is decided by that decoder.
+func TestFastPathAgrees(t *testing.T) {
+	t.Parallel()
+	accepted := []string{
+		`{"from":1,"to":2,"headers":3,"items":[]}`,
+		" {\"items\" : [ {\"value\" : [1, {\"a\":null}] , \"key\":\"k\\u00e9\\n\"} ] ,\"headers\":0,\"to\":-0,\"from\":-5,\"missing\":[] }\n\t",
+		`{"from":1,"to":9,"headers":3,"items":[{"key":"a","value":null},{"key":"b","value":"x\"y"},{"key":"c","value":-1.5e+3}],"missing":[2,3],"final":true}`,
+		`{"from":-9223372036854775808,"to":9223372036854775807,"headers":0,"items":[{"key":"é","value":{}}],"final":false}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"\ud800","value":true}]}`,
+	}
+	for _, body := range accepted {
+		fb, ok := decodeFast([]byte(body))
+		require.True(t, ok, body)
+		sb, err := decodeSlow(strings.NewReader(body), DefaultMaxBatch)
+		require.NoError(t, err, body)
+		require.Equal(t, sb, fb, body)
+	}
+	refused := []string{
+		``, `{}`, `[]`, `{"from":1,"to":2,"headers":3}`,
+		`{"from":1,"to":2,"headers":3,"items":[],"from":1}`,
+		`{"From":1,"to":2,"headers":3,"items":[]}`,
+		`{"fr\u006fm":1,"to":2,"headers":3,"items":[]}`, // the slow path decides
+		`{"from":1.0,"to":2,"headers":3,"items":[]}`,
+		`{"from":1e2,"to":200,"headers":3,"items":[]}`,
+		`{"from":9223372036854775808,"to":2,"headers":3,"items":[]}`,
+		`{"from":01,"to":2,"headers":3,"items":[]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"","value":1}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"k"}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":1,"x":1}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":tru}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":truex}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":"\x"}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":[1,]}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":-}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":1.}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[{"key":null,"value":1}]}`,
+		`{"from":1,"to":2,"headers":3,"items":[],"final":null}`,
+		`{"from":1,"to":2,"headers":3,"items":[],"final":1}`,
+		`{"from":1,"to":2,"headers":3,"items":[],"missing":null}`,
+		`{"from":1,"to":2,"headers":3,"items":[],"missing":[3]}`,
+		`{"from":3,"to":2,"headers":3,"items":[]}`,
+		`{"from":1,"to":2,"headers":-3,"items":[]}`,
+		`{"from":1,"to":2,"headers":3,"items":[]} x`,
+		`{"from":1,"to":2,"headers":3,"items":[]}{}`,
+		"{\"from\":1,\"to\":2,\"headers\":3,\"items\":[{\"key\":\"k\",\"value\":\"\xff\"}]}",
+		"{\"from\":1,\"to\":2,\"headers\":3,\"items\":[{\"key\":\"a\tb\",\"value\":1}]}",
+		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":` + strings.Repeat("[", maxFastDepth+2) + strings.Repeat("]", maxFastDepth+2) + `}]}`,
+	}
+	for _, body := range refused {
+		_, ok := decodeFast([]byte(body))
+		require.False(t, ok, body)
+	}
+}
+
+// A read error after some bytes reaches DecodeBatch's caller as before.
+func TestFastPathReadError(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("boom")
+	_, err := DecodeBatch(io.MultiReader(strings.NewReader(`{"from":1`), errReader{boom}), 0)
+	require.ErrorIs(t, err, boom)
+	require.NotErrorIs(t, err, ErrBadBatch)
 }

@@ -1,0 +1,512 @@
+package edgeframe
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math"
+	"unicode/utf8"
+)
+
+// The fast path of DecodeBatch. The body is read whole (it is bounded by
+// the limit, and the batch budget counts it), checked as UTF-8 in one call,
+// and scanned once over the bytes: member names are compared without being
+// made into strings, numbers are parsed in place, and each item's value is
+// the body's own bytes (a sub-slice, not a copy), so an item costs its key
+// string and its share of the Items slice. The fast path only ever accepts:
+// at the first thing it does not expect, well-formed or not (an escape in a
+// member name, a number with a fraction, a repeated or unknown field, a
+// null, deep nesting, a syntax error), it gives up, and the token-by-token
+// decoder (decodeBatch) decodes the same bytes, giving the same result or
+// the same error sentence. Whatever it accepts, that decoder accepts with
+// the same result (TestFastPathAgrees and FuzzDecodeBatchFast check it).
+
+// maxFastDepth bounds the nesting the fast path follows inside a value;
+// deeper values go to the slow path (encoding/json's own limit is 10000).
+const maxFastDepth = 1000
+
+// readBody reads at most n bytes of r. err is a read error other than EOF.
+func readBody(r io.Reader, n int64) ([]byte, error) {
+	var buf []byte
+	if br, ok := r.(interface{ Len() int }); ok && int64(br.Len()) < n {
+		buf = make([]byte, 0, br.Len()+1)
+	} else {
+		buf = make([]byte, 0, 16<<10)
+	}
+	lr := io.LimitedReader{R: r, N: n}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// errReader returns err after the bytes before it were read.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// fast is the scanner's state: the body and the position in it.
+type fast struct {
+	p   []byte
+	i   int
+	buf []Item
+}
+
+// decodeFast decodes body, reporting false when the slow path must decide.
+func decodeFast(body []byte) (Batch, bool) {
+	if !utf8.Valid(body) {
+		return Batch{}, false
+	}
+	s := fast{p: body}
+	b, ok := s.batch()
+	if !ok {
+		return Batch{}, false
+	}
+	s.space()
+	if s.i != len(s.p) {
+		return Batch{}, false
+	}
+	if validateHead(b) != nil {
+		return Batch{}, false
+	}
+	return b, true
+}
+
+func (s *fast) space() {
+	for s.i < len(s.p) {
+		switch s.p[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips white space and reports whether the next byte is c, taking it.
+func (s *fast) next(c byte) bool {
+	s.space()
+	if s.i < len(s.p) && s.p[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// peek skips white space and returns the next byte (0 at the end).
+func (s *fast) peek() byte {
+	s.space()
+	if s.i < len(s.p) {
+		return s.p[s.i]
+	}
+	return 0
+}
+
+// name reads a member name and its colon; the name has no escape.
+func (s *fast) name() ([]byte, bool) {
+	if !s.next('"') {
+		return nil, false
+	}
+	start := s.i
+	for s.i < len(s.p) {
+		c := s.p[s.i]
+		switch {
+		case c == '"':
+			n := s.p[start:s.i]
+			s.i++
+			return n, s.next(':')
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+		s.i++
+	}
+	return nil, false
+}
+
+func (s *fast) batch() (Batch, bool) {
+	var b Batch
+	if !s.next('{') {
+		return b, false
+	}
+	const (
+		seenFrom = 1 << iota
+		seenTo
+		seenHeaders
+		seenItems
+		seenMissing
+		seenFinal
+	)
+	seen := 0
+	if s.next('}') {
+		return b, false
+	}
+	for {
+		n, ok := s.name()
+		if !ok {
+			return b, false
+		}
+		var bit int
+		switch string(n) { // compared without allocating
+		case "from":
+			bit = seenFrom
+			b.From, ok = s.int()
+		case "to":
+			bit = seenTo
+			b.To, ok = s.int()
+		case "headers":
+			bit = seenHeaders
+			b.Headers, ok = s.int()
+		case "items":
+			bit = seenItems
+			b.Items, ok = s.items()
+		case "missing":
+			bit = seenMissing
+			b.Missing, ok = s.ints()
+		case "final":
+			bit = seenFinal
+			b.Final, ok = s.bool()
+		default:
+			return b, false
+		}
+		if !ok || seen&bit != 0 {
+			return b, false
+		}
+		seen |= bit
+		if s.next('}') {
+			break
+		}
+		if !s.next(',') {
+			return b, false
+		}
+	}
+	const required = seenFrom | seenTo | seenHeaders | seenItems
+	return b, seen&required == required
+}
+
+// int reads an integer that fits in an int64, with no fraction or exponent.
+func (s *fast) int() (int64, bool) {
+	s.space()
+	neg := false
+	if s.i < len(s.p) && s.p[s.i] == '-' {
+		neg = true
+		s.i++
+	}
+	start := s.i
+	var u uint64
+	for s.i < len(s.p) && s.p[s.i] >= '0' && s.p[s.i] <= '9' {
+		d := uint64(s.p[s.i] - '0')
+		if u > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		u = u*10 + d
+		s.i++
+	}
+	digits := s.i - start
+	if digits == 0 || digits > 1 && s.p[start] == '0' || digits > 19 {
+		return 0, false
+	}
+	if s.i < len(s.p) {
+		switch s.p[s.i] {
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	switch {
+	case neg && u <= 1<<63:
+		return int64(-u), true //nolint:gosec // -(1<<63) is MinInt64
+	case !neg && u <= math.MaxInt64:
+		return int64(u), true
+	}
+	return 0, false
+}
+
+func (s *fast) ints() ([]int64, bool) {
+	if !s.next('[') {
+		return nil, false
+	}
+	out := []int64{}
+	if s.next(']') {
+		return out, true
+	}
+	for {
+		n, ok := s.int()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, n)
+		if s.next(']') {
+			return out, true
+		}
+		if !s.next(',') {
+			return nil, false
+		}
+	}
+}
+
+func (s *fast) bool() (bool, bool) {
+	s.space()
+	switch {
+	case bytes.HasPrefix(s.p[s.i:], []byte("true")):
+		s.i += 4
+		return true, s.literalEnds()
+	case bytes.HasPrefix(s.p[s.i:], []byte("false")):
+		s.i += 5
+		return false, s.literalEnds()
+	}
+	return false, false
+}
+
+// literalEnds reports whether the literal just read is not run on into
+// letters or digits ("truex"), which the slow path refuses.
+func (s *fast) literalEnds() bool {
+	if s.i == len(s.p) {
+		return true
+	}
+	switch s.p[s.i] {
+	case ' ', '\t', '\n', '\r', ',', '}', ']':
+		return true
+	}
+	return false
+}
+
+func (s *fast) items() ([]Item, bool) {
+	if !s.next('[') {
+		return nil, false
+	}
+	items := []Item{}
+	if s.next(']') {
+		return items, true
+	}
+	for {
+		it, ok := s.item()
+		if !ok {
+			return nil, false
+		}
+		items = append(items, it)
+		if s.next(']') {
+			return items, true
+		}
+		if !s.next(',') {
+			return nil, false
+		}
+	}
+}
+
+func (s *fast) item() (Item, bool) {
+	var it Item
+	if !s.next('{') || s.next('}') {
+		return it, false
+	}
+	var haveKey, haveValue bool
+	for {
+		n, ok := s.name()
+		if !ok {
+			return it, false
+		}
+		switch string(n) {
+		case "key":
+			if haveKey {
+				return it, false
+			}
+			haveKey = true
+			it.Key, ok = s.key()
+		case "value":
+			if haveValue {
+				return it, false
+			}
+			haveValue = true
+			s.space()
+			start := s.i
+			ok = s.value(0)
+			it.Value = json.RawMessage(s.p[start:s.i:s.i])
+		default:
+			return it, false
+		}
+		if !ok {
+			return it, false
+		}
+		if s.next('}') {
+			break
+		}
+		if !s.next(',') {
+			return it, false
+		}
+	}
+	return it, haveKey && haveValue && it.Key != ""
+}
+
+// key reads an item's key: a string, unescaped as encoding/json does.
+func (s *fast) key() (string, bool) {
+	s.space()
+	start := s.i
+	escaped, ok := s.str()
+	if !ok {
+		return "", false
+	}
+	raw := s.p[start+1 : s.i-1]
+	if !escaped {
+		return string(raw), true
+	}
+	var k string
+	if json.Unmarshal(s.p[start:s.i], &k) != nil {
+		return "", false
+	}
+	return k, true
+}
+
+// str skips a string, checking its escapes, and reports whether it has any.
+func (s *fast) str() (escaped, ok bool) {
+	if s.i >= len(s.p) || s.p[s.i] != '"' {
+		return false, false
+	}
+	s.i++
+	for s.i < len(s.p) {
+		c := s.p[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return escaped, true
+		case c < 0x20:
+			return false, false
+		case c == '\\':
+			escaped = true
+			if s.i+1 >= len(s.p) {
+				return false, false
+			}
+			switch s.p[s.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i += 2
+			case 'u':
+				if s.i+6 > len(s.p) {
+					return false, false
+				}
+				for _, h := range s.p[s.i+2 : s.i+6] {
+					if !isHex(h) {
+						return false, false
+					}
+				}
+				s.i += 6
+			default:
+				return false, false
+			}
+		default:
+			s.i++
+		}
+	}
+	return false, false
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// value skips one JSON value, checking it as encoding/json would.
+func (s *fast) value(depth int) bool {
+	if depth > maxFastDepth {
+		return false
+	}
+	s.space()
+	if s.i >= len(s.p) {
+		return false
+	}
+	switch c := s.p[s.i]; {
+	case c == '"':
+		_, ok := s.str()
+		return ok
+	case c == '{':
+		s.i++
+		if s.next('}') {
+			return true
+		}
+		for {
+			s.space()
+			if _, ok := s.str(); !ok || !s.next(':') || !s.value(depth+1) {
+				return false
+			}
+			if s.next('}') {
+				return true
+			}
+			if !s.next(',') {
+				return false
+			}
+		}
+	case c == '[':
+		s.i++
+		if s.next(']') {
+			return true
+		}
+		for {
+			if !s.value(depth + 1) {
+				return false
+			}
+			if s.next(']') {
+				return true
+			}
+			if !s.next(',') {
+				return false
+			}
+		}
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || c >= '0' && c <= '9':
+		return s.number()
+	}
+	return false
+}
+
+func (s *fast) literal(lit string) bool {
+	if !bytes.HasPrefix(s.p[s.i:], []byte(lit)) {
+		return false
+	}
+	s.i += len(lit)
+	return s.literalEnds()
+}
+
+// number skips a JSON number: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
+func (s *fast) number() bool {
+	if s.p[s.i] == '-' {
+		s.i++
+	}
+	digits := func() int {
+		n := 0
+		for s.i < len(s.p) && s.p[s.i] >= '0' && s.p[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
+	start := s.i
+	n := digits()
+	if n == 0 || n > 1 && s.p[start] == '0' {
+		return false
+	}
+	if s.i < len(s.p) && s.p[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if s.i < len(s.p) && (s.p[s.i] == 'e' || s.p[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.p) && (s.p[s.i] == '+' || s.p[s.i] == '-') {
+			s.i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return s.literalEnds()
+}
