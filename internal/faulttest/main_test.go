@@ -3,7 +3,9 @@ package faulttest
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/edgeindex/edgeindex/internal/testmain"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain stops the throwaway MinIO of the scale-out test and checks that
+// no goroutine leaked.
+func TestMain(m *testing.M) { testmain.Main(m) }

@@ -3,11 +3,13 @@ package faulttest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
 )
 
@@ -24,7 +27,87 @@ type record struct {
 	node string
 }
 
-// verify checks what the fleet stored:
+// verify checks what the fleet stored (see checkStored), that the
+// coordinator saw no data race, and that no worker that was paused past
+// its TTL stored anything, after it was continued, on a range whose lease
+// it had lost.
+func (h *harness) verify() {
+	t := h.t
+	t.Helper()
+	w := workload{articles: map[string]int64{plainGroup: plainArticles, orderedGroup: tailEnd}, ranges: totalRanges}
+	perRange := checkStored(t, h.store, w, func(g string) string {
+		if g != orderedGroup {
+			return ""
+		}
+		// Defect 6 of issue 9 did this: a lane range that changed hands
+		// mid-range (its holder killed, paused, or cut off by a
+		// coordinator outage longer than the TTL) lost the window of
+		// [start, next) with its old holder. The new holder now rebuilds
+		// it by streaming the stored chunks again (?from=); a worker says
+		// so in its log when the coordinator did not send them.
+		return fmt.Sprintf("; lane ranges granted again mid-range: %v; workers logged %d times %q", h.handovers(),
+			h.workerLogsSay(defect6Said), defect6Said)
+	})
+
+	// The coordinator built with the race detector reports races on stderr.
+	if b, err := os.ReadFile(h.coord.log); err == nil && strings.Contains(string(b), "WARNING: DATA RACE") {
+		t.Errorf("the coordinator reported a data race: see %s", h.coord.log)
+	}
+
+	// The paused workers: nothing stored after SIGCONT on what they lost.
+	for _, p := range h.paused {
+		after := p.w.p.logFrom(p.logAfter)
+		first := "none"
+		for line := range strings.Lines(after) {
+			if strings.Contains(line, "lease lost") || strings.Contains(line, "lane lost") {
+				first = strings.TrimSpace(line)
+				break
+			}
+		}
+		clean := true
+		for _, l := range p.held {
+			if regexp.MustCompile(fmt.Sprintf(`msg="edge: range leased" range=%d `, l.Range.ID)).MatchString(after) {
+				continue // it was granted the range again, legitimately
+			}
+			var late []string
+			for _, b := range perRange[l.Range.ID] {
+				if b.node == p.w.name && !b.At.Before(p.contAt) {
+					late = append(late, fmt.Sprintf("%d..%d at +%v", b.From, b.To, b.At.Sub(p.contAt).Round(1e6)))
+				}
+			}
+			if len(late) == 0 {
+				continue
+			}
+			clean = false
+			msg := fmt.Sprintf("%s, paused past its TTL on %s range %d (token %d), stored batches %v after SIGCONT", p.w.name,
+				l.Range.Group, l.Range.ID, l.Token, late)
+			switch {
+			case !slices.Contains(p.unmoved, l.Range.ID):
+				t.Errorf("%s, after the range was granted to another node", msg)
+			case l.Range.Group == orderedGroup && len(p.lanes) > 0:
+				// Defect 1 of issue 9: a lane grant must fence its ranges.
+				t.Errorf("%s: its lane was granted to another node but the range was never fenced", msg)
+			default:
+				// Nobody was granted the range meanwhile: an expired lease
+				// is only eligible, and its holder may go on (API.md).
+				t.Logf("%s; nobody else was granted the range meanwhile, so that is allowed", msg)
+			}
+		}
+		if clean {
+			t.Logf("paused %s: nothing stored after SIGCONT on the ranges it held; its first word on a lost lease: %s", p.w.name, first)
+		}
+	}
+}
+
+// workload is what a run indexes: groups of synthetic articles, each
+// numbered from 1 to its last, in ranges.
+type workload struct {
+	articles map[string]int64 // group → its last article
+	ranges   int              // over all groups
+}
+
+// checkStored checks what the fleet stored of the workload w, and returns
+// the stored batches by range:
 //   - every range is done, with next = end + 1, one header per article, no
 //     attempt counted, and nothing failed or planned for repair;
 //   - the stored batches of each range cover start..end exactly once, with
@@ -33,18 +116,18 @@ type record struct {
 //     say), each item belongs to a stored batch and is a binary whose key
 //     matches it, and every synthetic article is a part of exactly one item,
 //     with its message-id;
-//   - no worker that was paused past its TTL stored anything, after it was
-//     continued, on a range whose lease it had lost.
-func (h *harness) verify() {
-	t := h.t
+//
+// explain adds to the failure message of a group's feed.
+func checkStored(t *testing.T, store *sqlstore.Store, w workload, explain func(group string) string) map[int64][]record {
 	t.Helper()
 	ctx := t.Context()
 
 	// Ranges.
 	ranges := map[int64]lease.Range{}
 	byGroup := map[string][]lease.Range{}
-	for _, g := range []string{plainGroup, orderedGroup} {
-		rs, err := h.store.Ranges(ctx, grouplease.RangeFilter{Group: g, Limit: 10000})
+	groups := slices.Sorted(maps.Keys(w.articles))
+	for _, g := range groups {
+		rs, err := store.Ranges(ctx, grouplease.RangeFilter{Group: g, Limit: 10000})
 		require.NoError(t, err)
 		byGroup[g] = rs
 		for _, r := range rs {
@@ -57,16 +140,16 @@ func (h *harness) verify() {
 			require.False(t, r.Repair, "range %d is a repair range: a worker reported articles missing", r.ID)
 		}
 	}
-	require.Len(t, ranges, totalRanges)
+	require.Len(t, ranges, w.ranges)
 
 	// Batches, from every node that ever ran.
-	nodes, err := h.store.Nodes(ctx)
+	nodes, err := store.Nodes(ctx)
 	require.NoError(t, err)
 	var recs []record
 	for _, n := range nodes {
 		var before int64
 		for {
-			page, err := h.store.Batches(ctx, n.Name, before, 1000)
+			page, err := store.Batches(ctx, n.Name, before, 1000)
 			require.NoError(t, err)
 			if len(page) == 0 {
 				break
@@ -103,9 +186,9 @@ func (h *harness) verify() {
 	t.Logf("verified: %d ranges done with next = end + 1; %d stored batches cover each article of both groups exactly once", len(ranges), len(recs))
 
 	// The results feed.
-	articles := map[string]int64{plainGroup: plainArticles, orderedGroup: tailEnd}
-	for _, g := range []string{plainGroup, orderedGroup} {
-		items := storetest.ReadFeed(t, h.store, g, 10000, itemsWant[g])
+	articles := w.articles
+	for _, g := range groups {
+		items := storetest.ReadFeed(t, store, g, 10000, itemsWant[g])
 		require.Len(t, items, itemsWant[g], "%s: the feed holds the items the batches stored", g)
 		seen := make([]uint8, articles[g]+1)
 		ids := map[int64]bool{}
@@ -156,68 +239,9 @@ func (h *harness) verify() {
 		if len(bad) == 0 {
 			continue
 		}
-		msg := fmt.Sprintf("%s: %s", g, strings.Join(bad, "; "))
-		if g == orderedGroup {
-			// Defect 6 of issue 9 did this: a lane range that changed hands
-			// mid-range (its holder killed, paused, or cut off by a
-			// coordinator outage longer than the TTL) lost the window of
-			// [start, next) with its old holder. The new holder now rebuilds
-			// it by streaming the stored chunks again (?from=); a worker says
-			// so in its log when the coordinator did not send them.
-			msg += fmt.Sprintf("; lane ranges granted again mid-range: %v; workers logged %d times %q", h.handovers(),
-				h.workerLogsSay(defect6Said), defect6Said)
-		}
-		t.Error(msg)
+		t.Error(fmt.Sprintf("%s: %s", g, strings.Join(bad, "; ")) + explain(g))
 	}
-
-	// The coordinator built with the race detector reports races on stderr.
-	if b, err := os.ReadFile(h.coord.log); err == nil && strings.Contains(string(b), "WARNING: DATA RACE") {
-		t.Errorf("the coordinator reported a data race: see %s", h.coord.log)
-	}
-
-	// The paused workers: nothing stored after SIGCONT on what they lost.
-	for _, p := range h.paused {
-		after := p.w.p.logFrom(p.logAfter)
-		first := "none"
-		for line := range strings.Lines(after) {
-			if strings.Contains(line, "lease lost") || strings.Contains(line, "lane lost") {
-				first = strings.TrimSpace(line)
-				break
-			}
-		}
-		clean := true
-		for _, l := range p.held {
-			if regexp.MustCompile(fmt.Sprintf(`msg="edge: range leased" range=%d `, l.Range.ID)).MatchString(after) {
-				continue // it was granted the range again, legitimately
-			}
-			var late []string
-			for _, b := range perRange[l.Range.ID] {
-				if b.node == p.w.name && !b.At.Before(p.contAt) {
-					late = append(late, fmt.Sprintf("%d..%d at +%v", b.From, b.To, b.At.Sub(p.contAt).Round(1e6)))
-				}
-			}
-			if len(late) == 0 {
-				continue
-			}
-			clean = false
-			msg := fmt.Sprintf("%s, paused past its TTL on %s range %d (token %d), stored batches %v after SIGCONT", p.w.name,
-				l.Range.Group, l.Range.ID, l.Token, late)
-			switch {
-			case !slices.Contains(p.unmoved, l.Range.ID):
-				t.Errorf("%s, after the range was granted to another node", msg)
-			case l.Range.Group == orderedGroup && len(p.lanes) > 0:
-				// Defect 1 of issue 9: a lane grant must fence its ranges.
-				t.Errorf("%s: its lane was granted to another node but the range was never fenced", msg)
-			default:
-				// Nobody was granted the range meanwhile: an expired lease
-				// is only eligible, and its holder may go on (API.md).
-				t.Logf("%s; nobody else was granted the range meanwhile, so that is allowed", msg)
-			}
-		}
-		if clean {
-			t.Logf("paused %s: nothing stored after SIGCONT on the ranges it held; its first word on a lost lease: %s", p.w.name, first)
-		}
-	}
+	return perRange
 }
 
 // defect6Said is what the worker logs when the coordinator does not stream
