@@ -18,10 +18,12 @@ import (
 
 // coord is a coordinator wired as cmd/coordinator's serve wires it (store,
 // disk spool, prefetcher on the Synthetic source, the HTTP API on a
-// loopback port), in this process.
+// loopback port), in this process; or, in a fleet, as serve --storage
+// wires it (a spool.Bucket over the chunk store the fleet shares, and the
+// chunk notifications of PostgreSQL).
 type coord struct {
 	store *sqlstore.Store
-	spool *spool.Disk
+	spool spool.Store
 	api   *coordinator.Server
 	http  *http.Server
 	url   string
@@ -36,10 +38,15 @@ type coordConfig struct {
 	Dir      string // spool and snapshots
 	Prefetch bool   // run the prefetcher (serve always does)
 	LeaseTTL time.Duration
+	// Shared, when set, holds the spool (a spool.Bucket over its "spool"
+	// part) and the snapshots of the coordinators of a fleet, as a bucket
+	// does for serve --storage; the coordinator then listens for the
+	// chunks the others store.
+	Shared blobstore.Store
 }
 
 func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
-	c := &coord{bg: make(chan error, 1), served: make(chan error, 1)}
+	c := &coord{bg: make(chan error, 2), served: make(chan error, 1)}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -49,7 +56,7 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.spool, err = spool.Open(filepath.Join(cfg.Dir, "spool"), spool.Config{})
+	snaps, err := c.openStorage(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -70,11 +77,6 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 			return nil, err
 		}
 	}
-	snaps, err := blobstore.OpenDir(filepath.Join(cfg.Dir, "snapshots"))
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
 	c.api, err = coordinator.New(coordinator.Config{Store: c.store, Spool: c.spool, Snapshots: snaps,
 		Prefetcher: pf, LeaseTTL: cfg.LeaseTTL})
 	if err != nil {
@@ -87,6 +89,11 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 	c.cancel = cancel
 	if pf != nil {
 		go func() { c.bg <- pf.Run(pctx) }()
+	} else {
+		c.bg <- nil
+	}
+	if cfg.Shared != nil {
+		go func() { c.bg <- c.api.Service().ListenChunks(pctx) }()
 	} else {
 		c.bg <- nil
 	}
@@ -108,8 +115,10 @@ func (c *coord) Close() error {
 	}
 	if c.cancel != nil {
 		c.cancel()
-		if err := <-c.bg; err != nil && !errors.Is(err, context.Canceled) {
-			errs = append(errs, fmt.Errorf("prefetcher: %w", err))
+		for range cap(c.bg) {
+			if err := <-c.bg; err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, fmt.Errorf("prefetcher or listener: %w", err))
+			}
 		}
 	}
 	if c.spool != nil {
@@ -121,12 +130,72 @@ func (c *coord) Close() error {
 	return errors.Join(errs...)
 }
 
+// openStorage opens the spool and returns the snapshots: on disk under
+// cfg.Dir, or in cfg.Shared.
+func (c *coord) openStorage(ctx context.Context, cfg coordConfig) (blobstore.Store, error) {
+	if cfg.Shared == nil {
+		sp, err := spool.Open(filepath.Join(cfg.Dir, "spool"), spool.Config{})
+		if err != nil {
+			return nil, err
+		}
+		c.spool = sp
+		return blobstore.OpenDir(filepath.Join(cfg.Dir, "snapshots"))
+	}
+	part, err := blobstore.Sub(cfg.Shared, "spool")
+	if err != nil {
+		return nil, err
+	}
+	if c.spool, err = spool.OpenBucket(ctx, part, spool.BucketConfig{}); err != nil {
+		return nil, err
+	}
+	return blobstore.Sub(cfg.Shared, "snapshots")
+}
+
+// startFleet starts k coordinators on one database, sharing one chunk
+// store: a directory standing for the bucket, so that the figures measure
+// the coordinators, not the object store (see chunkstore for its latency).
+func startFleet(ctx context.Context, dbURL, dir string, k int) ([]*coord, error) {
+	shared, err := blobstore.OpenDir(filepath.Join(dir, "bucket"))
+	if err != nil {
+		return nil, err
+	}
+	var cs []*coord
+	for range k {
+		c, err := startCoord(ctx, coordConfig{DB: dbURL, Dir: dir, Prefetch: true, Shared: shared})
+		if err != nil {
+			closeFleet(cs)
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+func closeFleet(cs []*coord) error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// fleetClient is c.client for the i-th worker of a fleet: it begins at
+// coordinator i mod k and fails over to the others, in turn.
+func fleetClient(ctx context.Context, cs []*coord, i int, name string, attempts int) (*edge.Client, error) {
+	var failover []string
+	for j := 1; j < len(cs); j++ {
+		failover = append(failover, cs[(i+j)%len(cs)].url)
+	}
+	return cs[i%len(cs)].client(ctx, name, attempts, failover...)
+}
+
 // client adds a node and returns a client for it that tries each call
 // attempts times (0: the client's default), with an HTTP transport
 // of its own: each worker is as a process of its own would be, keeping its
 // connection alive (a shared http.DefaultTransport keeps only two idle
 // connections per host, so 32 goroutines sharing it would reconnect).
-func (c *coord) client(ctx context.Context, name string, attempts int) (*edge.Client, error) {
+// failover lists other coordinators of the database.
+func (c *coord) client(ctx context.Context, name string, attempts int, failover ...string) (*edge.Client, error) {
 	token, err := node.NewToken()
 	if err != nil {
 		return nil, err
@@ -136,5 +205,6 @@ func (c *coord) client(ctx context.Context, name string, attempts int) (*edge.Cl
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
-	return edge.NewClient(edge.Config{BaseURL: c.url, Token: token, HTTP: &http.Client{Transport: tr}, Attempts: attempts})
+	return edge.NewClient(edge.Config{BaseURL: c.url, Failover: failover, Token: token, HTTP: &http.Client{Transport: tr},
+		Attempts: attempts})
 }

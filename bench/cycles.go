@@ -24,6 +24,26 @@ func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetc
 		return result{}, err
 	}
 	defer c.Close()
+	return runCycles(ctx, []*coord{c}, n, workers)
+}
+
+// benchCyclesFleet is benchCycles against k coordinators on one database
+// and one chunk store (startFleet), the workers spread over them.
+func benchCyclesFleet(ctx context.Context, dbURL, dir string, n, workers, k int) (result, error) {
+	cs, err := startFleet(ctx, dbURL, dir, k)
+	if err != nil {
+		return result{}, err
+	}
+	defer closeFleet(cs)
+	r, err := runCycles(ctx, cs, n, workers)
+	r.detail += fmt.Sprintf("; %d coordinators", k)
+	return r, err
+}
+
+// runCycles times the cycles against the coordinators cs, worker i
+// beginning at coordinator i mod len(cs).
+func runCycles(ctx context.Context, cs []*coord, n, workers int) (result, error) {
+	c := cs[0]
 	const group = "alt.binaries.bench.cycles"
 	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: 1, ChunkSize: 1}); err != nil {
 		return result{}, err
@@ -38,7 +58,8 @@ func benchCycles(ctx context.Context, dbURL, dir string, n, workers int, prefetc
 	}
 	clients := make([]*edge.Client, workers)
 	for i := range clients {
-		if clients[i], err = c.client(ctx, fmt.Sprintf("w%d", i+1), 1); err != nil {
+		var err error
+		if clients[i], err = fleetClient(ctx, cs, i, fmt.Sprintf("w%d", i+1), 1); err != nil {
 			return result{}, err
 		}
 	}

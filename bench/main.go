@@ -36,6 +36,8 @@ type options struct {
 	riverCooldown       time.Duration
 	cpuprofile          string
 	mutexprofile        string
+	coordinators        int
+	chunkTime           int
 
 	load        bool
 	duration    time.Duration
@@ -51,7 +53,7 @@ type result struct {
 	detail  string
 }
 
-var phases = []string{"river", "edgeindex", "sqlite", "rawsql", "ingest", "pipeline"}
+var phases = []string{"river", "edgeindex", "sqlite", "rawsql", "ingest", "pipeline", "scale", "chunkstore"}
 
 func main() {
 	var o options
@@ -72,6 +74,8 @@ func main() {
 	fs.BoolVar(&o.waits, "waits", false, "sample pg_stat_activity during PostgreSQL runs and print what sessions wait on")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (coordinator, workers, baselines) to this file")
 	fs.StringVar(&o.mutexprofile, "mutexprofile", "", "write a profile of contended mutexes (sync.Mutex, not database locks) to this file")
+	fs.IntVar(&o.coordinators, "coordinators", 3, "scale: cycles and pipeline against 1 to this many coordinators")
+	fs.IntVar(&o.chunkTime, "chunk-ops", 200, "chunkstore: operations of each case of spool's BenchmarkChunkStore")
 	fs.BoolVar(&o.load, "load", false, "run the load test (deliverable 5) instead of the comparisons")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the load test runs")
 	fs.IntVar(&o.loadWorkers, "load-workers", 200, "concurrent workers of the load test")
@@ -79,7 +83,7 @@ func main() {
 	fs.IntVar(&o.loadItems, "load-items", 10, "load test: items per batch")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 || o.n < 1 || o.workers < 1 || o.count < 1 || o.ingestBatches < 1 || o.batchItems < 1 ||
-		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond {
+		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond {
 		fmt.Fprintln(os.Stderr, "bench: sizes must be positive, and there are no arguments (see -h)")
 		os.Exit(2)
 	}
@@ -162,7 +166,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 			if o.count > 1 {
 				tag = fmt.Sprintf(" [run %d]", run)
 			}
-			fmt.Fprintf(out, "%-20s %12.0f %-10s (%s in %s)%s\n", m.name, r.rate, m.unit, r.detail, r.elapsed.Round(time.Millisecond), tag)
+			fmt.Fprintf(out, "%-34s %12.0f %-10s (%s in %s)%s\n", m.name, r.rate, m.unit, r.detail, r.elapsed.Round(time.Millisecond), tag)
 		}
 	}
 	report(out, ms, rates, o.count)
@@ -326,6 +330,12 @@ func (s *session) measures(want map[string]bool) []measure {
 			return r, err
 		})
 	})
+	if want["scale"] {
+		ms = append(ms, s.scaleMeasures(o.coordinators)...)
+	}
+	if want["chunkstore"] {
+		ms = append(ms, s.chunkStoreMeasures()...)
+	}
 	if want["ingest"] {
 		fmt.Fprintf(s.out, "bench: ingest items: %d a batch, values of %d to %d B of JSON, %.0f B on average\n",
 			len(items), minItem, maxItem, float64(itemBytes)/float64(len(items)))
@@ -339,7 +349,7 @@ func report(out io.Writer, ms []measure, rates map[string][]float64, count int) 
 	if count > 1 {
 		for _, m := range ms {
 			med[m.name] = median(rates[m.name])
-			fmt.Fprintf(out, "%-20s %12.0f %-10s median of %d: %s\n", m.name, med[m.name], m.unit, count, fmtRates(rates[m.name]))
+			fmt.Fprintf(out, "%-34s %12.0f %-10s median of %d: %s\n", m.name, med[m.name], m.unit, count, fmtRates(rates[m.name]))
 		}
 	} else {
 		for k, v := range rates {
@@ -351,6 +361,12 @@ func report(out io.Writer, ms []measure, rates map[string][]float64, count int) 
 		{"edgeindex/rawsql", "edgeindex/postgres", "rawsql"},
 		{"ingest/copy", "ingest/batch", "ingest/copy"},
 		{"pipeline/baseline", "pipeline/edgeindex", "pipeline/baseline"},
+		{"scale/cycles 2c/1c", "scale/cycles/2c", "scale/cycles/1c"},
+		{"scale/cycles 3c/1c", "scale/cycles/3c", "scale/cycles/1c"},
+		{"scale/pipeline 2c/1c", "scale/pipeline/2c", "scale/pipeline/1c"},
+		{"scale/pipeline 3c/1c", "scale/pipeline/3c", "scale/pipeline/1c"},
+		{"chunkstore put latency minio/disk", "chunkstore/disk/put", "chunkstore/bucket-minio/put"},
+		{"chunkstore open-read latency minio/disk", "chunkstore/disk/open-read", "chunkstore/bucket-minio/open-read"},
 	} {
 		a, okA := med[r.a]
 		b, okB := med[r.b]

@@ -35,12 +35,32 @@ func benchPipeline(ctx context.Context, dbURL, dir string, articles, rangeSize i
 		return result{}, pipelineRun{}, err
 	}
 	defer c.Close()
+	return runPipeline(ctx, []*coord{c}, articles, rangeSize, workers)
+}
+
+// benchPipelineFleet is benchPipeline against k coordinators on one
+// database and one chunk store (startFleet), the workers spread over them.
+func benchPipelineFleet(ctx context.Context, dbURL, dir string, articles, rangeSize int64, workers, k int) (result, error) {
+	cs, err := startFleet(ctx, dbURL, dir, k)
+	if err != nil {
+		return result{}, err
+	}
+	defer closeFleet(cs)
+	r, _, err := runPipeline(ctx, cs, articles, rangeSize, workers)
+	r.detail += fmt.Sprintf(", %d coordinators", k)
+	return r, err
+}
+
+// runPipeline times the pipeline against the coordinators cs, worker i
+// beginning at coordinator i mod len(cs).
+func runPipeline(ctx context.Context, cs []*coord, articles, rangeSize int64, workers int) (result, pipelineRun, error) {
+	c := cs[0]
 	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: pipelineGroup, RangeSize: rangeSize}); err != nil {
 		return result{}, pipelineRun{}, err
 	}
 	ws := make([]*edge.Worker, workers)
 	for i := range ws {
-		cl, err := c.client(ctx, fmt.Sprintf("worker-%d", i+1), 0)
+		cl, err := fleetClient(ctx, cs, i, fmt.Sprintf("worker-%d", i+1), 0)
 		if err != nil {
 			return result{}, pipelineRun{}, err
 		}
