@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,16 +20,19 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/edgeindex/edgeindex/blobstore"
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/internal/miniotest"
+	"github.com/edgeindex/edgeindex/internal/testmain"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain stops the throwaway MinIO, if a test started one, and checks
+// that no goroutine leaked.
+func TestMain(m *testing.M) { testmain.Main(m) }
 
 // run runs one command against data dir and returns its stdout.
 func run(t *testing.T, data string, args ...string) (string, error) {
@@ -521,4 +525,81 @@ func TestSnapshotReset(t *testing.T) {
 	chk, err := st.CheckSnapshot(t.Context(), gl.Group.ID, lease.LaneTail, f)
 	require.NoError(t, err)
 	require.Nil(t, chk.Current, "the lane has no snapshot; the next upload may start anywhere")
+}
+
+// serve --storage keeps the spool in the bucket (nothing on disk), streams
+// from it, and logs the URL without its secret; a bad --storage is a usage
+// error that shows no secret either.
+func TestServeStorage(t *testing.T) {
+	t.Parallel()
+	data, storage := t.TempDir(), miniotest.URL(t)
+	u, err := url.Parse(storage)
+	require.NoError(t, err)
+	secret, _ := u.User.Password()
+	token, err := run(t, data, "node", "add", "edge-1")
+	require.NoError(t, err)
+	_, err = run(t, data, "group", "add", "g", "--range-size", "100", "--chunk-size", "50")
+	require.NoError(t, err)
+	_, err = run(t, data, "range", "add", "g", "1", "100")
+	require.NoError(t, err)
+
+	s := startServe(t, data, "--storage", storage)
+	do := func(method, path string, leaseToken int64) *http.Response {
+		req, _ := http.NewRequest(method, s.base+path, nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
+		if leaseToken != 0 {
+			req.Header.Set("Lease-Token", fmt.Sprint(leaseToken))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		return resp
+	}
+	resp := do("POST", "/v1/lease", 0)
+	var l lease.Lease
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&l))
+	resp.Body.Close()
+	resp = do("GET", fmt.Sprintf("/v1/ranges/%d/stream", l.Range.ID), l.Token)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	rd, err := edgeframe.NewReader(bytes.NewReader(body), edgeframe.Config{})
+	require.NoError(t, err)
+	var chunks int
+	for {
+		f, err := rd.Next()
+		require.NoError(t, err)
+		if f.Type == edgeframe.TypeEnd {
+			break
+		}
+		chunks++
+	}
+	require.Equal(t, 2, chunks)
+
+	root, err := blobstore.OpenURL(t.Context(), storage)
+	require.NoError(t, err)
+	defer root.Close()
+	var keys []string
+	require.NoError(t, root.List(t.Context(), "spool/", func(info blobstore.Info) error {
+		keys = append(keys, info.Key)
+		return nil
+	}))
+	require.Equal(t, []string{fmt.Sprintf("spool/%d/1-50.gz", l.Range.ID), fmt.Sprintf("spool/%d/51-100.gz", l.Range.ID)}, keys)
+	for _, dir := range []string{"spool", "corpus", "snapshots"} {
+		_, err := os.Stat(filepath.Join(data, dir))
+		require.ErrorIs(t, err, os.ErrNotExist, "nothing of %s on disk", dir)
+	}
+	s.stop(t)
+	require.Contains(t, s.stderr.String(), `storage="s3://edgeindex:xxxxx@`)
+	require.Contains(t, s.stderr.String(), "endpoint=127.0.0.1%3A", "the endpoint is shown")
+	require.NotContains(t, s.stderr.String(), secret)
+
+	out, err := run(t, data, "snapshot", "reset", "g", "--lane", "history", "--storage", storage)
+	require.NoError(t, err)
+	require.Contains(t, out, "had no snapshot")
+	for _, bad := range []string{"ftp://bucket", "s3://u:" + secret + "@b"} {
+		_, err := run(t, data, "serve", "--addr", "127.0.0.1:0", "--storage", bad)
+		require.ErrorIs(t, err, errUsage, bad)
+		require.NotContains(t, err.Error(), secret, bad)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

@@ -5,6 +5,7 @@ package redact
 import (
 	"net/url"
 	"slices"
+	"strings"
 )
 
 // Hidden replaces every value URL and URLShowing hide.
@@ -43,7 +44,7 @@ func URLShowing(raw string, show ...string) string {
 			for k, vs := range q {
 				for i, v := range vs {
 					if slices.Contains(show, k) {
-						vs[i] = URL(v)
+						vs[i] = shown(v)
 					} else {
 						vs[i] = Hidden
 					}
@@ -53,6 +54,19 @@ func URLShowing(raw string, show ...string) string {
 		}
 	}
 	return u.Redacted()
+}
+
+// shown is the value of a parameter URLShowing shows: a URL with a host,
+// its password hidden, or the value as it is when it holds no '@' (user
+// info) nor '?' ("127.0.0.1:9000"); anything else is not shown at all.
+func shown(v string) string {
+	if u, err := url.Parse(v); err == nil && u.Host != "" {
+		return URL(v)
+	}
+	if !strings.ContainsAny(v, "@?") {
+		return v
+	}
+	return unparsed
 }
 
 // unparsed stands for a URL that does not parse: it might hold a secret

@@ -27,12 +27,14 @@ func TestURL(t *testing.T) {
 func TestURLShowing(t *testing.T) {
 	t.Parallel()
 	for raw, want := range map[string]string{
-		"s3://k:secret@bucket/p?tls=false&region=r": "s3://k:xxxxx@bucket/p?region=r&tls=false",
-		"s3://bucket?key=secret&tls=true":           "s3://bucket?key=xxxxx&tls=true",
-		"s3://bucket?endpoint=http://u:secret@h:1":  "s3://bucket?endpoint=http%3A%2F%2Fu%3Axxxxx%40h%3A1",
-		"s3://bucket?tls=%zz&k=secret":              "s3://bucket?xxxxx",
-		"s3://bucket":                               "s3://bucket",
-		"s3://u:secret@bucket\x7f":                  "(a URL that does not parse)",
+		"s3://k:secret@bucket/p?tls=false&region=r":    "s3://k:xxxxx@bucket/p?region=r&tls=false",
+		"s3://bucket?key=secret&tls=true":              "s3://bucket?key=xxxxx&tls=true",
+		"s3://bucket?endpoint=http://u:secret@h:1":     "s3://bucket?endpoint=http%3A%2F%2Fu%3Axxxxx%40h%3A1",
+		"s3://bucket?tls=%zz&k=secret":                 "s3://bucket?xxxxx",
+		"s3://bucket":                                  "s3://bucket",
+		"s3://bucket?endpoint=127.0.0.1:9000&x=y":      "s3://bucket?endpoint=127.0.0.1%3A9000&x=xxxxx",
+		"s3://bucket?endpoint=u:secret@127.0.0.1:9000": "s3://bucket?endpoint=%28a+URL+that+does+not+parse%29",
+		"s3://u:secret@bucket\x7f":                     "(a URL that does not parse)",
 	} {
 		got := redact.URLShowing(raw, "endpoint", "region", "tls")
 		require.Equal(t, want, got, raw)
