@@ -77,12 +77,6 @@ type Main struct {
 	// for the data directory, or s3://BUCKET/PREFIX for a bucket that
 	// coordinators on several machines share.
 	Storage string
-	// SpoolRefresh is how often a spool in a bucket is listed
-	// (spool.BucketConfig.Refresh); 0 is its default. Tests set it.
-	SpoolRefresh time.Duration
-	// Keepalive is the longest a stream stays silent; 0 is the
-	// coordinator's default. Tests set it.
-	Keepalive time.Duration
 
 	// Ready, when set, is told the address serve listens on.
 	Ready func(addr string)
@@ -501,7 +495,7 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	}
 	metrics := coordinator.NewMetrics(func() map[string]float64 { return rangeStates(store) })
 	api, err := coordinator.New(coordinator.Config{Store: store, Spool: st.spool, Corpus: st.corpus, Snapshots: st.snaps,
-		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Keepalive: m.Keepalive, Logger: log, Metrics: metrics})
+		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics})
 	if err != nil {
 		return nil, err
 	}
@@ -790,7 +784,7 @@ func (m *Main) openStorage(ctx context.Context, log *slog.Logger) (st storage, e
 		return st, err
 	}
 	closers = append(closers, root.Close)
-	sp, err := spool.OpenBucket(ctx, sub(root, "spool"), spool.BucketConfig{Refresh: m.SpoolRefresh, Logger: log})
+	sp, err := spool.OpenBucket(ctx, sub(root, "spool"), spool.BucketConfig{Logger: log})
 	if err != nil {
 		return st, fmt.Errorf("--storage %s: %w", blobstore.Redact(m.Storage), err)
 	}
