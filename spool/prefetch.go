@@ -89,8 +89,8 @@ func (c PrefetchConfig) validate() error {
 	if c.Source == nil || c.Spool == nil || c.Claims == nil || c.Targets == nil {
 		return lease.Invalidf("prefetch: Source, Spool, Claims and Targets are required")
 	}
-	if c.Concurrency < 1 || c.Lookahead < 0 || c.Attempts < 1 {
-		return lease.Invalidf("prefetch: Concurrency and Attempts must be at least 1, Lookahead at least 0")
+	if c.Concurrency < 1 || c.Lookahead < 0 || c.Attempts < 1 || c.ClaimTTL < 0 {
+		return lease.Invalidf("prefetch: Concurrency and Attempts must be at least 1, Lookahead and ClaimTTL at least 0")
 	}
 	return nil
 }

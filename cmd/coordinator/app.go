@@ -73,6 +73,10 @@ type Main struct {
 	// default); Release holds its window and interval.
 	Releases bool
 	Release  release.Config
+	// ClaimTTL is how long a chunk claim holds while its fetch runs
+	// (--claim-ttl; 0: the prefetcher's default, 2m): a coordinator that
+	// dies leaves the chunks it was fetching to the others after it.
+	ClaimTTL time.Duration
 	// Storage is where serve keeps chunks and snapshots (--storage): ""
 	// for the data directory, or s3://BUCKET/PREFIX for a bucket that
 	// coordinators on several machines share.
@@ -173,7 +177,7 @@ func (m *Main) command(ctx context.Context, cmd string, args []string) error {
 }
 
 const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
-                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s] [--id NAME] [--storage s3://BUCKET/PREFIX]
+                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s] [--id NAME] [--storage s3://BUCKET/PREFIX] [--claim-ttl 2m]
                    [--releases=true] [--release-window 6h] [--release-interval 5s]
 coordinator node add NAME | node rm NAME | node list
 coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
@@ -411,6 +415,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.IntVar(&m.Store.RepairTries, "repair-tries", sqlstore.DefaultRepairTries, "how often a missing article is fetched again before it counts as lost")
 	fs.DurationVar(&m.Store.RepairDelay, "repair-delay", sqlstore.DefaultRepairDelay, "how long a missing article waits between tries")
 	fs.StringVar(&m.ID, "id", "", "this coordinator's identity as the owner of chunk claims (default: kept in <data>/coordinator.id)")
+	fs.DurationVar(&m.ClaimTTL, "claim-ttl", 2*time.Minute, "how long a chunk claim holds while its fetch runs; a coordinator that dies leaves its chunks to the others after it")
 	m.storageFlag(fs)
 	m.releaseFlags(fs)
 	pos, err := parse(fs, args)
@@ -485,7 +490,7 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	}
 	closers = append(closers, l.Close)
 	pf, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: st.spool, Corpus: st.corpus, Claims: store, Targets: store,
-		Owner: owner, Concurrency: src.conns, Logger: log})
+		Owner: owner, Concurrency: src.conns, ClaimTTL: m.ClaimTTL, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,10 @@ const (
 	scaleRanges       = scalePlainArticles/scalePlainRange + scaleTailEnd/scaleOrderedRange
 	scaleCoordinators = 3
 	scaleWorkers      = 8
+	// scaleClaimTTL is how long the chunks a killed coordinator had
+	// claimed wait for another (2 minutes by default, longer than the
+	// test's patience; a synthetic fetch takes milliseconds).
+	scaleClaimTTL = 5 * time.Second
 )
 
 // scaleOut is the fleet of the scale-out test.
@@ -109,8 +113,12 @@ func TestScaleOut(t *testing.T) {
 		h.coords = append(h.coords, c)
 		h.start(c)
 	}
+	var tokens []string
 	for i := range scaleWorkers {
-		h.startWorker(i)
+		tokens = append(tokens, strings.TrimSpace(h.cli("node", "add", fmt.Sprintf("w%02d", i+1))))
+	}
+	for i, token := range tokens {
+		h.startWorker(i, token)
 	}
 
 	steps := []step{
@@ -161,7 +169,7 @@ func (h *scaleOut) start(c *scaleCoord) {
 	c.runs++
 	c.p = startProc(h.t, c.name, filepath.Join(h.logs, c.name+".log"), nil, nil, h.logs, h.coordBin, "serve",
 		"--db", h.pg.URL(), "--data", c.data, "--storage", h.storage, "--addr", c.addr, "--source", "synthetic",
-		"--lease-ttl", leaseTTL.String(), "--releases=false")
+		"--lease-ttl", leaseTTL.String(), "--claim-ttl", scaleClaimTTL.String(), "--releases=false")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if c.p.exited() {
@@ -207,12 +215,11 @@ func (h *scaleOut) kill(c *scaleCoord, down time.Duration) {
 	h.faults = append(h.faults, fmt.Sprintf("SIGKILL %s, started again after %v (run %d)", c.name, down, c.runs+1))
 }
 
-// startWorker starts worker i as a node of its own, its failover list the
-// coordinators from the i-th on, round.
-func (h *scaleOut) startWorker(i int) {
+// startWorker starts worker i, node w<i+1> of token, its failover list
+// the coordinators from the i-th on, round.
+func (h *scaleOut) startWorker(i int, token string) {
 	h.t.Helper()
 	name := fmt.Sprintf("w%02d", i+1)
-	token := strings.TrimSpace(h.cli("node", "add", name))
 	var urls []string
 	for j := range h.coords {
 		urls = append(urls, "http://"+h.coords[(i+j)%len(h.coords)].addr)
