@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"unicode/utf8"
+
+	"github.com/edgeindex/edgeindex/internal/jsonscan"
 )
 
 // The fast path of DecodeBatch. The body is read whole (it is bounded by
@@ -81,34 +83,22 @@ func decodeFast(body []byte) (Batch, bool) {
 	return b, true
 }
 
-func (s *fast) space() {
-	for s.i < len(s.p) {
-		switch s.p[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *fast) space() { s.i = jsonscan.Space(s.p, s.i) }
 
 // next skips white space and reports whether the next byte is c, taking it.
 func (s *fast) next(c byte) bool {
-	s.space()
-	if s.i < len(s.p) && s.p[s.i] == c {
-		s.i++
-		return true
+	if s.peek() != c || c == 0 {
+		return false
 	}
-	return false
+	s.i++
+	return true
 }
 
 // peek skips white space and returns the next byte (0 at the end).
 func (s *fast) peek() byte {
-	s.space()
-	if s.i < len(s.p) {
-		return s.p[s.i]
-	}
-	return 0
+	var c byte
+	c, s.i = jsonscan.Peek(s.p, s.i)
+	return c
 }
 
 // name reads a member name and its colon; the name has no escape.
@@ -229,20 +219,21 @@ func (s *fast) int() (int64, bool) {
 	return 0, false
 }
 
-func (s *fast) ints() ([]int64, bool) {
+// array reads a JSON array whose elements elem reads; never nil when ok.
+func array[T any](s *fast, elem func() (T, bool)) ([]T, bool) {
 	if !s.next('[') {
 		return nil, false
 	}
-	out := []int64{}
+	out := []T{}
 	if s.next(']') {
 		return out, true
 	}
 	for {
-		n, ok := s.int()
+		v, ok := elem()
 		if !ok {
 			return nil, false
 		}
-		out = append(out, n)
+		out = append(out, v)
 		if s.next(']') {
 			return out, true
 		}
@@ -251,6 +242,8 @@ func (s *fast) ints() ([]int64, bool) {
 		}
 	}
 }
+
+func (s *fast) ints() ([]int64, bool) { return array(s, s.int) }
 
 func (s *fast) bool() (bool, bool) {
 	s.space()
@@ -278,28 +271,7 @@ func (s *fast) literalEnds() bool {
 	return false
 }
 
-func (s *fast) items() ([]Item, bool) {
-	if !s.next('[') {
-		return nil, false
-	}
-	items := []Item{}
-	if s.next(']') {
-		return items, true
-	}
-	for {
-		it, ok := s.item()
-		if !ok {
-			return nil, false
-		}
-		items = append(items, it)
-		if s.next(']') {
-			return items, true
-		}
-		if !s.next(',') {
-			return nil, false
-		}
-	}
-}
+func (s *fast) items() ([]Item, bool) { return array(s, s.item) }
 
 func (s *fast) item() (Item, bool) {
 	var it Item

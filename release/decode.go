@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/edgeindex/edgeindex/collate"
+	"github.com/edgeindex/edgeindex/internal/jsonscan"
 )
 
 // DecodeBinary decodes an item's value as a collate.Binary, as
@@ -47,34 +48,22 @@ type text struct{ lo, hi int }
 // resolve returns t's string, given the arena as a string.
 func (t text) resolve(arena string) string { return arena[t.lo:t.hi] }
 
-func (d *decoder) space() {
-	for d.i < len(d.data) {
-		switch d.data[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
+func (d *decoder) space() { d.i = jsonscan.Space(d.data, d.i) }
 
 // byte reads c after white space.
 func (d *decoder) byte(c byte) error {
-	d.space()
-	if d.i < len(d.data) && d.data[d.i] == c {
-		d.i++
-		return nil
+	if d.peek() != c || c == 0 {
+		return errSlow
 	}
-	return errSlow
+	d.i++
+	return nil
 }
 
 // peek returns the next byte after white space, or 0.
 func (d *decoder) peek() byte {
-	d.space()
-	if d.i < len(d.data) {
-		return d.data[d.i]
-	}
-	return 0
+	var c byte
+	c, d.i = jsonscan.Peek(d.data, d.i)
+	return c
 }
 
 // object reads {"key": value, ...}, calling field for each key.
