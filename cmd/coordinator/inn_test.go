@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -55,14 +54,6 @@ func (h recording) HandleChunk(ctx context.Context, c edge.Chunk) (edge.Output, 
 func (h recording) SaveWindow() ([]byte, error)   { return h.col.SaveWindow() }
 func (h recording) LoadWindow(state []byte) error { return h.col.LoadWindow(state) }
 
-// logWriter sends serve's log to the test's.
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
 // TestINNEndToEnd indexes a group of a real INN server: the coordinator runs
 // with --source nntp://, plans history and the tail from GROUP, and three
 // collating workers index what 2,000 posted articles became; then new
@@ -111,21 +102,8 @@ func testINN(t *testing.T, ordered bool) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	m := NewMain(io.Discard, logWriter{t})
-	addr := make(chan string, 1)
-	m.Ready = func(a string) { addr <- a }
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--source", "nntp://" + inn.Addr(),
-			"--nntp-conns", "3", "--poll", "50ms", "--repair-delay", "10ms"})
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case err := <-done:
-		t.Fatal(err)
-	}
+	serve := startServe(t, data, "--source", "nntp://"+inn.Addr(), "--nntp-conns", "3", "--poll", "50ms", "--repair-delay", "10ms")
+	base := serve.base
 
 	rec := &recorder{seen: map[int64]string{}}
 	var wg sync.WaitGroup
@@ -274,8 +252,7 @@ func testINN(t *testing.T, ordered bool) {
 	}
 	t.Logf("%d binaries, %d of them with every part stored, %d results", len(binaries), complete, len(got))
 
-	cancel()
-	require.NoError(t, <-done)
+	serve.stop(t)
 }
 
 // readFeed reads the whole results feed of group.

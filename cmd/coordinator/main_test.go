@@ -272,20 +272,7 @@ func TestServePlansFromNNTP(t *testing.T) {
 	_, err = run(t, data, "group", "plan", "alt.test", "--plan", "tail", "--margin", "-1")
 	require.ErrorIs(t, err, errUsage)
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	m := NewMain(io.Discard, io.Discard)
-	addr := make(chan string, 1)
-	m.Ready = func(a string) { addr <- a }
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--source", srv.URL(), "--poll", "20ms", "--nntp-conns", "2"})
-	}()
-	select {
-	case <-addr:
-	case err := <-done:
-		t.Fatal(err)
-	}
+	serve := startServe(t, data, "--source", srv.URL(), "--poll", "20ms", "--nntp-conns", "2")
 	require.Eventually(t, func() bool {
 		p := serveStatus(t, data)
 		return len(p) == 1 && p[0].Polled && p[0].HistoryNext == 991
@@ -301,14 +288,7 @@ func TestServePlansFromNNTP(t *testing.T) {
 		return p[0].High == 1500 && p[0].TailNext == 1491
 	}, 10*time.Second, 20*time.Millisecond, "new posts are planned on the tail up to high − margin")
 	require.LessOrEqual(t, srv.Stats().MaxOpen, 2, "--nntp-conns bounds the connections")
-
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not stop")
-	}
+	serve.stop(t)
 }
 
 // serving is a serve command running in the background.
@@ -355,6 +335,11 @@ func startServe(t *testing.T, data string, args ...string) *serving {
 		cancel()
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("serve's log:\n%s", s.stderr)
+		}
+	})
 	return s
 }
 

@@ -182,21 +182,9 @@ func TestNZBGetRebuildsReleases(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	m := NewMain(io.Discard, logWriter{t})
-	addr := make(chan string, 1)
-	m.Ready = func(a string) { addr <- a }
-	done := make(chan error, 1)
-	go func() {
-		done <- m.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--source", "nntp://" + inn.Addr(),
-			"--nntp-conns", "2", "--poll", "50ms", "--repair-delay", "10ms", "--release-interval", "50ms"})
-	}()
-	var baseURL string
-	select {
-	case a := <-addr:
-		baseURL = "http://" + a
-	case err := <-done:
-		t.Fatal(err)
-	}
+	serve := startServe(t, data, "--source", "nntp://"+inn.Addr(), "--nntp-conns", "2", "--poll", "50ms", "--repair-delay", "10ms",
+		"--release-interval", "50ms")
+	baseURL := serve.base
 	var wg sync.WaitGroup
 	wctx, stopWorkers := context.WithCancel(ctx)
 	defer stopWorkers()
@@ -341,8 +329,7 @@ func TestNZBGetRebuildsReleases(t *testing.T) {
 
 	stopWorkers()
 	wg.Wait()
-	cancel()
-	require.NoError(t, <-done)
+	serve.stop(t)
 }
 
 // fetchNZB writes release id's NZB to file, as an indexer's users get it:
