@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
 )
@@ -53,25 +51,39 @@ func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, 
 // coordinators sharing the database, in the same transaction, that the
 // chunk is stored (see ListenChunks).
 func (s *Store) ChunkFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) error {
-	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE chunk_claims SET fetched = TRUE WHERE range_id = ? AND from_n = ? AND owner = ?`),
-			rangeID, span.From, owner)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("range %d chunk %d: %w: %s holds no claim", rangeID, span.From, lease.ErrLeaseLost, owner)
-		}
-		if s.channel == "" {
-			return nil
-		}
-		_, err = tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", s.channel, chunkNote(rangeID, span))
-		return err
-	})
+	n, err := s.markFetched(ctx, rangeID, span, owner)
 	if err != nil {
 		return fmt.Errorf("chunk fetched: %w", err)
 	}
+	if n == 0 {
+		return fmt.Errorf("chunk fetched: range %d chunk %d: %w: %s holds no claim", rangeID, span.From, lease.ErrLeaseLost, owner)
+	}
 	return nil
+}
+
+// markFetched marks owner's claim fetched and returns how many claims it
+// marked. On PostgreSQL the same statement notifies the other coordinators
+// when it marked one: one round trip, and the note goes out on commit.
+func (s *Store) markFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) (int64, error) {
+	const update = `UPDATE chunk_claims SET fetched = TRUE WHERE range_id = ? AND from_n = ? AND owner = ?`
+	if s.channel == "" {
+		res, err := s.db.ExecContext(ctx, s.q(update), rangeID, span.From, owner)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
+	}
+	rows, err := s.db.QueryContext(ctx, s.bind("WITH u AS ("+update+" RETURNING 1) SELECT pg_notify(?, ?) FROM u"),
+		rangeID, span.From, owner, s.channel, chunkNote(rangeID, span))
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var n int64
+	for rows.Next() {
+		n++
+	}
+	return n, rows.Err()
 }
 
 // ForgetChunk implements spool.Claims. Only owner's claim is dropped: a
