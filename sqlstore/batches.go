@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
@@ -47,7 +46,7 @@ func (s *Store) Put(ctx context.Context, rangeID int64, f lease.Fence, b batch.B
 			rangeID, f.Node, b.From, b.To, b.Headers, len(b.Items), s.nowMicros()); err != nil {
 			return fmt.Errorf("batch: %w", err)
 		}
-		if err := s.insertItems(ctx, tx, xid, r, b); err != nil {
+		if err := s.insertItems(ctx, tx, xid, []storedBatch{{r, b}}); err != nil {
 			return fmt.Errorf("batch: items: %w", err)
 		}
 		if err := s.putMissing(ctx, tx, r, b); err != nil {
@@ -84,57 +83,6 @@ func finalRetry(r rangeRow, b batch.Batch, res *batch.Result, lost error) error 
 	}
 	*res = batch.Result{Next: r.Next, Duplicate: true, Done: true}
 	return nil
-}
-
-// insertItems writes a batch's items: COPY on PostgreSQL, multi-row
-// inserts on SQLite. Never one row per round trip.
-func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, xid int64, r rangeRow, b batch.Batch) error {
-	if len(b.Items) == 0 {
-		return nil
-	}
-	if s.d.name == "postgres" {
-		stmt, err := tx.PrepareContext(ctx, pq.CopyIn("items", "xid", "group_id", "range_id", "from_n", "to_n", "key", "value"))
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, it := range b.Items {
-			if _, err := stmt.ExecContext(ctx, xid, r.GroupID, r.ID, b.From, b.To, it.Key, jsonValue(it.Value)); err != nil {
-				return err
-			}
-		}
-		_, err = stmt.ExecContext(ctx)
-		return err
-	}
-	const perInsert = 1000 // 7 parameters each, well under SQLite's limit
-	items := b.Items
-	for len(items) > 0 {
-		part := items[:min(perInsert, len(items))]
-		items = items[len(part):]
-		var sb strings.Builder
-		sb.Grow(80 + len(part)*24)
-		sb.WriteString("INSERT INTO items (xid, group_id, range_id, from_n, to_n, key, value) VALUES ")
-		args := make([]any, 0, len(part)*7)
-		for i, it := range part {
-			if i > 0 {
-				sb.WriteByte(',')
-			}
-			sb.WriteString("(?,?,?,?,?,?,?)")
-			args = append(args, xid, r.GroupID, r.ID, b.From, b.To, it.Key, jsonValue(it.Value))
-		}
-		if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// jsonValue stores an absent value as JSON null.
-func jsonValue(v []byte) string {
-	if len(v) == 0 {
-		return "null"
-	}
-	return string(v)
 }
 
 // Results implements batch.Store. On PostgreSQL the feed orders items by
