@@ -2,72 +2,216 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// Put implements batch.Store. A final batch finishes the range in the same
-// transaction (see finishHeld), so a range's last chunk costs one commit
-// rather than two.
+// Put implements batch.Store. Concurrent Puts are stored together, a
+// transaction and a commit for all of them (see committer), each with the
+// outcome it would have had alone, in the order they were taken. A final
+// batch finishes its range in the same transaction, so a range's last chunk
+// costs no commit of its own.
 func (s *Store) Put(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch) (batch.Result, error) {
-	var res batch.Result
-	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		r, err := s.heldRange(ctx, tx, "batch", rangeID, f, " {forupdate}")
-		if err != nil {
-			if b.Final {
-				return finalRetry(r, b, &res, err)
+	return s.puts.do(ctx, putReq{rangeID: rangeID, f: f, b: b})
+}
+
+// putReq is one Put.
+type putReq struct {
+	rangeID int64
+	f       lease.Fence
+	b       batch.Batch
+}
+
+// putGroup stores a group of Puts in one transaction.
+func (s *Store) putGroup(ctx context.Context, group []*call[putReq, batch.Result]) {
+	grouped(ctx, group, func(ctx context.Context, group []*call[putReq, batch.Result]) error {
+		return s.tx(ctx, func(tx *sqlx.Tx) error { return s.putTx(ctx, tx, group) })
+	})
+}
+
+// storedBatch is a batch being stored for range r, as node posted it.
+type storedBatch struct {
+	r    rangeRow
+	b    batch.Batch
+	node string
+}
+
+// putWrites collects what a group of Puts writes.
+type putWrites struct {
+	stored   []storedBatch
+	touched  []*rangeRow // in the order first touched
+	finished []int64
+}
+
+// putTx locks the group's ranges in id order, decides each Put against its
+// range as the Puts before it left it (decidePut), then writes every
+// stored batch, item, range and finish with a few statements.
+func (s *Store) putTx(ctx context.Context, tx *sqlx.Tx, group []*call[putReq, batch.Result]) error {
+	ids := make([]int64, 0, len(group))
+	for _, c := range group {
+		ids = append(ids, c.req.rangeID)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var rows []rangeRow
+	if err := tx.SelectContext(ctx, &rows, s.bind("SELECT "+rangeCols+" FROM ranges WHERE id IN ("+placeholders(len(ids))+
+		") ORDER BY id {forupdate}"), anys(ids)...); err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	byID := make(map[int64]*rangeRow, len(rows))
+	for i := range rows {
+		byID[rows[i].ID] = &rows[i]
+	}
+	var w putWrites
+	for _, c := range group {
+		c.res, c.err = batch.Result{}, nil
+		r, ok := byID[c.req.rangeID]
+		if !ok {
+			c.err = fmt.Errorf("batch: range %d: %w", c.req.rangeID, lease.ErrNotFound)
+			continue
+		}
+		c.res, c.err = decidePut(r, c.req, &w)
+	}
+	return s.writePuts(ctx, tx, &w)
+}
+
+// decidePut applies the batch rule to one Put against r, the range as the
+// group's earlier Puts left it, updating r and adding the writes to w.
+func decidePut(r *rangeRow, q putReq, w *putWrites) (batch.Result, error) {
+	if !r.held(q.f) {
+		err := leaseLost("batch", *r, q.f)
+		if !q.b.Final {
+			return batch.Result{}, err
+		}
+		var res batch.Result
+		err = finalRetry(*r, q.b, &res, err)
+		return res, err
+	}
+	outcome, err := batch.Classify(r.Next, r.End, q.b)
+	if err != nil {
+		return batch.Result{}, fmt.Errorf("batch: range %d: %w", r.ID, err)
+	}
+	if outcome == batch.Duplicate {
+		res := batch.Result{Next: r.Next, Duplicate: true}
+		if q.b.Final { // next > end: the range can be finished
+			res.Done = true
+			w.finish(r)
+		}
+		return res, nil
+	}
+	w.stored = append(w.stored, storedBatch{r: *r, b: q.b, node: q.f.Node})
+	w.touch(r)
+	r.Next, r.Headers = q.b.To+1, r.Headers+q.b.Headers
+	if q.b.Final {
+		w.finish(r)
+	}
+	return batch.Result{Next: r.Next, Done: q.b.Final}, nil
+}
+
+func (w *putWrites) touch(r *rangeRow) {
+	if !slices.Contains(w.touched, r) {
+		w.touched = append(w.touched, r)
+	}
+}
+
+// finish sets r done: its lease ends and its chunk claims go (nobody
+// fetches its chunks again).
+func (w *putWrites) finish(r *rangeRow) {
+	w.touch(r)
+	r.State, r.Node, r.Expires = string(lease.StateDone), sql.NullString{}, sql.NullInt64{}
+	w.finished = append(w.finished, r.ID)
+}
+
+// writePuts writes what a group of Puts decided.
+func (s *Store) writePuts(ctx context.Context, tx *sqlx.Tx, w *putWrites) error {
+	if len(w.stored) > 0 {
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO batches (range_id, node, from_n, to_n, headers, items, at_us) VALUES ")
+		args := make([]any, 0, 7*len(w.stored))
+		at := s.nowMicros()
+		for i, p := range w.stored {
+			if i > 0 {
+				sb.WriteString(", ")
 			}
-			return err
+			sb.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, p.r.ID, p.node, p.b.From, p.b.To, p.b.Headers, len(p.b.Items), at)
 		}
-		outcome, err := batch.Classify(r.Next, r.End, b)
-		if err != nil {
-			return fmt.Errorf("batch: range %d: %w", rangeID, err)
-		}
-		if outcome == batch.Duplicate {
-			res = batch.Result{Next: r.Next, Duplicate: true}
-			if b.Final { // next > end: the range can be finished
-				res.Done = true
-				return s.finishHeld(ctx, tx, "batch", rangeID, false)
-			}
-			return nil
-		}
-		var xid int64
-		if err := tx.GetContext(ctx, &xid, s.q(`INSERT INTO batches (range_id, node, from_n, to_n, headers, items, at_us)
-			VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {xid}`),
-			rangeID, f.Node, b.From, b.To, b.Headers, len(b.Items), s.nowMicros()); err != nil {
+		sb.WriteString(" RETURNING {xid}")
+		var xids []int64
+		if err := tx.SelectContext(ctx, &xids, s.bind(sb.String()), args...); err != nil {
 			return fmt.Errorf("batch: %w", err)
 		}
-		if err := s.insertItems(ctx, tx, xid, []storedBatch{{r, b}}); err != nil {
+		if err := s.insertItems(ctx, tx, xids[0], w.stored); err != nil {
 			return fmt.Errorf("batch: items: %w", err)
 		}
-		if err := s.putMissing(ctx, tx, r, b); err != nil {
-			return fmt.Errorf("batch: missing: %w", err)
-		}
-		res = batch.Result{Next: b.To + 1}
-		if b.Final {
-			res.Done = true
-			if _, err := tx.ExecContext(ctx, s.q(`UPDATE ranges SET next_n = ?, headers = headers + ?,
-				state = 'done', node = NULL, expires_us = NULL WHERE id = ?`), b.To+1, b.Headers, rangeID); err != nil {
-				return fmt.Errorf("batch: %w", err)
+		for _, p := range w.stored {
+			if err := s.putMissing(ctx, tx, p.r, p.b); err != nil {
+				return fmt.Errorf("batch: missing: %w", err)
 			}
-			return s.finishHeld(ctx, tx, "batch", rangeID, true)
 		}
-		if _, err := tx.ExecContext(ctx, s.q("UPDATE ranges SET next_n = ?, headers = headers + ? WHERE id = ?"),
-			b.To+1, b.Headers, rangeID); err != nil {
+	}
+	if err := s.updateRanges(ctx, tx, w.touched); err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	if len(w.finished) > 0 {
+		if _, err := tx.ExecContext(ctx, s.bind("DELETE FROM chunk_claims WHERE range_id IN ("+placeholders(len(w.finished))+")"),
+			anys(w.finished)...); err != nil {
 			return fmt.Errorf("batch: %w", err)
 		}
+	}
+	return nil
+}
+
+// updateRanges writes the next, headers, state, node and expiry of rows:
+// one statement on PostgreSQL, one per row on SQLite (in process, no round
+// trips).
+func (s *Store) updateRanges(ctx context.Context, tx *sqlx.Tx, rows []*rangeRow) error {
+	if len(rows) == 0 {
 		return nil
-	})
-	return res, err
+	}
+	if s.d.name == "postgres" {
+		ids, next, headers := make([]int64, len(rows)), make([]int64, len(rows)), make([]int64, len(rows))
+		states := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i], next[i], headers[i], states[i] = r.ID, r.Next, r.Headers, r.State
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE ranges AS r SET next_n = u.next_n, headers = u.headers, state = u.state,
+			node = CASE WHEN u.state = 'done' THEN NULL ELSE r.node END,
+			expires_us = CASE WHEN u.state = 'done' THEN NULL ELSE r.expires_us END
+			FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS u(id, next_n, headers, state)
+			WHERE r.id = u.id`, pq.Array(ids), pq.Array(next), pq.Array(headers), pq.Array(states))
+		return err
+	}
+	for _, r := range rows {
+		if _, err := tx.ExecContext(ctx, `UPDATE ranges SET next_n = ?, headers = ?, state = ?,
+			node = CASE WHEN ? = 'done' THEN NULL ELSE node END,
+			expires_us = CASE WHEN ? = 'done' THEN NULL ELSE expires_us END WHERE id = ?`,
+			r.Next, r.Headers, r.State, r.State, r.State, r.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// anys converts ids to query arguments.
+func anys(ids []int64) []any {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
 }
 
 // finalRetry answers a final batch refused by the fence with lost: when f's

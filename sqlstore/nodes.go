@@ -17,6 +17,20 @@ import (
 // seenEvery bounds how often Authenticate writes a node's last-seen time.
 const seenEvery = 5 * time.Second
 
+// authFresh is how long Authenticate trusts a token it found without asking
+// the database again: every request of a node authenticates, and a read per
+// request was a third of a lease cycle's statements. RemoveNode forgets its
+// node's tokens at once in its own process; another process sharing the
+// database goes on trusting a removed node's token for at most authFresh,
+// and the removal has fenced the node's leases already.
+const authFresh = time.Second
+
+// authEntry is a token Authenticate found, and when (micros).
+type authEntry struct {
+	row   nodeRow
+	found int64
+}
+
 type nodeRow struct {
 	Name     string `db:"name"`
 	Created  int64  `db:"created_us"`
@@ -59,6 +73,7 @@ func (s *Store) AddNode(ctx context.Context, name string, tokenHash []byte) (nod
 
 // RemoveNode implements node.Store.
 func (s *Store) RemoveNode(ctx context.Context, name string) error {
+	defer s.forgetAuth(name) // after the commit, whatever the outcome
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q("DELETE FROM nodes WHERE name = ?"), name)
 		if err != nil {
@@ -80,9 +95,34 @@ func (s *Store) RemoveNode(ctx context.Context, name string) error {
 	})
 }
 
+// maxAuth bounds the tokens Authenticate remembers.
+const maxAuth = 10_000
+
+// forgetAuth forgets the tokens of node name, and makes every
+// Authenticate that read the database before now keep what it read to
+// itself.
+func (s *Store) forgetAuth(name string) {
+	s.authMu.Lock()
+	defer s.authMu.Unlock()
+	s.authGen++
+	for k, e := range s.auth {
+		if e.row.Name == name {
+			delete(s.auth, k)
+		}
+	}
+}
+
 // Authenticate implements node.Store. It writes the last-seen time at most
 // every few seconds, so most requests only read.
 func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, error) {
+	now := s.nowMicros()
+	s.authMu.Lock()
+	e, ok := s.auth[string(tokenHash)]
+	gen := s.authGen
+	s.authMu.Unlock()
+	if ok && now-e.found < authFresh.Microseconds() && now-e.row.LastSeen < seenEvery.Microseconds() {
+		return e.row.node(), nil
+	}
 	var r nodeRow
 	err := s.rdb.GetContext(ctx, &r, s.q("SELECT name, created_us, last_seen_us FROM nodes WHERE token_hash = ?"), tokenHash)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -91,12 +131,20 @@ func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, 
 	if err != nil {
 		return node.Node{}, fmt.Errorf("authenticate: %w", err)
 	}
-	if now := s.nowMicros(); now-r.LastSeen >= seenEvery.Microseconds() {
+	if now-r.LastSeen >= seenEvery.Microseconds() {
 		if _, err := s.db.ExecContext(ctx, s.q("UPDATE nodes SET last_seen_us = ? WHERE name = ?"), now, r.Name); err != nil {
 			return node.Node{}, fmt.Errorf("authenticate: %w", err)
 		}
 		r.LastSeen = now
 	}
+	s.authMu.Lock()
+	if len(s.auth) >= maxAuth {
+		clear(s.auth)
+	}
+	if gen == s.authGen {
+		s.auth[string(tokenHash)] = authEntry{row: r, found: now}
+	}
+	s.authMu.Unlock()
 	return r.node(), nil
 }
 

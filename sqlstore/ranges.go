@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -63,7 +64,9 @@ func (s *Store) toLease(ctx context.Context, q sqlx.QueryerContext, r rangeRow, 
 	}, nil
 }
 
-// Grant implements lease.Store.
+// Grant implements lease.Store. Concurrent Grants are granted together
+// (see committer): on PostgreSQL one statement locks as many eligible
+// ranges as there are callers and gives one to each.
 func (s *Store) Grant(ctx context.Context, node string, ttl time.Duration) (lease.Lease, error) {
 	if node == "" {
 		return lease.Lease{}, lease.Invalidf("grant: a node name is required")
@@ -72,22 +75,101 @@ func (s *Store) Grant(ctx context.Context, node string, ttl time.Duration) (leas
 	if err != nil {
 		return lease.Lease{}, err
 	}
+	return s.grants.do(ctx, grantReq{node: node, ttl: ttl, ttlUS: ttlUS})
+}
+
+// grantReq is one Grant.
+type grantReq struct {
+	node  string
+	ttl   time.Duration
+	ttlUS int64
+}
+
+// grantEligible is the condition of a range a Grant may take.
+const grantEligible = "NOT ordered AND state IN ('pending', 'leased') AND (state = 'pending' OR expires_us < {now})"
+
+// grantGroup grants a group of Grants at once: on PostgreSQL with one
+// statement, on SQLite in one transaction. The earliest call gets the first
+// range in grant order (tail lanes first, then the lowest start); calls
+// left without a range get lease.ErrNoWork.
+func (s *Store) grantGroup(ctx context.Context, group []*call[grantReq, lease.Lease]) {
+	grouped(ctx, group, func(ctx context.Context, group []*call[grantReq, lease.Lease]) error {
+		var rows []rangeRow
+		var err error
+		if s.d.name == "postgres" {
+			rows, err = s.grantPostgres(ctx, group)
+		} else {
+			err = s.tx(ctx, func(tx *sqlx.Tx) error {
+				rows, err = s.grantSQLite(ctx, tx, group)
+				return err
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("grant: %w", err)
+		}
+		for i, c := range group {
+			c.res, c.err = lease.Lease{}, lease.ErrNoWork
+			if i < len(rows) {
+				c.res, c.err = s.toLease(ctx, s.rdb, rows[i], c.req.ttl)
+			}
+		}
+		return nil
+	})
+}
+
+// grantSQLite leases one eligible range to each call's node, in call
+// order, a statement each (SQLite's one writer runs them in process).
+func (s *Store) grantSQLite(ctx context.Context, tx *sqlx.Tx, group []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
 	now := s.now()
-	var r rangeRow
-	err = s.db.GetContext(ctx, &r, s.q(`
-		UPDATE ranges SET state = 'leased', token = token + 1, node = ?, lane_token = 0, expires_us = {now} + ?
-		WHERE id = (
-			SELECT id FROM ranges
-			WHERE NOT ordered AND state IN ('pending', 'leased') AND (state = 'pending' OR expires_us < {now})
-			ORDER BY lane_rank, start_n LIMIT 1 {skiplocked})
-		RETURNING `+rangeCols), node, now, ttlUS, now)
-	if errors.Is(err, sql.ErrNoRows) {
-		return lease.Lease{}, lease.ErrNoWork
+	var rows []rangeRow
+	for _, c := range group {
+		var r rangeRow
+		err := tx.GetContext(ctx, &r, s.q(`
+			UPDATE ranges SET state = 'leased', token = token + 1, node = ?, lane_token = 0, expires_us = {now} + ?
+			WHERE id = (SELECT id FROM ranges WHERE `+grantEligible+` ORDER BY lane_rank, start_n LIMIT 1)
+			RETURNING `+rangeCols), c.req.node, now, c.req.ttlUS, now)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, r)
 	}
+	return rows, nil
+}
+
+// grantPostgres is grantSQLite in one statement: it locks as many eligible
+// ranges as there are calls, skipping those other transactions hold, and
+// gives the n-th to the n-th call.
+func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
+	nodes, ttls := make([]string, len(group)), make([]int64, len(group))
+	for i, c := range group {
+		nodes[i], ttls[i] = c.req.node, c.req.ttlUS
+	}
+	var rows []struct {
+		rangeRow
+		N int64 `db:"n"`
+	}
+	now := s.now()
+	err := s.db.SelectContext(ctx, &rows, s.q(`
+		WITH locked AS (
+			SELECT id, lane_rank, start_n FROM ranges WHERE `+grantEligible+`
+			ORDER BY lane_rank, start_n LIMIT ? {skiplocked}),
+		picked AS (SELECT id, row_number() OVER (ORDER BY lane_rank, start_n) AS n FROM locked),
+		wanted AS (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, n))
+		UPDATE ranges AS r SET state = 'leased', token = r.token + 1, node = wanted.node, lane_token = 0,
+			expires_us = {now} + wanted.ttl_us
+		FROM picked JOIN wanted USING (n) WHERE r.id = picked.id
+		RETURNING `+prefixed("r.", rangeCols)+`, wanted.n`), now, len(group), pq.Array(nodes), pq.Array(ttls), now)
 	if err != nil {
-		return lease.Lease{}, fmt.Errorf("grant: %w", err)
+		return nil, err
 	}
-	return s.toLease(ctx, s.rdb, r, ttl)
+	out := make([]rangeRow, len(rows))
+	for _, r := range rows {
+		out[r.N-1] = r.rangeRow
+	}
+	return out, nil
 }
 
 // fenceError explains why a fenced write changed no row: no such range, or

@@ -120,6 +120,16 @@ type Store struct {
 
 	groupsMu sync.RWMutex
 	groups   map[int64]grouplease.Group // groups never change once added
+
+	authMu  sync.Mutex
+	auth    map[string]authEntry // by token hash: tokens Authenticate found
+	authGen int64                // counts forgetAuth calls
+
+	// Concurrent Puts and Grants are written in groups (committer).
+	puts   *committer[putReq, batch.Result]
+	grants *committer[grantReq, lease.Lease]
+	stop   context.CancelFunc
+	loops  sync.WaitGroup
 }
 
 // dialect holds what differs between the backends.
@@ -168,7 +178,7 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, groups: map[int64]grouplease.Group{}}
+	s := &Store{cfg: cfg, groups: map[int64]grouplease.Group{}, auth: map[string]authEntry{}}
 	switch {
 	case strings.HasPrefix(rawURL, "sqlite://"):
 		s.d = sqlite
@@ -199,7 +209,23 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		}
 		s.channel = chunkChannel(schema)
 	}
+	s.startCommitters()
 	return s, nil
+}
+
+// startCommitters starts the loops that write Puts and Grants in groups:
+// on SQLite one each, as its one writer runs one transaction at a time; on
+// PostgreSQL two each, so that a group waiting on a row lock does not hold
+// up every other.
+func (s *Store) startCommitters() {
+	ctx, cancel := context.WithCancel(context.Background())
+	loops := 1
+	if s.d.name == "postgres" {
+		loops = 2
+	}
+	s.stop = cancel
+	s.puts = startCommitter(ctx, &s.loops, loops, s.putGroup)
+	s.grants = startCommitter(ctx, &s.loops, loops, s.grantGroup)
 }
 
 func (s *Store) openSQLite(path string) error {
@@ -229,8 +255,13 @@ func (s *Store) openSQLite(path string) error {
 	return nil
 }
 
-// Close closes the database.
+// Close stops the grouped writes (calls after it fail) and closes the
+// database.
 func (s *Store) Close() error {
+	if s.stop != nil {
+		s.stop()
+		s.loops.Wait()
+	}
 	err := s.db.Close()
 	if s.rdb != s.db {
 		err = errors.Join(err, s.rdb.Close())

@@ -1,0 +1,146 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// errClosed answers a call made after Close.
+var errClosed = errors.New("sqlstore: the store is closed")
+
+// maxGroup bounds the calls one transaction takes.
+const maxGroup = 128
+
+// call is one caller's request to a committer, and its answer.
+type call[Req, Res any] struct {
+	ctx  context.Context
+	req  Req
+	res  Res
+	err  error
+	done chan struct{}
+}
+
+// committer runs concurrent calls of one kind in groups, a transaction and
+// a commit per group, the way River's completer stores completions: each of
+// its loops takes every call waiting when it is free (up to maxGroup) and
+// hands them to run. Nothing waits for a group to fill: a call alone runs at
+// once; under load, the calls that arrive while a group's transaction runs
+// make the next group, so commits per call fall as load rises.
+//
+// run answers every call it is given (res or err). A group's transaction
+// runs under the store's context, not a caller's: one caller giving up must
+// not undo the others' writes. A caller whose context ends before its group
+// starts is answered with the context's error and never written; one whose
+// context ends later is answered with it at once, and its write, like a
+// write whose answer is lost on the wire, may or may not have committed.
+type committer[Req, Res any] struct {
+	calls chan *call[Req, Res]
+	stop  <-chan struct{} // closed by Close
+	run   func(ctx context.Context, group []*call[Req, Res])
+}
+
+// startCommitter starts loops loops of run, which stop when ctx ends.
+func startCommitter[Req, Res any](ctx context.Context, wg *sync.WaitGroup, loops int,
+	run func(context.Context, []*call[Req, Res])) *committer[Req, Res] {
+	c := &committer[Req, Res]{calls: make(chan *call[Req, Res]), stop: ctx.Done(), run: run}
+	for range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.loop(ctx)
+		}()
+	}
+	return c
+}
+
+// do makes a call and waits for its answer.
+func (c *committer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
+	var zero Res
+	cl := &call[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
+	select {
+	case c.calls <- cl:
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	case <-c.stop:
+		return zero, errClosed
+	}
+	select {
+	case <-cl.done:
+		return cl.res, cl.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+func (c *committer[Req, Res]) loop(ctx context.Context) {
+	group := make([]*call[Req, Res], 0, maxGroup)
+	for {
+		group = group[:0]
+		select {
+		case cl := <-c.calls:
+			group = append(group, cl)
+		case <-ctx.Done():
+			return
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case cl := <-c.calls:
+				group = append(group, cl)
+			default:
+				break more
+			}
+		}
+		live := group[:0:0]
+		for _, cl := range group {
+			if err := cl.ctx.Err(); err != nil {
+				cl.err = err
+				close(cl.done)
+				continue
+			}
+			live = append(live, cl)
+		}
+		if len(live) > 0 {
+			c.runSafely(ctx, live)
+		}
+		for _, cl := range live {
+			close(cl.done)
+		}
+	}
+}
+
+// runSafely runs a group, answering every call with an error if run panics,
+// so that no caller waits for ever and the loop goes on.
+func (c *committer[Req, Res]) runSafely(ctx context.Context, group []*call[Req, Res]) {
+	defer func() {
+		if p := recover(); p != nil {
+			for _, cl := range group {
+				cl.err = fmt.Errorf("sqlstore: a grouped write panicked: %v", p)
+			}
+		}
+	}()
+	c.run(ctx, group)
+}
+
+// grouped runs a group's transaction with tx, and when it fails runs each
+// call alone, so one call the database refuses (a value it cannot store)
+// fails alone and a group never answers for another's fault. reset clears a
+// call's answer before its retry.
+func grouped[Req, Res any](ctx context.Context, group []*call[Req, Res], tx func(context.Context, []*call[Req, Res]) error) {
+	err := tx(ctx, group)
+	if err == nil {
+		return
+	}
+	if len(group) == 1 {
+		var zero Res
+		group[0].res, group[0].err = zero, err
+		return
+	}
+	for i := range group {
+		var zero Res
+		group[i].res, group[i].err = zero, nil
+		grouped(ctx, group[i:i+1], tx)
+	}
+}
