@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,7 +42,9 @@ const DefaultMaxBytes int64 = 2 << 30
 type Store interface {
 	// Put stores data as the chunk of (rangeID, span), replacing any
 	// previous one, atomically: a reader sees the old chunk or the new one,
-	// and a crash leaves one or the other. Put never blocks on the size
+	// never half of one. A crash of the machine may lose a chunk (a spool
+	// is a cache of the source: a lost chunk is fetched again) but never
+	// leaves half of one to be read. Put never blocks on the size
 	// bound; callers call WaitRoom first. A Put that overlaps a Drop of
 	// its range is ordered before the Drop: it returns nil and the chunk
 	// is gone with the range.
@@ -98,14 +101,33 @@ func (c Config) validate() error {
 }
 
 // Disk is the disk spool. Each chunk is one file, dir/<rangeID>/<from>-<to>.gz
-// (see ChunkPath). Writes go to a temporary file in the same directory,
-// which is synced, renamed into place, and the directory synced. It is safe
-// for concurrent use.
+// (see ChunkPath). A Put writes a temporary file in the range's directory
+// and renames it into place, so readers, in this process or in another one
+// that shares dir, see a chunk whole or not at all; it syncs nothing, as a
+// chunk can always be fetched again. It is safe for concurrent use.
+//
+// Crashes: every open Disk holds a marker file, dir/.open-<random>, made
+// durable at Open, locked (flock) while it is open, and removed by Close
+// once syncfs(2) has made every chunk durable. A marker that is there but
+// not locked is a Disk that stopped without Close, maybe with the machine,
+// leaving files that were never synced: truncated, empty, or garbage after
+// a power loss. Open then reads every chunk through gzip (its CRC-32 and
+// size trailer) and removes each that is not one whole gzip stream, so it
+// counts as absent and is fetched again, never served as a corrupt chunk
+// (nor counted as one of its range's attempts); only after those removals
+// are durable does it remove the dead marker. A clean restart trusts the
+// files without reading them.
 type Disk struct {
-	index // the chunks on disk, with their file sizes
-	dir   string
-	drops uint64 // Drops so far, to name the directories they move aside; under mu
+	index  // the chunks on disk, with their file sizes
+	dir    string
+	drops  uint64   // Drops so far, to name the directories they move aside; under mu
+	marker *os.File // this Disk's marker, locked; nil once closed
+	torn   int      // chunks Open removed as torn
 }
+
+// MarkerPrefix begins the name of the marker file each open Disk holds in
+// its directory (see Disk).
+const MarkerPrefix = ".open-"
 
 var _ Store = (*Disk)(nil)
 
@@ -124,13 +146,98 @@ func Open(dir string, cfg Config) (*Disk, error) {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	d := &Disk{index: newIndex(cfg.MaxBytes), dir: dir}
-	if err := d.scan(); err != nil {
-		return nil, err
+	dead, err := deadMarkers(dir)
+	defer func() {
+		for _, f := range dead {
+			_ = f.Close()
+		}
+	}()
+	if err == nil {
+		err = d.mark()
+	}
+	if err == nil {
+		err = d.scan(len(dead) > 0)
+	}
+	if err == nil && len(dead) > 0 {
+		// The torn chunks' removals are durable (scan synced them) and so is
+		// this Disk's own marker, which now covers the chunks that were
+		// whole but never synced: the dead markers can go.
+		for _, f := range dead {
+			if rerr := os.Remove(f.Name()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				err = rerr
+			}
+		}
+		if err == nil {
+			err = chunkfile.SyncDir(dir)
+		}
+	}
+	if err != nil {
+		if d.marker != nil {
+			_ = d.marker.Close() // the marker stays: the next Open checks every chunk
+		}
+		return nil, fmt.Errorf("spool: %w", err)
 	}
 	return d, nil
 }
 
-func (d *Disk) scan() error {
+// deadMarkers returns the markers in dir of Disks that stopped without
+// Close, opened and locked; a marker that another open Disk holds is left
+// alone.
+func deadMarkers(dir string) ([]*os.File, error) {
+	top, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var dead []*os.File
+	for _, e := range top {
+		if !strings.HasPrefix(e.Name(), MarkerPrefix) {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDWR, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // its Disk closed meanwhile
+		}
+		if err == nil {
+			var ok bool
+			if ok, err = chunkfile.TryLock(f); err == nil && !ok {
+				_ = f.Close() // a Disk that is open: its files are whole
+				continue
+			}
+		}
+		if err != nil {
+			if f != nil {
+				_ = f.Close()
+			}
+			for _, f := range dead {
+				_ = f.Close()
+			}
+			return nil, err
+		}
+		dead = append(dead, f)
+	}
+	return dead, nil
+}
+
+// mark makes this Disk's marker, locks it, and makes it durable before any
+// chunk is written.
+func (d *Disk) mark() error {
+	f, err := os.CreateTemp(d.dir, MarkerPrefix+"*")
+	if err != nil {
+		return err
+	}
+	if ok, err := chunkfile.TryLock(f); err != nil || !ok {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return cmp.Or(err, fmt.Errorf("lock %s: held by another", f.Name()))
+	}
+	d.marker = f
+	return chunkfile.SyncDir(d.dir)
+}
+
+// scan counts the chunks on disk and removes what a crash left behind:
+// temporary files, and, when check is set (a Disk stopped without Close),
+// every chunk that is not one whole gzip stream.
+func (d *Disk) scan(check bool) error {
 	top, err := os.ReadDir(d.dir)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
@@ -151,6 +258,7 @@ func (d *Disk) scan() error {
 		if err != nil {
 			return fmt.Errorf("spool: %w", err)
 		}
+		removed := false
 		for _, f := range files {
 			if strings.HasPrefix(f.Name(), TempPrefix) {
 				if err := os.RemoveAll(filepath.Join(rdir, f.Name())); err != nil {
@@ -162,15 +270,38 @@ func (d *Disk) scan() error {
 			if !ok || !f.Type().IsRegular() {
 				continue
 			}
+			path := filepath.Join(rdir, f.Name())
+			if check {
+				err := chunkfile.CheckGzipFile(path)
+				if errors.Is(err, chunkfile.ErrTorn) {
+					if err := os.Remove(path); err != nil {
+						return fmt.Errorf("spool: remove torn chunk: %w", err)
+					}
+					d.torn++
+					removed = true
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("spool: check chunk: %w", err)
+				}
+			}
 			info, err := f.Info()
 			if err != nil {
 				return fmt.Errorf("spool: %w", err)
 			}
 			d.add(id, span, info.Size())
 		}
+		if removed {
+			if err := chunkfile.SyncDir(rdir); err != nil {
+				return fmt.Errorf("spool: %w", err)
+			}
+		}
 	}
 	return nil
 }
+
+// Torn is how many chunks Open removed as torn (see Disk).
+func (d *Disk) Torn() int { return d.torn }
 
 // add records a chunk of size bytes, replacing any previous record; it
 // returns the change in total size. The caller holds d.mu or owns d.
@@ -209,28 +340,29 @@ func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
 	// Creating the temp file under the lock keeps Drop's RemoveAll from
 	// racing with it: a Drop that comes later removes the temp file too,
 	// and the rename below then fails instead of bringing the chunk back.
+	// Nothing is synced: the marker (see Disk) covers an unclean stop.
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return ErrClosed
 	}
-	newDir, err := chunkfile.Mkdir(rdir)
 	var tmp *os.File
-	if err == nil {
+	var err error
+	if len(d.chunks[rangeID]) > 0 {
+		// The directory is there, unless another process dropped the range.
 		tmp, err = os.CreateTemp(rdir, TempPrefix+ChunkName(span)+"-*")
+	}
+	if tmp == nil {
+		_, err = chunkfile.Mkdir(rdir)
+		if err == nil {
+			tmp, err = os.CreateTemp(rdir, TempPrefix+ChunkName(span)+"-*")
+		}
 	}
 	d.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
 	}
-	if newDir {
-		if err := chunkfile.SyncDir(d.dir); err != nil {
-			_ = os.Remove(tmp.Name())
-			_ = tmp.Close()
-			return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
-		}
-	}
-	if err := chunkfile.WriteSync(tmp, data); err != nil {
+	if err := chunkfile.WriteClose(tmp, data); err != nil {
 		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
 	}
@@ -257,12 +389,6 @@ func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
 	}
 	d.wakeArrived()
 	d.mu.Unlock()
-
-	// The rename is visible now; make it durable. A Drop may already have
-	// removed the directory, and then there is nothing left to sync.
-	if err := chunkfile.SyncDir(rdir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
-	}
 	return nil
 }
 
@@ -284,6 +410,7 @@ func (d *Disk) Open(rangeID int64, span lease.Span) (io.ReadCloser, int64, error
 	}
 	f, err := os.Open(ChunkPath(d.dir, rangeID, span))
 	if errors.Is(err, fs.ErrNotExist) {
+		d.lost(rangeID, span)
 		return nil, 0, fmt.Errorf("spool: range %d span %d-%d: %w", rangeID, span.From, span.To, ErrNotFound)
 	}
 	if err != nil {
@@ -295,6 +422,30 @@ func (d *Disk) Open(rangeID int64, span lease.Span) (io.ReadCloser, int64, error
 		return nil, 0, fmt.Errorf("spool: open %d %s: %w", rangeID, ChunkName(span), err)
 	}
 	return f, info.Size(), nil
+}
+
+// lost forgets a chunk the index has but the disk does not (removed behind
+// the spool's back: another process that shares dir dropped its range, or
+// a hand), so that Has reports it missing and the prefetcher fetches it
+// again, rather than a stream waiting for a chunk that nobody fetches.
+func (d *Disk) lost(rangeID int64, span lease.Span) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	size, ok := d.chunks[rangeID][span]
+	if !ok || d.closed {
+		return
+	}
+	if _, err := os.Lstat(ChunkPath(d.dir, rangeID, span)); !errors.Is(err, fs.ErrNotExist) {
+		return // put back meanwhile
+	}
+	delete(d.chunks[rangeID], span)
+	if len(d.chunks[rangeID]) == 0 {
+		delete(d.chunks, rangeID)
+	}
+	d.size -= size
+	if size > 0 {
+		d.wakeRoom()
+	}
 }
 
 // Drop implements Store. Under the spool's lock it only renames the range's
@@ -424,10 +575,42 @@ func (d *Disk) WaitChunk(ctx context.Context, rangeID int64, span lease.Span) er
 	return d.waitChunk(ctx, rangeID, span, 0, nil)
 }
 
-// Close implements Store. The files stay on disk for the next Open.
+// Close implements Store. The files stay on disk for the next Open: Close
+// makes them durable with one syncfs(2), then removes the Disk's marker, so
+// the next Open trusts them without reading them. When the sync fails, the
+// marker stays and the next Open checks every chunk.
 func (d *Disk) Close() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	d.close()
+	marker := d.marker
+	d.marker = nil
+	d.mu.Unlock()
+	if marker == nil {
+		return nil
+	}
+	defer marker.Close() // the lock goes with it, after the removal
+	err := chunkfile.SyncFS(d.dir)
+	if err == nil {
+		err = os.Remove(marker.Name())
+	}
+	if err == nil {
+		err = chunkfile.SyncDir(d.dir)
+	}
+	if err != nil {
+		return fmt.Errorf("spool: close: %w", err)
+	}
 	return nil
+}
+
+// crash stops d as a crash would: it closes d and lets its marker's lock
+// go, without syncing or removing the marker. Tests call it.
+func (d *Disk) crash() {
+	d.mu.Lock()
+	d.close()
+	marker := d.marker
+	d.marker = nil
+	d.mu.Unlock()
+	if marker != nil {
+		_ = marker.Close()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -127,7 +128,8 @@ func TestDiskDropLeavesNothing(t *testing.T) {
 	require.Zero(t, d.Size())
 	left, err := os.ReadDir(dir)
 	require.NoError(t, err)
-	require.Empty(t, left, "the range's directory is removed, not left aside")
+	require.Len(t, left, 1, "the range's directory is removed, not left aside")
+	require.True(t, strings.HasPrefix(left[0].Name(), spool.MarkerPrefix), "only the open Disk's marker is left")
 
 	// A directory a crash left aside is removed by the next Open.
 	aside := filepath.Join(dir, spool.TempPrefix+"drop-7-1-1")

@@ -1,0 +1,10 @@
+//go:build !(darwin || dragonfly || freebsd || linux || netbsd || openbsd)
+
+package chunkfile
+
+import "os"
+
+// TryLock reports true: without flock(2) a lock cannot be told from a
+// process that ended, so every other holder counts as ended. Processes
+// must not share a spool directory there.
+func TryLock(f *os.File) (bool, error) { return true, nil }

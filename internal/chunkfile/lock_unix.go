@@ -1,0 +1,23 @@
+//go:build darwin || dragonfly || freebsd || linux || netbsd || openbsd
+
+package chunkfile
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// TryLock takes an exclusive lock (flock(2)) of f without waiting; false
+// when another open file holds it. The lock goes with f's close, or with
+// the process, however it ends.
+func TryLock(f *os.File) (bool, error) {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+	}
+	return true, nil
+}
