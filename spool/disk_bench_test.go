@@ -2,6 +2,9 @@ package spool_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/edgeindex/edgeindex/lease"
@@ -11,7 +14,8 @@ import (
 // BenchmarkDiskPut measures Disk.Put of a one-article chunk (the lease-cycle
 // bench's size): each into a range of its own (a directory made per Put, as
 // with one-article ranges), and all into one range. The baseline is the
-// obvious raw way under the same layout: os.WriteFile of the same bytes.
+// obvious raw way under the same layout: a directory and os.WriteFile of
+// the same bytes, per Put.
 func BenchmarkDiskPut(b *testing.B) {
 	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
 	if err != nil {
@@ -48,6 +52,21 @@ func BenchmarkDiskPut(b *testing.B) {
 		for b.Loop() {
 			n++
 			if err := d.Put(1, lease.Span{From: n, To: n}, chunk); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("baseline=mkdir-writefile", func(b *testing.B) {
+		dir := b.TempDir()
+		b.SetBytes(int64(len(chunk)))
+		var id int64
+		for b.Loop() {
+			id++
+			rdir := filepath.Join(dir, strconv.FormatInt(id, 10))
+			if err := os.Mkdir(rdir, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(rdir, spool.ChunkName(one)), chunk, 0o600); err != nil {
 				b.Fatal(err)
 			}
 		}

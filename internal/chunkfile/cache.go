@@ -31,10 +31,10 @@ func WriteClose(f *os.File, data []byte) error {
 // CheckGzip reads r to its end as gzip and returns an error wrapping
 // ErrTorn unless it is whole: every member's header, its deflate data, and
 // its CRC-32 and size trailer check out, and nothing follows the last
-// member. An empty input is torn too. A read error of r is returned as it
-// is.
+// member. An empty input is torn too. A read error of r (the disk failed)
+// is no verdict on the bytes: it is returned as it is, not as ErrTorn.
 func CheckGzip(r io.Reader) error {
-	br := bufio.NewReaderSize(r, 32<<10)
+	br := bufio.NewReaderSize(errReader{r}, 32<<10)
 	zr, err := gzip.NewReader(br)
 	if err == nil {
 		_, err = io.Copy(io.Discard, zr)
@@ -50,16 +50,15 @@ func CheckGzip(r io.Reader) error {
 	}
 }
 
-// CheckGzipFile is CheckGzip of the file at path; a read error other than
-// the file's format (the file is missing, or the disk fails) is returned
-// as it is, not as ErrTorn.
+// CheckGzipFile is CheckGzip of the file at path; an error opening it is
+// returned as it is.
 func CheckGzipFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return CheckGzip(errReader{f})
+	return CheckGzip(f)
 }
 
 // readError marks an error of the underlying reader, so CheckGzip tells it
