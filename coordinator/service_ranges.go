@@ -166,6 +166,7 @@ func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, s
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, fmt.Errorf("%w: a batch of at most %d bytes", api.ErrTooLarge, s.cfg.MaxBody)
 	}
+	hint := size
 	if size < 0 { // unknown length: the most it may be
 		size = s.cfg.MaxBody
 	}
@@ -174,7 +175,7 @@ func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, s
 		return api.BatchReply{}, fmt.Errorf("%w: batches being stored hold the coordinator's batch memory; try again", api.ErrBusy)
 	}
 	defer s.batches.give(size)
-	b, err := edgeframe.DecodeBatch(body, s.cfg.MaxBody)
+	b, err := edgeframe.DecodeBatchSize(body, hint, s.cfg.MaxBody)
 	if err != nil {
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, err

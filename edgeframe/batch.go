@@ -101,6 +101,15 @@ func badf(format string, args ...any) error {
 // body is reported as too large rather than as malformed. An error reading r
 // is returned wrapped, matching neither sentinel.
 func DecodeBatch(r io.Reader, limit int64) (Batch, error) {
+	return DecodeBatchSize(r, -1, limit)
+}
+
+// DecodeBatchSize is DecodeBatch for a body whose length is said to be size
+// bytes (an HTTP request's Content-Length), or not known when size < 0: it
+// reads the body into one buffer of that size instead of growing one. size
+// is only a hint: a body of another length is read and checked as
+// DecodeBatch reads and checks it.
+func DecodeBatchSize(r io.Reader, size, limit int64) (Batch, error) {
 	if limit <= 0 {
 		limit = DefaultMaxBatch
 	}
@@ -108,7 +117,7 @@ func DecodeBatch(r io.Reader, limit int64) (Batch, error) {
 	if limit < math.MaxInt64 {
 		n = limit + 1
 	}
-	raw, rerr := readBody(r, n)
+	raw, rerr := readBody(r, size, n)
 	if rerr == nil && int64(len(raw)) <= limit {
 		if b, ok := decodeFast(raw); ok {
 			return b, nil
@@ -550,6 +559,13 @@ func MarshalBatch(b Batch) ([]byte, error) {
 		if it.Key == "" {
 			return nil, badf("items[%d] has an empty key", i)
 		}
+	}
+	size := 64 + 20*len(b.Missing)
+	for _, it := range b.Items {
+		size += 24 + len(it.Key) + len(it.Value)
+	}
+	if body, ok := appendBatch(make([]byte, 0, size+size/16), b); ok {
+		return body, nil
 	}
 	if b.Items == nil {
 		b.Items = []Item{}

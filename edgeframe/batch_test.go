@@ -251,3 +251,19 @@ func TestMarshalBatch(t *testing.T) {
 		require.ErrorIs(t, err, edgeframe.ErrBadBatch, "%+v", bad)
 	}
 }
+
+func TestDecodeBatchSize(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"from": 1, "to": 9, "headers": 9, "items": [{"key": "k", "value": {"a": 1}}]}`)
+	want, err := edgeframe.DecodeBatch(bytes.NewReader(body), 0)
+	require.NoError(t, err)
+	n := int64(len(body))
+	for _, size := range []int64{-1, 0, 1, n - 1, n, n + 1, 1 << 20} {
+		// io.MultiReader hides the reader's length: only the hint says it.
+		got, err := edgeframe.DecodeBatchSize(io.MultiReader(bytes.NewReader(body)), size, 0)
+		require.NoError(t, err, "size %d", size)
+		require.Equal(t, want, got, "size %d", size)
+		_, err = edgeframe.DecodeBatchSize(io.MultiReader(bytes.NewReader(body)), size, n-1)
+		require.ErrorIs(t, err, edgeframe.ErrTooLarge, "size %d", size)
+	}
+}

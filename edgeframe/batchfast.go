@@ -27,11 +27,15 @@ import (
 // deeper values go to the slow path (encoding/json's own limit is 10000).
 const maxFastDepth = 1000
 
-// readBody reads at most n bytes of r. err is a read error other than EOF.
-func readBody(r io.Reader, n int64) ([]byte, error) {
+// readBody reads at most n bytes of r, into one buffer when the body is
+// size bytes long (size < 0: not known). err is a read error other than EOF.
+func readBody(r io.Reader, size, n int64) ([]byte, error) {
+	if br, ok := r.(interface{ Len() int }); ok && size < 0 {
+		size = int64(br.Len())
+	}
 	var buf []byte
-	if br, ok := r.(interface{ Len() int }); ok && int64(br.Len()) < n {
-		buf = make([]byte, 0, br.Len()+1)
+	if size >= 0 && size < n {
+		buf = make([]byte, 0, size+1) // the extra byte: the read that finds EOF
 	} else {
 		buf = make([]byte, 0, 16<<10)
 	}
@@ -58,9 +62,13 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // fast is the scanner's state: the body and the position in it.
 type fast struct {
-	p   []byte
-	i   int
-	buf []Item
+	p []byte
+	i int
+	// dirty is set when the scanner skipped white space or read a string
+	// with a byte that json.Marshal escapes in a json.RawMessage (<, >, &,
+	// or the first byte of U+2028 and U+2029, and of other runes): bytes
+	// MarshalBatch cannot copy as they are.
+	dirty bool
 }
 
 // decodeFast decodes body, reporting false when the slow path must decide.
@@ -83,7 +91,11 @@ func decodeFast(body []byte) (Batch, bool) {
 	return b, true
 }
 
-func (s *fast) space() { s.i = jsonscan.Space(s.p, s.i) }
+func (s *fast) space() {
+	if i := jsonscan.Space(s.p, s.i); i != s.i {
+		s.i, s.dirty = i, true
+	}
+}
 
 // next skips white space and reports whether the next byte is c, taking it.
 func (s *fast) next(c byte) bool {
@@ -96,9 +108,11 @@ func (s *fast) next(c byte) bool {
 
 // peek skips white space and returns the next byte (0 at the end).
 func (s *fast) peek() byte {
-	var c byte
-	c, s.i = jsonscan.Peek(s.p, s.i)
-	return c
+	s.space()
+	if s.i < len(s.p) {
+		return s.p[s.i]
+	}
+	return 0
 }
 
 // name reads a member name and its colon; the name has no escape.
@@ -335,46 +349,70 @@ func (s *fast) key() (string, bool) {
 	return k, true
 }
 
+// The classes of the bytes of a string, for str.
+const (
+	strPlain   = iota
+	strQuote   // its end
+	strEscape  // a backslash
+	strControl // below 0x20: not allowed
+	strMarked  // plain, but MarshalBatch cannot copy it as it is (see fast.dirty)
+)
+
+var strClass = func() (t [256]byte) {
+	for c := range 0x20 {
+		t[c] = strControl
+	}
+	t['"'], t['\\'] = strQuote, strEscape
+	t['<'], t['>'], t['&'], t[0xE2] = strMarked, strMarked, strMarked, strMarked
+	return t
+}()
+
 // str skips a string, checking its escapes, and reports whether it has any.
 func (s *fast) str() (escaped, ok bool) {
-	if s.i >= len(s.p) || s.p[s.i] != '"' {
+	p, i := s.p, s.i
+	if i >= len(p) || p[i] != '"' {
 		return false, false
 	}
-	s.i++
-	for s.i < len(s.p) {
-		c := s.p[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return escaped, true
-		case c < 0x20:
+	i++
+	for {
+		for i < len(p) && strClass[p[i]] == strPlain {
+			i++
+		}
+		if i >= len(p) {
 			return false, false
-		case c == '\\':
+		}
+		switch strClass[p[i]] {
+		case strQuote:
+			s.i = i + 1
+			return escaped, true
+		case strControl:
+			return false, false
+		case strMarked:
+			s.dirty = true
+			i++
+		case strEscape:
 			escaped = true
-			if s.i+1 >= len(s.p) {
+			if i+1 >= len(p) {
 				return false, false
 			}
-			switch s.p[s.i+1] {
+			switch p[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
+				i += 2
 			case 'u':
-				if s.i+6 > len(s.p) {
+				if i+6 > len(p) {
 					return false, false
 				}
-				for _, h := range s.p[s.i+2 : s.i+6] {
+				for _, h := range p[i+2 : i+6] {
 					if !isHex(h) {
 						return false, false
 					}
 				}
-				s.i += 6
+				i += 6
 			default:
 				return false, false
 			}
-		default:
-			s.i++
 		}
 	}
-	return false, false
 }
 
 func isHex(c byte) bool {
@@ -449,36 +487,42 @@ func (s *fast) literal(lit string) bool {
 
 // number skips a JSON number: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
 func (s *fast) number() bool {
-	if s.p[s.i] == '-' {
-		s.i++
+	p, i := s.p, s.i
+	if p[i] == '-' {
+		i++
 	}
-	digits := func() int {
-		n := 0
-		for s.i < len(s.p) && s.p[s.i] >= '0' && s.p[s.i] <= '9' {
-			s.i++
-			n++
-		}
-		return n
-	}
-	start := s.i
-	n := digits()
-	if n == 0 || n > 1 && s.p[start] == '0' {
+	start := i
+	i = digits(p, i)
+	if n := i - start; n == 0 || n > 1 && p[start] == '0' {
 		return false
 	}
-	if s.i < len(s.p) && s.p[s.i] == '.' {
-		s.i++
-		if digits() == 0 {
+	if i < len(p) && p[i] == '.' {
+		j := digits(p, i+1)
+		if j == i+1 {
 			return false
 		}
+		i = j
 	}
-	if s.i < len(s.p) && (s.p[s.i] == 'e' || s.p[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.p) && (s.p[s.i] == '+' || s.p[s.i] == '-') {
-			s.i++
+	if i < len(p) && (p[i] == 'e' || p[i] == 'E') {
+		i++
+		if i < len(p) && (p[i] == '+' || p[i] == '-') {
+			i++
 		}
-		if digits() == 0 {
+		j := digits(p, i)
+		if j == i {
 			return false
 		}
+		i = j
 	}
+	s.i = i
 	return s.literalEnds()
+}
+
+// digits returns the index of the first byte at or after i that is not a
+// decimal digit.
+func digits(p []byte, i int) int {
+	for i < len(p) && p[i] >= '0' && p[i] <= '9' {
+		i++
+	}
+	return i
 }

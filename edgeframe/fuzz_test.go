@@ -158,3 +158,48 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMarshalBatch encodes batches built from arbitrary keys and values.
+// Invariants: MarshalBatch writes exactly what json.Marshal writes for the
+// batch (its fast path is byte for byte encoding/json), and refuses exactly
+// what ValidateBatch or json.Marshal refuses, with ErrBadBatch.
+func FuzzMarshalBatch(f *testing.F) {
+	for _, v := range []string{
+		`{"a": [1, 2], "s": "<&>"}`, "\"\u2028\u2029\"", ` [ true , false , null , -1.5e+3 ] `, `"\u003c\\\"\/"`,
+		`{bad`, ``, `1 2`, `{"a":1}x`, `"` + "\xff" + `"`, `[[[[]]]]`, `0`, `01`, `"\x01"`, "\t\"a b\"\n",
+	} {
+		f.Add("key", []byte(v), int64(1), int64(9), int64(9), false)
+	}
+	f.Add("k<e>y&\"\\\u2028é\xff\x01", []byte(`{}`), int64(-5), int64(5), int64(0), true)
+	f.Add("", []byte(`1`), int64(1), int64(1), int64(0), false)
+	f.Add("k", []byte(`1`), int64(2), int64(1), int64(0), false)
+	f.Fuzz(func(t *testing.T, key string, value []byte, from, to, headers int64, final bool) {
+		b := Batch{From: from, To: to, Headers: headers, Final: final, Items: []Item{
+			{Key: key, Value: value}, {Key: "nil", Value: nil}, {Key: key + "2", Value: json.RawMessage(value)},
+		}}
+		if from < to {
+			b.Missing = []int64{from, to}
+		}
+		got, err := MarshalBatch(b)
+		want, werr := json.Marshal(b)
+		if verr := ValidateBatch(b); verr != nil || werr != nil {
+			require.ErrorIs(t, err, ErrBadBatch)
+			require.Nil(t, got)
+			if verr == nil {
+				_, ok := appendBatch(nil, b)
+				require.False(t, ok, "the fast path accepted what json.Marshal refuses")
+			}
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+		if fast, ok := appendBatch(nil, b); ok {
+			require.Equal(t, string(want), string(fast))
+		}
+		b.Items = nil
+		got, err = MarshalBatch(b)
+		require.NoError(t, err)
+		want, _ = json.Marshal(Batch{From: b.From, To: b.To, Headers: b.Headers, Missing: b.Missing, Final: b.Final, Items: []Item{}})
+		require.Equal(t, string(want), string(got))
+	})
+}
