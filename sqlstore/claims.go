@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 var _ spool.Claims = (*Store)(nil)
@@ -23,6 +26,8 @@ var _ spool.Claims = (*Store)(nil)
 // or was just stored in its owner's spool, which other coordinators may
 // share (a bucket), and is not fetched twice. The fetched flag decides
 // nothing any more; it only tells which claims were completed.
+//
+// Concurrent claims are written in groups (see committer).
 func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, owner string, ttl time.Duration) (bool, error) {
 	if owner == "" || span.From > span.To {
 		return false, lease.Invalidf("claim chunk: an owner and a span with from <= to are required")
@@ -31,59 +36,154 @@ func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, 
 	if err != nil {
 		return false, err
 	}
-	now := s.now()
-	var got string
-	err = s.db.GetContext(ctx, &got, s.q(`
-		INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us) VALUES (?, ?, ?, ?, {now} + ?)
-		ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.owner, expires_us = excluded.expires_us, fetched = FALSE
-		WHERE chunk_claims.owner = excluded.owner OR chunk_claims.expires_us < {now}
-		RETURNING owner`), rangeID, span.From, span.To, owner, now, ttlUS, now)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("claim chunk: %w", err)
-	}
-	return true, nil
+	return s.claims.do(ctx, chunkReq{rangeID: rangeID, span: span, owner: owner, ttlUS: ttlUS})
 }
 
-// ChunkFetched implements spool.Claims. On PostgreSQL it also notifies the
-// coordinators sharing the database, in the same transaction, that the
-// chunk is stored (see ListenChunks).
-func (s *Store) ChunkFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) error {
-	n, err := s.markFetched(ctx, rangeID, span, owner)
-	if err != nil {
-		return fmt.Errorf("chunk fetched: %w", err)
+// chunkReq is one ClaimChunk or ChunkFetched.
+type chunkReq struct {
+	rangeID int64
+	span    lease.Span
+	owner   string
+	ttlUS   int64
+}
+
+// chunkKey identifies a claim.
+type chunkKey struct{ rangeID, from int64 }
+
+// claimSet is ClaimChunk's upsert without its VALUES.
+const claimSet = `ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.owner, expires_us = excluded.expires_us, fetched = FALSE
+	WHERE chunk_claims.owner = excluded.owner OR chunk_claims.expires_us < {now}`
+
+// claimGroup writes a group of claims: on PostgreSQL with one statement,
+// unless two claim one chunk (then one by one, in order); on SQLite in one
+// transaction.
+func (s *Store) claimGroup(ctx context.Context, group []*call[chunkReq, bool]) {
+	grouped(ctx, group, func(ctx context.Context, group []*call[chunkReq, bool]) error {
+		if s.d.name == "postgres" && len(group) > 1 && !repeatsChunk(group) {
+			return s.claimPostgres(ctx, group)
+		}
+		return s.tx(ctx, func(tx *sqlx.Tx) error {
+			now := s.now()
+			for _, c := range group {
+				q := c.req
+				var got string
+				err := tx.GetContext(ctx, &got, s.q(`INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us)
+					VALUES (?, ?, ?, ?, {now} + ?) `+claimSet+` RETURNING owner`), q.rangeID, q.span.From, q.span.To, q.owner, now, q.ttlUS, now)
+				if err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return fmt.Errorf("claim chunk: %w", err)
+				}
+				c.res, c.err = err == nil, nil
+			}
+			return nil
+		})
+	})
+}
+
+// repeatsChunk reports whether two calls of group name one chunk.
+func repeatsChunk(group []*call[chunkReq, bool]) bool {
+	seen := make(map[chunkKey]bool, len(group))
+	for _, c := range group {
+		k := chunkKey{c.req.rangeID, c.req.span.From}
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
 	}
-	if n == 0 {
-		return fmt.Errorf("chunk fetched: range %d chunk %d: %w: %s holds no claim", rangeID, span.From, lease.ErrLeaseLost, owner)
+	return false
+}
+
+// claimPostgres writes a group of claims of distinct chunks with one
+// statement.
+func (s *Store) claimPostgres(ctx context.Context, group []*call[chunkReq, bool]) error {
+	n := len(group)
+	ids, froms, tos, ttls, owners := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]string, n)
+	for i, c := range group {
+		ids[i], froms[i], tos[i], ttls[i], owners[i] = c.req.rangeID, c.req.span.From, c.req.span.To, c.req.ttlUS, c.req.owner
+	}
+	now := s.now()
+	var got []struct {
+		RangeID int64 `db:"range_id"`
+		From    int64 `db:"from_n"`
+	}
+	if err := s.db.SelectContext(ctx, &got, s.q(`INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us)
+		SELECT c.range_id, c.from_n, c.to_n, c.owner, {now} + c.ttl_us
+		FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]))
+			AS c(range_id, from_n, to_n, owner, ttl_us)
+		`+claimSet+` RETURNING range_id, from_n`),
+		now, pq.Array(ids), pq.Array(froms), pq.Array(tos), pq.Array(owners), pq.Array(ttls), now); err != nil {
+		return fmt.Errorf("claim chunk: %w", err)
+	}
+	claimed := make(map[chunkKey]bool, len(got))
+	for _, g := range got {
+		claimed[chunkKey{g.RangeID, g.From}] = true
+	}
+	for _, c := range group {
+		c.res, c.err = claimed[chunkKey{c.req.rangeID, c.req.span.From}], nil
 	}
 	return nil
 }
 
-// markFetched marks owner's claim fetched and returns how many claims it
-// marked. On PostgreSQL the same statement notifies the other coordinators
-// when it marked one: one round trip, and the note goes out on commit.
-func (s *Store) markFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) (int64, error) {
-	const update = `UPDATE chunk_claims SET fetched = TRUE WHERE range_id = ? AND from_n = ? AND owner = ?`
-	if s.channel == "" {
-		res, err := s.db.ExecContext(ctx, s.q(update), rangeID, span.From, owner)
-		if err != nil {
-			return 0, err
+// ChunkFetched implements spool.Claims. On PostgreSQL it also notifies the
+// coordinators sharing the database, in the same statement, that the chunk
+// is stored (see ListenChunks). Concurrent calls are written in groups (see
+// committer).
+func (s *Store) ChunkFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) error {
+	_, err := s.fetched.do(ctx, chunkReq{rangeID: rangeID, span: span, owner: owner})
+	return err
+}
+
+// fetchedGroup marks a group of claims fetched with one statement; on
+// PostgreSQL the same statement notifies the other coordinators of each
+// claim it marked, and the notes go out on commit.
+func (s *Store) fetchedGroup(ctx context.Context, group []*call[chunkReq, struct{}]) {
+	grouped(ctx, group, func(ctx context.Context, group []*call[chunkReq, struct{}]) error {
+		var sb strings.Builder
+		var args []any
+		if s.channel != "" {
+			sb.WriteString("WITH u AS (")
 		}
-		return res.RowsAffected()
-	}
-	rows, err := s.db.QueryContext(ctx, s.bind("WITH u AS ("+update+" RETURNING 1) SELECT pg_notify(?, ?) FROM u"),
-		rangeID, span.From, owner, s.channel, chunkNote(rangeID, span))
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	var n int64
-	for rows.Next() {
-		n++
-	}
-	return n, rows.Err()
+		sb.WriteString("UPDATE chunk_claims SET fetched = TRUE WHERE ")
+		for i, c := range group {
+			if i > 0 {
+				sb.WriteString(" OR ")
+			}
+			sb.WriteString("(range_id = ? AND from_n = ? AND owner = ?)")
+			args = append(args, c.req.rangeID, c.req.span.From, c.req.owner)
+		}
+		sb.WriteString(" RETURNING range_id, from_n, to_n")
+		if s.channel != "" {
+			sb.WriteString(") SELECT range_id, from_n, to_n, CAST(pg_notify(?, range_id || ' ' || from_n || ' ' || to_n) AS TEXT) FROM u")
+			args = append(args, s.channel)
+		}
+		rows, err := s.db.QueryContext(ctx, s.bind(sb.String()), args...)
+		if err != nil {
+			return fmt.Errorf("chunk fetched: %w", err)
+		}
+		defer rows.Close()
+		marked := make(map[chunkKey]bool, len(group))
+		for rows.Next() {
+			var id, from, to int64
+			dest := []any{&id, &from, &to}
+			if s.channel != "" {
+				dest = append(dest, new(string))
+			}
+			if err := rows.Scan(dest...); err != nil {
+				return fmt.Errorf("chunk fetched: %w", err)
+			}
+			marked[chunkKey{id, from}] = true
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("chunk fetched: %w", err)
+		}
+		for _, c := range group {
+			q := c.req
+			c.err = nil
+			if !marked[chunkKey{q.rangeID, q.span.From}] {
+				c.err = fmt.Errorf("chunk fetched: range %d chunk %d: %w: %s holds no claim", q.rangeID, q.span.From, lease.ErrLeaseLost, q.owner)
+			}
+		}
+		return nil
+	})
 }
 
 // ForgetChunk implements spool.Claims. Only owner's claim is dropped: a

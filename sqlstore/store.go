@@ -126,10 +126,12 @@ type Store struct {
 	authGen int64                // counts forgetAuth calls
 
 	// Concurrent Puts and Grants are written in groups (committer).
-	puts   *committer[putReq, batch.Result]
-	grants *committer[grantReq, lease.Lease]
-	stop   context.CancelFunc
-	loops  sync.WaitGroup
+	puts    *committer[putReq, batch.Result]
+	grants  *committer[grantReq, lease.Lease]
+	claims  *committer[chunkReq, bool]
+	fetched *committer[chunkReq, struct{}]
+	stop    context.CancelFunc
+	loops   sync.WaitGroup
 }
 
 // dialect holds what differs between the backends.
@@ -213,7 +215,8 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// startCommitters starts the loops that write Puts and Grants in groups:
+// startCommitters starts the loops that write Puts, Grants and chunk
+// claims in groups:
 // on SQLite one each, as its one writer runs one transaction at a time; on
 // PostgreSQL two each, so that a group waiting on a row lock does not hold
 // up every other.
@@ -226,6 +229,8 @@ func (s *Store) startCommitters() {
 	s.stop = cancel
 	s.puts = startCommitter(ctx, &s.loops, loops, s.putGroup)
 	s.grants = startCommitter(ctx, &s.loops, loops, s.grantGroup)
+	s.claims = startCommitter(ctx, &s.loops, loops, s.claimGroup)
+	s.fetched = startCommitter(ctx, &s.loops, loops, s.fetchedGroup)
 }
 
 func (s *Store) openSQLite(path string) error {
