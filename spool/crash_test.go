@@ -278,3 +278,42 @@ func TestPrefetchAfterCrash(t *testing.T) {
 	require.Equal(t, spans, got)
 	require.False(t, strings.Contains(buf.String(), "error"))
 }
+
+// TestDiskCrashOpensTogether: two Opens of a crashed directory at once
+// (two coordinators restarting on one data directory): the second waits
+// for the first's check, so neither counts a torn chunk.
+func TestDiskCrashOpensTogether(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d, err := spool.Open(dir, spool.Config{})
+	require.NoError(t, err)
+	var spans []lease.Span
+	for i := range 50 {
+		sp := lease.Span{From: int64(i + 1), To: int64(i + 1)}
+		spans = append(spans, sp)
+		require.NoError(t, d.Put(1, sp, gzipOf(t, "overview line\n", 2000)))
+	}
+	spool.Crash(d)
+	for _, sp := range spans {
+		require.NoError(t, os.Truncate(spool.ChunkPath(dir, 1, sp), 7))
+	}
+	disks := make(chan *spool.Disk, 2)
+	for range 2 {
+		go func() {
+			d, err := spool.Open(dir, spool.Config{})
+			if err != nil {
+				t.Error(err)
+			}
+			disks <- d
+		}()
+	}
+	for range 2 {
+		d := <-disks
+		require.NotNil(t, d)
+		t.Cleanup(func() { require.NoError(t, d.Close()) })
+		require.Zero(t, d.Size())
+		for _, sp := range spans {
+			require.False(t, d.Has(1, sp))
+		}
+	}
+}

@@ -129,6 +129,10 @@ type Disk struct {
 // its directory (see Disk).
 const MarkerPrefix = ".open-"
 
+// LockName is the file in a Disk's directory whose lock Open holds while
+// it looks at the markers and the chunks.
+const LockName = ".lock"
+
 var _ Store = (*Disk)(nil)
 
 // Open opens the spool in dir, creating dir if needed. It counts the chunks
@@ -143,6 +147,17 @@ func Open(dir string, cfg Config) (*Disk, error) {
 		return nil, lease.Invalidf("spool directory is empty")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	// Opens of one directory take turns, so that a second one waits for
+	// the first to have checked the chunks of a dead Disk, rather than
+	// taking the marker the first holds meanwhile for a live Disk's.
+	lock, err := os.OpenFile(filepath.Join(dir, LockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("spool: %w", err)
+	}
+	defer lock.Close()
+	if err := chunkfile.Lock(lock); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	d := &Disk{index: newIndex(cfg.MaxBytes), dir: dir}
@@ -175,7 +190,7 @@ func Open(dir string, cfg Config) (*Disk, error) {
 		if d.marker != nil {
 			_ = d.marker.Close() // the marker stays: the next Open checks every chunk
 		}
-		return nil, fmt.Errorf("spool: %w", err)
+		return nil, fmt.Errorf("spool: open %s: %w", dir, err)
 	}
 	return d, nil
 }
@@ -240,12 +255,12 @@ func (d *Disk) mark() error {
 func (d *Disk) scan(check bool) error {
 	top, err := os.ReadDir(d.dir)
 	if err != nil {
-		return fmt.Errorf("spool: %w", err)
+		return err
 	}
 	for _, e := range top {
 		if strings.HasPrefix(e.Name(), TempPrefix) {
 			if err := os.RemoveAll(filepath.Join(d.dir, e.Name())); err != nil {
-				return fmt.Errorf("spool: remove leftover: %w", err)
+				return fmt.Errorf("remove leftover: %w", err)
 			}
 			continue
 		}
@@ -256,13 +271,13 @@ func (d *Disk) scan(check bool) error {
 		rdir := filepath.Join(d.dir, e.Name())
 		files, err := os.ReadDir(rdir)
 		if err != nil {
-			return fmt.Errorf("spool: %w", err)
+			return err
 		}
 		removed := false
 		for _, f := range files {
 			if strings.HasPrefix(f.Name(), TempPrefix) {
 				if err := os.RemoveAll(filepath.Join(rdir, f.Name())); err != nil {
-					return fmt.Errorf("spool: remove leftover: %w", err)
+					return fmt.Errorf("remove leftover: %w", err)
 				}
 				continue
 			}
@@ -275,25 +290,25 @@ func (d *Disk) scan(check bool) error {
 				err := chunkfile.CheckGzipFile(path)
 				if errors.Is(err, chunkfile.ErrTorn) {
 					if err := os.Remove(path); err != nil {
-						return fmt.Errorf("spool: remove torn chunk: %w", err)
+						return fmt.Errorf("remove torn chunk: %w", err)
 					}
 					d.torn++
 					removed = true
 					continue
 				}
 				if err != nil {
-					return fmt.Errorf("spool: check chunk: %w", err)
+					return fmt.Errorf("check chunk: %w", err)
 				}
 			}
 			info, err := f.Info()
 			if err != nil {
-				return fmt.Errorf("spool: %w", err)
+				return err
 			}
 			d.add(id, span, info.Size())
 		}
 		if removed {
 			if err := chunkfile.SyncDir(rdir); err != nil {
-				return fmt.Errorf("spool: %w", err)
+				return err
 			}
 		}
 	}

@@ -21,3 +21,17 @@ func TryLock(f *os.File) (bool, error) {
 	}
 	return true, nil
 }
+
+// Lock takes an exclusive lock (flock(2)) of f, waiting for it.
+func Lock(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+		}
+		return nil
+	}
+}
