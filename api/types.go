@@ -39,8 +39,6 @@ type (
 	Batch = batch.Batch
 	// Item is one of a Batch's {"key", "value"}.
 	Item = batch.Item
-	// BatchReply is {"next", "duplicate"}: the answer of a batch.
-	BatchReply = batch.Result
 	// StoredItem is one item of the results feed: {"id", "range", "from",
 	// "to", "key", "value"}.
 	StoredItem = batch.Stored
@@ -99,6 +97,21 @@ type RangesPage struct {
 	Ranges []Range `json:"ranges"`
 	Next   *string `json:"next"`
 }
+
+// BatchReply is the answer of a batch: {"next", "duplicate", "done"?,
+// "lease"?}.
+type BatchReply struct {
+	batch.Result
+	// Lease is the range granted to the sender after its batch finished its
+	// range, when the batch was posted with ThenLease (?then=lease): its next
+	// lease, without a call of its own. Absent when it did not ask, the range
+	// is not done, or there is no work.
+	Lease *Lease `json:"lease,omitempty"`
+}
+
+// ThenLease is the query of a batch that asks for the sender's next lease
+// in the answer (BatchReply.Lease): POST /v1/ranges/{id}/batch?then=lease.
+const ThenLease = "lease"
 
 // ResultsPage is {"results", "next"}: a page of GET /v1/results, the feed
 // of stored items in storage order. Next is the cursor to poll with; null

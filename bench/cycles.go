@@ -72,8 +72,11 @@ func runCycles(ctx context.Context, cs []*coord, n, workers int) (result, error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var then *lease.Lease
 			for ctx.Err() == nil {
-				ok, err := cycle(ctx, cl, &hists)
+				var ok bool
+				var err error
+				ok, then, err = cycle(ctx, cl, then, &hists)
 				if err != nil {
 					errs <- err
 					return
@@ -113,35 +116,53 @@ var finalBatches = true
 // cycleValue is the one item's value of a cycle's batch.
 var cycleValue = json.RawMessage(`{"subject":"bench","parts":1}`)
 
-// cycle leases a range with cl, posts one batch of one item and finishes
-// it, adding each call's time to hists; false when no range is left.
-func cycle(ctx context.Context, cl *edge.Client, hists *[nOps]hist) (bool, error) {
-	t := time.Now()
-	l, ok, err := cl.Lease(ctx)
-	if err != nil {
-		return false, fmt.Errorf("lease: %w", err)
+// handOver makes a cycle's final batch ask for the next lease in its
+// answer (?then=lease), as edge.Worker does: the next cycle then makes no
+// lease call (-then-lease=false: every cycle calls Lease).
+var handOver = true
+
+// cycle leases a range with cl, unless the last cycle's answer handed one
+// over (then), posts one batch of one item and finishes it, adding each
+// call's time to hists; false when no range is left. It returns the lease
+// its answer handed over, if any.
+func cycle(ctx context.Context, cl *edge.Client, then *lease.Lease, hists *[nOps]hist) (bool, *lease.Lease, error) {
+	var l lease.Lease
+	if then != nil {
+		l = *then
+	} else {
+		t := time.Now()
+		var ok bool
+		var err error
+		l, ok, err = cl.Lease(ctx)
+		if err != nil {
+			return false, nil, fmt.Errorf("lease: %w", err)
+		}
+		if !ok {
+			return false, nil, nil
+		}
+		hists[opLease].add(time.Since(t))
 	}
-	if !ok {
-		return false, nil
-	}
-	hists[opLease].add(time.Since(t))
 	r := l.Range
-	t = time.Now()
-	res, err := cl.PostBatch(ctx, r.ID, l.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1,
+	t := time.Now()
+	post := cl.PostBatch
+	if handOver && finalBatches {
+		post = cl.PostBatchThenLease
+	}
+	res, err := post(ctx, r.ID, l.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1,
 		Items: []batch.Item{{Key: fmt.Sprint(r.ID), Value: cycleValue}}, Final: finalBatches})
 	if err != nil {
-		return false, fmt.Errorf("batch: %w", err)
+		return false, nil, fmt.Errorf("batch: %w", err)
 	}
 	hists[opBatch].add(time.Since(t))
 	if res.Done { // the final batch finished the range, as edge.Worker sends it
-		return true, nil
+		return true, res.Lease, nil
 	}
 	t = time.Now()
 	if err := cl.Finish(ctx, r.ID, l.Token); err != nil {
-		return false, fmt.Errorf("finish: %w", err)
+		return false, nil, fmt.Errorf("finish: %w", err)
 	}
 	hists[opFinish].add(time.Since(t))
-	return true, nil
+	return true, nil, nil
 }
 
 // allDone checks that no range of group is left pending or leased.

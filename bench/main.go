@@ -70,6 +70,7 @@ func main() {
 	fs.Int64Var(&o.rangeSize, "range-size", 10_000, "articles per range in the pipeline")
 	fs.IntVar(&o.pipeWorkers, "pipeline-workers", 4, "workers of the pipeline and goroutines of its baseline")
 	fs.DurationVar(&o.riverCooldown, "river-fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown (its poll interval is 10×): 2ms as River's own benchmark; River's default is 100ms")
+	fs.BoolVar(&handOver, "then-lease", true, "cycle runs' final batches ask for the next lease in their answer (?then=lease), as edge.Worker does")
 	fs.BoolVar(&finalBatches, "final", true, "cycle runs post a final batch that finishes the range (false: a batch, then a finish)")
 	fs.BoolVar(&o.waits, "waits", false, "sample pg_stat_activity during PostgreSQL runs and print what sessions wait on")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (coordinator, workers, baselines) to this file")

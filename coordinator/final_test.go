@@ -1,6 +1,7 @@
 package coordinator_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -51,6 +53,52 @@ func TestFinalBatch(t *testing.T) {
 			r = h.do("POST", path, h.token, l.Token, strings.NewReader(`{"from":51,"to":100,"headers":50,"items":[],"final":1}`))
 			require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
 			require.Contains(t, r.errorText(t), "final must be a boolean")
+		})
+	}
+}
+
+// A final batch posted with ?then=lease is answered with the sender's next
+// lease, as POST /v1/lease would grant it; a batch that does not finish its
+// range, or with no work left, is answered as before; another value of
+// then is 400 and stores nothing.
+func TestFinalBatchThenLease(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, b.URL(t), nil)
+			h.group("g", false, 1, 200, lease.LaneHistory) // two ranges of 100
+			l := h.lease(h.token)
+			path := fmt.Sprintf("/v1/ranges/%d/batch", l.Range.ID)
+
+			r := h.do("POST", path+"?then=lease2", h.token, l.Token, strings.NewReader(`{"from":1,"to":100,"headers":100,"items":[],"final":true}`))
+			require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+			rg, err := h.store.Range(t.Context(), l.Range.ID)
+			require.NoError(t, err)
+			require.Equal(t, lease.StateLeased, rg.State, "nothing stored")
+			require.Equal(t, int64(1), rg.Next)
+
+			r = h.do("POST", path+"?then=lease", h.token, l.Token, strings.NewReader(`{"from":1,"to":50,"headers":50,"items":[]}`))
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			require.JSONEq(t, `{"next":51,"duplicate":false}`, string(r.body), "not final: no lease")
+
+			r = h.do("POST", path+"?then=lease", h.token, l.Token, strings.NewReader(`{"from":51,"to":100,"headers":50,"items":[],"final":true}`))
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			var reply api.BatchReply
+			require.NoError(t, json.Unmarshal(r.body, &reply))
+			require.True(t, reply.Done)
+			require.NotNil(t, reply.Lease, "%s", r.body)
+			next := *reply.Lease
+			require.NotEqual(t, l.Range.ID, next.Range.ID)
+			require.Equal(t, int64(101), next.Range.Start)
+			held, err := h.store.Check(t.Context(), next.Range.ID, lease.Fence{Node: "edge-1", Token: next.Token})
+			require.NoError(t, err, "the lease handed over is the sender's")
+			require.Equal(t, next.Token, held.Token)
+
+			path = fmt.Sprintf("/v1/ranges/%d/batch", next.Range.ID)
+			r = h.do("POST", path+"?then=lease", h.token, next.Token, strings.NewReader(`{"from":101,"to":200,"headers":100,"items":[],"final":true}`))
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			require.JSONEq(t, `{"next":201,"duplicate":false,"done":true}`, string(r.body), "no work left: no lease")
 		})
 	}
 }

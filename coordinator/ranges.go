@@ -56,7 +56,14 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	if err != nil {
 		return err
 	}
+	then := r.URL.Query().Get("then")
+	if then != "" && then != api.ThenLease {
+		return lease.Invalidf("batch: ?then= takes one value, %q", api.ThenLease)
+	}
 	res, err := s.svc.PostBatch(r.Context(), id, f, r.ContentLength, r.Body)
+	if err == nil && then == api.ThenLease {
+		s.svc.LeaseAfter(r.Context(), n, &res)
+	}
 	return s.reply(w, res, err)
 }
 

@@ -226,7 +226,26 @@ func (s *Service) store(ctx context.Context, rangeID int64, l api.Lease, lost er
 	if res.Done {
 		s.dropSpool(rangeID)
 	}
-	return res, nil
+	return api.BatchReply{Result: res}, nil
+}
+
+// LeaseAfter grants node its next range when reply says node's batch
+// finished its range, and puts the lease in reply (BatchReply.Lease): a
+// worker that asked (?then=lease) goes on without a lease call of its own.
+// With no work, reply stays as it is, as it does when the grant fails (it
+// is logged): the batch is stored either way, and the worker asks for its
+// next range the usual way.
+func (s *Service) LeaseAfter(ctx context.Context, node string, reply *api.BatchReply) {
+	if !reply.Done {
+		return
+	}
+	l, err := s.Grant(ctx, node)
+	switch {
+	case err == nil:
+		reply.Lease = &l
+	case !errors.Is(err, lease.ErrNoWork):
+		s.cfg.Logger.Warn("lease after a final batch", "node", node, "err", err)
+	}
 }
 
 // budget bounds the bytes of batch bodies being decoded and stored at once.

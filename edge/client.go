@@ -349,12 +349,37 @@ func (s *Stream) Close() error { return s.body.Close() }
 // error wrapping lease.ErrInvalid and is not sent. Nil Items are sent as an
 // empty list.
 func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b api.Batch) (api.BatchReply, error) {
+	return c.postBatch(ctx, rangeID, token, b, nil)
+}
+
+// PostBatchThenLease is PostBatch asking (?then=lease) that, when the batch
+// finishes its range (a final batch: Done), the answer carry the node's
+// next lease (BatchReply.Lease), as Lease would grant it: a cycle of lease,
+// batch and finish then costs one call. Lease is nil when there is no work,
+// or the coordinator predates the query (it ignores it); the caller then
+// calls Lease. A lease handed over is the caller's to work or release. Like
+// every batch the call is retried; a retry whose first answer was lost
+// leaves the range that answer handed over to expire, as a lost answer of
+// Lease does.
+func (c *Client) PostBatchThenLease(ctx context.Context, rangeID, token int64, b api.Batch) (api.BatchReply, error) {
+	res, err := c.postBatch(ctx, rangeID, token, b, url.Values{"then": {api.ThenLease}})
+	if err == nil && res.Lease != nil {
+		if lerr := checkLease(*res.Lease); lerr != nil {
+			// The batch is stored: only the lease is dropped; it expires.
+			c.cfg.Logger.Warn("edge: dropping a lease handed over that cannot be worked", "err", lerr)
+			res.Lease = nil
+		}
+	}
+	return res, err
+}
+
+func (c *Client) postBatch(ctx context.Context, rangeID, token int64, b api.Batch, q url.Values) (api.BatchReply, error) {
 	body, err := edgeframe.MarshalBatch(b)
 	if err != nil {
 		return api.BatchReply{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, lease.ErrInvalid, err)
 	}
 	cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
-	cl.body, cl.ctype, cl.retry = body, "application/json", true
+	cl.body, cl.ctype, cl.retry, cl.query = body, "application/json", true, q
 	var res api.BatchReply
 	if _, err := c.json(ctx, cl, &res); err != nil {
 		return api.BatchReply{}, err

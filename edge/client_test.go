@@ -329,7 +329,7 @@ func TestClientDuplicateBatchIsSuccess(t *testing.T) {
 	b := batch.Batch{From: 1, To: 100, Headers: 100, Items: []batch.Item{{Key: "k", Value: []byte(`{"n":1}`)}}}
 	res, err := cl.PostBatch(context.Background(), l.Range.ID, l.Token, b)
 	require.NoError(t, err)
-	require.Equal(t, batch.Result{Next: 101, Duplicate: true}, res)
+	require.Equal(t, batch.Result{Next: 101, Duplicate: true}, res.Result)
 	require.Len(t, s.got(), 1)
 	require.Equal(t, []batch.Batch{b}, c.batches(), "stored exactly once")
 	require.Equal(t, int64(101), c.rng(l.Range.ID).Next)
@@ -337,7 +337,7 @@ func TestClientDuplicateBatchIsSuccess(t *testing.T) {
 	// The next batch is stored as usual.
 	res, err = cl.PostBatch(context.Background(), l.Range.ID, l.Token, batch.Batch{From: 101, To: 200})
 	require.NoError(t, err)
-	require.Equal(t, batch.Result{Next: 201}, res)
+	require.Equal(t, batch.Result{Next: 201}, res.Result)
 	require.Len(t, c.batches(), 2)
 	require.Equal(t, []batch.Item{}, c.batches()[1].Items, "nil items are sent as a list")
 }

@@ -62,6 +62,10 @@ type coord struct {
 	// final batches and takes the field as an ordinary one. refuseFinal
 	// answers a batch with "final" 400, as an older strict decoder did.
 	finals, refuseFinal bool
+	// handOver makes a final batch posted with ?then=lease carry the next
+	// plain range in its answer, as the real coordinator does; without it
+	// the fake ignores the query, as one that predates it.
+	handOver bool
 }
 
 type crange struct {
@@ -297,14 +301,24 @@ func (c *coord) lease(r *crange) lease.Lease {
 func (c *coord) grant(w http.ResponseWriter, _ *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if l := c.grantLocked(); l != nil {
+		writeJSON(w, *l)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// grantLocked grants the first pending plain range; nil when none is.
+// c.mu is held.
+func (c *coord) grantLocked() *lease.Lease {
 	for _, r := range c.ranges {
 		if !r.ordered && r.State == lease.StatePending {
 			r.State, r.token = lease.StateLeased, r.token+1
-			writeJSON(w, c.lease(r))
-			return
+			l := c.lease(r)
+			return &l
 		}
 	}
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // held finds the range of the request and checks its Lease-Token. It
@@ -420,7 +434,11 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 			if done {
 				r.State = lease.StateDone
 			}
-			writeJSON(w, batch.Result{Next: r.Next, Done: done})
+			reply := api.BatchReply{Result: batch.Result{Next: r.Next, Done: done}}
+			if done && c.handOver && req.URL.Query().Get("then") == api.ThenLease {
+				reply.Lease = c.grantLocked()
+			}
+			writeJSON(w, reply)
 		case batch.Duplicate:
 			done := c.finals && b.Final
 			if done {

@@ -201,11 +201,20 @@ func (w *Worker) round(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if ok {
+	for ok {
 		worked = true
-		if _, err := w.work(ctx, l, false, nil); err != nil {
+		_, then, err := w.work(ctx, l, false, nil)
+		if err != nil {
 			return true, err
 		}
+		if then == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			w.giveBack(ctx, *then)
+			break
+		}
+		l = *then // handed over in the final batch's answer: no lease call
 	}
 	for _, lane := range w.cfg.Lanes {
 		if ctx.Err() != nil {
@@ -277,7 +286,7 @@ type laneWindow struct {
 // the finish, and before a release when it is in step with next. The error
 // it returns is for Run to back off on; what happened to the range is
 // logged and counted.
-func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow) (outcome, error) {
+func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow) (outcome, *lease.Lease, error) {
 	r := l.Range
 	log := w.log.With("range", r.ID, "group", r.Group, "lane", r.Lane, "token", l.Token)
 	start := w.cfg.Clock.Now()
@@ -291,8 +300,8 @@ func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, win *lan
 	})
 	defer stop()
 
-	next, done := r.Next, false
-	err := w.stream(rctx, l, ordered, win, &next, &done, log)
+	next, fin := r.Next, final{}
+	err := w.stream(rctx, l, ordered, win, &next, &fin, log)
 	if rctx.Err() != nil {
 		// A heartbeat of the range (or of its lane) found the lease gone.
 		if cause := context.Cause(rctx); verdict(cause) {
@@ -300,37 +309,57 @@ func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, win *lan
 		}
 	}
 	switch {
-	case err == nil && done: // the final batch finished the range
+	case err == nil && fin.done: // the final batch finished the range
 		stop()
 		w.n.ranges.Add(1)
 		log.Info("edge: range done", "took", w.cfg.Clock.Now().Sub(start))
-		return finished, nil
+		return finished, fin.then, nil
 	case err == nil: // every batch is stored: only the finish is left
 		stop()
 		fctx, done := w.detachIfDone(rctx, ctx)
 		defer done()
-		return w.finish(fctx, l, win, log, start)
+		return noThen(w.finish(fctx, l, win, log, start))
 	case verdict(err):
-		return w.fenced(l, err, log)
+		return noThen(w.fenced(l, err, log))
 	case ctx.Err() != nil:
 		log.Info("edge: stopping; giving the range back", "next", next)
-		return w.release(ctx, l, win, next, nil, log)
+		return noThen(w.release(ctx, l, win, next, nil, log))
 	}
 	if bad, ok := errors.AsType[*badChunk](err); ok {
 		state, attempts, cerr := w.c.Corrupt(rctx, r.ID, l.Token, bad.from)
 		if cerr == nil {
 			w.n.corrupt.Add(1)
 			log.Warn("edge: chunk reported corrupt", "from", bad.from, "err", err, "state", state, "attempts", attempts)
-			return corrupted, nil
+			return corrupted, nil, nil
 		}
 		if verdict(cerr) {
-			return w.fenced(l, cerr, log)
+			return noThen(w.fenced(l, cerr, log))
 		}
 		log.Warn("edge: reporting a corrupt chunk failed", "from", bad.from, "err", cerr)
 		err = errors.Join(err, cerr)
 	}
 	log.Warn("edge: giving the range back", "next", next, "err", err)
-	return w.release(ctx, l, win, next, err, log)
+	return noThen(w.release(ctx, l, win, next, err, log))
+}
+
+// noThen is an outcome with no lease handed over.
+func noThen(o outcome, err error) (outcome, *lease.Lease, error) { return o, nil, err }
+
+// final is what a range's final batch answered.
+type final struct {
+	done bool         // the range is done
+	then *lease.Lease // the next lease, handed over in the answer
+}
+
+// giveBack releases a lease handed over in a final batch's answer that the
+// worker, stopping, will not work: within StopTimeout, like the release of
+// a range in hand. A failure is logged; the lease then expires.
+func (w *Worker) giveBack(ctx context.Context, l lease.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.StopTimeout)
+	defer cancel()
+	if err := w.c.Release(rctx, l.Range.ID, l.Token); err != nil {
+		w.log.Warn("edge: giving back a lease handed over while stopping", "range", l.Range.ID, "err", err)
+	}
 }
 
 // detachIfDone returns ctx, or when parent (Run's context) is done, a
@@ -457,13 +486,13 @@ func (w *Worker) keepAlive(ctx context.Context, lost context.CancelCauseFunc, ev
 // stream reads the range's chunks from next until every batch is stored,
 // reopening the stream when it is cut. It returns nil once next > end and
 // the window, when there is one, has seen every article below next.
-func (w *Worker) stream(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, done *bool, log *slog.Logger) error {
+func (w *Worker) stream(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, fin *final, log *slog.Logger) error {
 	if win != nil {
 		placeWindow(win, l.Range, *next, log)
 	}
 	cuts := 0
 	for streaming(l.Range, win, *next) {
-		progressed, err := w.streamOnce(ctx, l, ordered, win, next, done, log)
+		progressed, err := w.streamOnce(ctx, l, ordered, win, next, fin, log)
 		if err == nil {
 			continue
 		}
@@ -525,7 +554,7 @@ func missed(win *laneWindow, upto int64, log *slog.Logger) {
 // streamOnce opens the stream once and works its chunks until next > end
 // (and the window has caught up) or the stream stops. It reports whether
 // any batch was stored or any chunk handed again to the window.
-func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, done *bool, log *slog.Logger) (progressed bool, err error) {
+func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, next *int64, fin *final, log *slog.Logger) (progressed bool, err error) {
 	r := l.Range
 	sctx, scancel := context.WithCancelCause(ctx)
 	defer scancel(nil)
@@ -592,7 +621,7 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, wi
 			return progressed, fmt.Errorf("edge: stream of range %d: %w: chunk %d-%d does not continue from next %d within end %d",
 				r.ID, ErrProtocol, f.From, f.To, *next, r.End)
 		}
-		if err := w.chunk(ctx, l, ordered, win, f, next, done); err != nil {
+		if err := w.chunk(ctx, l, ordered, win, f, next, fin); err != nil {
 			return progressed, err
 		}
 		progressed = true
@@ -642,7 +671,7 @@ func (w *Worker) handle(ctx context.Context, c Chunk, chunkFrom int64) (Output, 
 // and before the range is finished, so that a snapshot is never ahead of the
 // range's stored next, and a final batch would leave no moment between the
 // two (see finish).
-func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, f edgeframe.Frame, next *int64, done *bool) error {
+func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, win *laneWindow, f edgeframe.Frame, next *int64, fin *final) error {
 	r := l.Range
 	r.Next = *next
 	from := max(f.From, *next)
@@ -663,7 +692,13 @@ func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, win *la
 		pctx, done = w.detachFinal(ctx)
 		defer done()
 	}
-	res, err := w.c.PostBatch(pctx, r.ID, l.Token, b)
+	post := w.c.PostBatch
+	if b.Final && !ordered && len(w.cfg.Lanes) == 0 {
+		// With no lanes to take turns with, the next plain range may come
+		// in the answer.
+		post = w.c.PostBatchThenLease
+	}
+	res, err := post(pctx, r.ID, l.Token, b)
 	if b.Final && refusesFinal(err) {
 		w.noFinal.Store(true)
 		w.log.Info("edge: the coordinator does not take final batches; finishing ranges with a call of their own")
@@ -673,7 +708,7 @@ func (w *Worker) chunk(ctx context.Context, l lease.Lease, ordered bool, win *la
 	if err != nil {
 		return err
 	}
-	*done = b.Final && res.Done
+	fin.done, fin.then = b.Final && res.Done, res.Lease
 	*next = f.To + 1
 	if win != nil {
 		// Stored now, or before: the window has seen up to To either way.
@@ -773,7 +808,7 @@ func (w *Worker) lane(ctx context.Context, gl grouplease.GroupLease, log *slog.L
 		if err != nil || !ok {
 			return err
 		}
-		out, err := w.work(ctx, l, true, win)
+		out, _, err := w.work(ctx, l, true, win)
 		if err != nil || out != finished {
 			return err
 		}
