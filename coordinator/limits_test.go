@@ -167,15 +167,17 @@ func TestKeepAliveAfterStream(t *testing.T) {
 	require.Equal(t, http.StatusOK, get("GET", "/healthz").StatusCode)
 }
 
-// Defect 8: a batch from a stale holder is refused before its body is read.
+// Defect 8: a batch from a stale holder is refused before its body is read
+// (a body over 64 KiB; a smaller one is read and refused the same way).
 func TestBatchFenceBeforeDecode(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, backends[0].URL(t), nil)
 	h.group("g", false, 1, 100, lease.LaneHistory)
 	l := h.lease(h.token)
-	body := &countingBody{r: strings.NewReader(`{"from": 1, "to": 10, "headers": 0, "items": [` + strings.Repeat(`{"key":"k","value":1},`, 10000) + `{"key":"k","value":1}]}`)}
+	raw := `{"from": 1, "to": 10, "headers": 0, "items": [` + strings.Repeat(`{"key":"k","value":1},`, 10000) + `{"key":"k","value":1}]}`
+	body := &countingBody{r: strings.NewReader(raw)}
 	req := httptest.NewRequestWithContext(t.Context(), "POST", fmt.Sprintf("/v1/ranges/%d/batch", l.Range.ID), nil)
-	req.Body = io.NopCloser(body)
+	req.Body, req.ContentLength = io.NopCloser(body), int64(len(raw)) // over smallBatch: the fence comes first
 	req.Header.Set("Authorization", "Bearer "+h.token)
 	req.Header.Set("Lease-Token", fmt.Sprint(l.Token+1))
 	rec := httptest.NewRecorder()

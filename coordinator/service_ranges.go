@@ -143,12 +143,21 @@ func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
 	return n, err
 }
 
+// smallBatch is the largest body PostBatch decodes before the fence is
+// checked: decoding it costs less than the check's read, and the store
+// checks the fence anyway as it writes.
+const smallBatch = 64 << 10
+
 // PostBatch stores the batch whose encoded body (size bytes, or -1 when
 // unknown) body holds: the route's way in. The fence is checked before the
-// body is read, so a stale holder's body costs nothing; the body's bytes are
-// then taken from the batch budget (Config.MaxBatchBytes) while it is
-// decoded and stored, and a batch the budget has no room for fails with
-// api.ErrBusy. A body over Config.MaxBody fails with api.ErrTooLarge.
+// body is read, so a stale holder's body costs nothing, unless the body is
+// small (smallBatch): the store's own check as it writes is then the only
+// one, and a small body that fails to decode is answered with the lease
+// check's error when the lease is lost, so the answer is the same either
+// way. The body's bytes are then taken from the batch budget
+// (Config.MaxBatchBytes) while it is decoded and stored, and a batch the
+// budget has no room for fails with api.ErrBusy. A body over
+// Config.MaxBody fails with api.ErrTooLarge.
 //
 // A final batch (Batch.Final) also finishes the range, in the transaction
 // that stores it, and drops its spool chunks, as Finish does: the answer
@@ -156,11 +165,12 @@ func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
 // the retry of one whose answer was lost: it gets Duplicate and Done. Only
 // then is the body of a batch whose lease is lost read.
 func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, size int64, body io.Reader) (api.BatchReply, error) {
-	l, err := s.cfg.Store.Check(ctx, rangeID, f)
-	lost := err
-	if err != nil && !errors.Is(err, lease.ErrFinished) {
-		s.cfg.Metrics.batch("refused", 0)
-		return api.BatchReply{}, err
+	small := size >= 0 && size <= min(smallBatch, s.cfg.MaxBody)
+	if !small {
+		if err := s.fence(ctx, rangeID, f); err != nil {
+			s.cfg.Metrics.batch("refused", 0)
+			return api.BatchReply{}, err
+		}
 	}
 	if size > s.cfg.MaxBody {
 		s.cfg.Metrics.batch("refused", 0)
@@ -177,42 +187,46 @@ func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, s
 	defer s.batches.give(size)
 	b, err := edgeframe.DecodeBatchSize(body, hint, s.cfg.MaxBody)
 	if err != nil {
+		if small {
+			if ferr := s.fence(ctx, rangeID, f); ferr != nil {
+				err = ferr // a stale holder hears that first, as it would have
+			}
+		}
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, err
 	}
-	return s.store(ctx, rangeID, l, lost, f, b)
+	return s.store(ctx, rangeID, f, b)
+}
+
+// fence checks f's lease of the range before a batch is looked at. A range
+// f's own grant finished passes: a final batch may be the retry of the one
+// that finished it (the store decides).
+func (s *Service) fence(ctx context.Context, rangeID int64, f lease.Fence) error {
+	_, err := s.cfg.Store.Check(ctx, rangeID, f)
+	if errors.Is(err, lease.ErrFinished) {
+		return nil
+	}
+	return err
 }
 
 // StoreBatch stores b for the range f holds: a program's way in, with the
 // checks PostBatch's decoding makes (edgeframe.ValidateBatch).
 func (s *Service) StoreBatch(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch) (api.BatchReply, error) {
-	l, err := s.cfg.Store.Check(ctx, rangeID, f)
-	lost := err
-	if err == nil || errors.Is(err, lease.ErrFinished) && b.Final {
+	err := s.fence(ctx, rangeID, f)
+	if err == nil {
 		err = edgeframe.ValidateBatch(b)
 	}
 	if err != nil {
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, err
 	}
-	return s.store(ctx, rangeID, l, lost, f, b)
+	return s.store(ctx, rangeID, f, b)
 }
 
-// store applies the batch rule (batch.Store.Put) to a decoded batch of the
-// held lease l: from == next stores it, to < next is a duplicate, anything
-// else a conflict. lost is the lease check's error when f's own grant
-// finished the range (lease.ErrFinished), which only a final batch gets past:
-// the retry of the one that finished it.
-func (s *Service) store(ctx context.Context, rangeID int64, l api.Lease, lost error, f lease.Fence, b api.Batch) (api.BatchReply, error) {
-	if lost != nil && !b.Final {
-		s.cfg.Metrics.batch("refused", 0)
-		return api.BatchReply{}, lost
-	}
-	if lost == nil && b.From < l.Range.Start {
-		// Not a retry of a stored batch: none starts before the range.
-		s.cfg.Metrics.batch("refused", 0)
-		return api.BatchReply{}, lease.Invalidf("batch: from %d is before the range's start %d", b.From, l.Range.Start)
-	}
+// store applies the batch rule (batch.Store.Put) to a decoded batch: from
+// == next stores it, to < next is a duplicate, anything else a conflict;
+// the store checks f's lease as it writes.
+func (s *Service) store(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch) (api.BatchReply, error) {
 	res, err := s.cfg.Store.Put(ctx, rangeID, f, b)
 	switch {
 	case err != nil:

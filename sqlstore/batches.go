@@ -99,6 +99,10 @@ func decidePut(r *rangeRow, q putReq, w *putWrites) (batch.Result, error) {
 		err = finalRetry(*r, q.b, &res, err)
 		return res, err
 	}
+	if q.b.From < r.Start {
+		// Not a retry of a stored batch: none starts before the range.
+		return batch.Result{}, lease.Invalidf("batch: from %d is before the range's start %d", q.b.From, r.Start)
+	}
 	outcome, err := batch.Classify(r.Next, r.End, q.b)
 	if err != nil {
 		return batch.Result{}, fmt.Errorf("batch: range %d: %w", r.ID, err)
