@@ -157,3 +157,61 @@ func BenchmarkBaselineMarshalBatch1000(b *testing.B) {
 		}
 	}
 }
+
+// binaryBatch is a batch of n items shaped like the collator's: a binary
+// of 2 to 33 parts each, about 0.5 to 4 KiB of JSON, message ids escaped
+// as json.Marshal escapes them.
+func binaryBatch(n int) edgeframe.Batch {
+	in := edgeframe.Batch{From: 1, To: int64(n), Headers: int64(n)}
+	article := 1_000_000
+	for i := range n {
+		var v bytes.Buffer
+		fmt.Fprintf(&v, `{"subject":"Quiet.River.%d.1080p.WEB-DL.x264-SYN [%02d/27] - \"Quiet.River.%d.part%02d.rar\" yEnc",`, i, i%27+1, i, i%27+1)
+		fmt.Fprintf(&v, `"name":"Quiet.River.%d.part%02d.rar","poster":"poster \u003cposter@example.invalid\u003e","group":"alt.binaries.bench",`, i, i%27+1)
+		parts := 2 + i*7%32
+		fmt.Fprintf(&v, `"date":"Mon, 01 Jan 2024 12:00:00 +0000","total":%d,"complete":true,"parts":[`, parts)
+		for p := 1; p <= parts; p++ {
+			article++
+			if p > 1 {
+				v.WriteByte(',')
+			}
+			fmt.Fprintf(&v, `{"n":%d,"article":%d,"messageId":"\u003c%d@alt.binaries.bench.synthetic\u003e","bytes":%d}`, p, article, article, 739_000+article%2000)
+		}
+		v.WriteString("]}")
+		in.Items = append(in.Items, edgeframe.Item{Key: fmt.Sprintf("%032x", i), Value: v.Bytes()})
+	}
+	return in
+}
+
+// BenchmarkMarshalBinaries1000 encodes 1000 collator-shaped items, about
+// 2 MB, as the worker does.
+func BenchmarkMarshalBinaries1000(b *testing.B) {
+	in := binaryBatch(1000)
+	body, err := edgeframe.MarshalBatch(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := edgeframe.MarshalBatch(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeBinaries1000 decodes the same body as the coordinator
+// does, its length known.
+func BenchmarkDecodeBinaries1000(b *testing.B) {
+	body, err := edgeframe.MarshalBatch(binaryBatch(1000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := edgeframe.DecodeBatchSize(io.MultiReader(bytes.NewReader(body)), int64(len(body)), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
