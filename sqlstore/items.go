@@ -8,8 +8,14 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// insertItems writes the items of batches stored in one transaction: COPY on PostgreSQL, multi-row
-// inserts on SQLite. Never one row per round trip.
+// copyAbove is the fewest items PostgreSQL gets with a COPY: a COPY's
+// start costs more than a multi-row insert of a few rows (a group of small
+// batches: 0.68 ms a COPY of ~7 rows in the lease-cycle bench).
+const copyAbove = 500
+
+// insertItems writes the items of batches stored in one transaction: a
+// COPY on PostgreSQL for many items, multi-row inserts for a few and on
+// SQLite. Never one row per round trip.
 func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, xid int64, puts []storedBatch) error {
 	n := 0
 	for _, p := range puts {
@@ -18,17 +24,21 @@ func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, xid int64, puts []
 	if n == 0 {
 		return nil
 	}
-	if s.d.name == "postgres" {
+	if s.d.name == "postgres" && n >= copyAbove {
 		return copyItems(ctx, tx, xid, puts)
 	}
-	const perInsert = 1000 // 7 parameters each, well under SQLite's limit
+	const perInsert = 1000 // 7 parameters each, well under SQLite's and PostgreSQL's limits
 	var sb strings.Builder
 	args := make([]any, 0, min(n, perInsert)*7)
 	flush := func() error {
 		if len(args) == 0 {
 			return nil
 		}
-		_, err := tx.ExecContext(ctx, sb.String(), args...)
+		q := sb.String()
+		if s.d.name == "postgres" {
+			q = s.bind(q)
+		}
+		_, err := tx.ExecContext(ctx, q, args...)
 		sb.Reset()
 		args = args[:0]
 		return err
