@@ -59,7 +59,7 @@ const claimSet = `ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.
 // transaction.
 func (s *Store) claimGroup(ctx context.Context, group []*call[chunkReq, bool]) {
 	grouped(ctx, group, func(ctx context.Context, group []*call[chunkReq, bool]) error {
-		if s.d.name == "postgres" && len(group) > 1 && !repeatsChunk(group) {
+		if s.d.name == "postgres" && !repeatsChunk(group) {
 			return s.claimPostgres(ctx, group)
 		}
 		return s.tx(ctx, func(tx *sqlx.Tx) error {
