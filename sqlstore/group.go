@@ -23,9 +23,9 @@ type call[Req, Res any] struct {
 }
 
 // committer runs concurrent calls of one kind in groups, a transaction and
-// a commit per group, the way River's completer stores completions: each of
-// its loops takes every call waiting when it is free (up to maxGroup) and
-// hands them to run. Nothing waits for a group to fill: a call alone runs at
+// a commit per group, the way River's completer stores completions: its
+// loop takes every call waiting when it is free (up to maxGroup) and hands
+// them to run. Nothing waits for a group to fill: a call alone runs at
 // once; under load, the calls that arrive while a group's transaction runs
 // make the next group, so commits per call fall as load rises.
 //
@@ -41,17 +41,14 @@ type committer[Req, Res any] struct {
 	run   func(ctx context.Context, group []*call[Req, Res])
 }
 
-// startCommitter starts loops loops of run, which stop when ctx ends.
-func startCommitter[Req, Res any](ctx context.Context, wg *sync.WaitGroup, loops int,
-	run func(context.Context, []*call[Req, Res])) *committer[Req, Res] {
+// startCommitter starts run's loop, which stops when ctx ends.
+func startCommitter[Req, Res any](ctx context.Context, wg *sync.WaitGroup, run func(context.Context, []*call[Req, Res])) *committer[Req, Res] {
 	c := &committer[Req, Res]{calls: make(chan *call[Req, Res]), stop: ctx.Done(), run: run}
-	for range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.loop(ctx)
-		}()
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.loop(ctx)
+	}()
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,4 +171,54 @@ func TestGrantNotHiddenByClaims(t *testing.T) {
 	l, err := s.Grant(ctx, "n", time.Minute)
 	require.NoError(t, err, "the range is granted while its chunk's claim is being written")
 	require.Equal(t, rs[0].ID, l.Range.ID)
+}
+
+// Concurrent Puts are stored in groups. A batch the database refuses (a
+// NUL byte, which PostgreSQL's TEXT cannot hold) fails alone: every other
+// batch of its group is stored, and nothing of the bad one is.
+func TestGroupedPutFailsAlone(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.URL(t), sqlstore.Config{})
+	ctx := t.Context()
+	_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 1, ChunkSize: 1})
+	require.NoError(t, err)
+	const n = 64
+	_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: n})
+	require.NoError(t, err)
+	leases := make([]lease.Lease, n)
+	for i := range leases {
+		leases[i], err = s.Grant(ctx, fmt.Sprintf("n%d", i), time.Minute)
+		require.NoError(t, err)
+	}
+	const bad = 17
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, l := range leases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := []byte(`{"ok":true}`)
+			if i == bad {
+				v = []byte("\"a\x00b\"")
+			}
+			_, errs[i] = s.Put(ctx, l.Range.ID, lease.Fence{Node: l.Node, Token: l.Token},
+				batch.Batch{From: l.Range.Start, To: l.Range.End, Headers: 1, Items: []batch.Item{{Key: "k", Value: v}}, Final: true})
+		}()
+	}
+	wg.Wait()
+	for i, l := range leases {
+		r, err := s.Range(ctx, l.Range.ID)
+		require.NoError(t, err)
+		if i == bad {
+			require.Error(t, errs[i])
+			require.Equal(t, lease.StateLeased, r.State, "the bad batch changed nothing")
+			require.Equal(t, l.Range.Start, r.Next)
+			continue
+		}
+		require.NoError(t, errs[i], "batch %d", i)
+		require.Equal(t, lease.StateDone, r.State)
+	}
+	page, err := s.Results(ctx, batch.Query{Group: "g", Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, page.Results, n-1, "one item of each stored batch, none of the bad one")
 }

@@ -216,21 +216,16 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 }
 
 // startCommitters starts the loops that write Puts, Grants and chunk
-// claims in groups:
-// on SQLite one each, as its one writer runs one transaction at a time; on
-// PostgreSQL two each, so that a group waiting on a row lock does not hold
-// up every other.
+// claims in groups, one of each: a second loop of a kind halves the
+// groups it makes, and measured slower (cd bench && go run . -only
+// edgeindex).
 func (s *Store) startCommitters() {
 	ctx, cancel := context.WithCancel(context.Background())
-	loops := 1
-	if s.d.name == "postgres" {
-		loops = 2
-	}
 	s.stop = cancel
-	s.puts = startCommitter(ctx, &s.loops, loops, s.putGroup)
-	s.grants = startCommitter(ctx, &s.loops, loops, s.grantGroup)
-	s.claims = startCommitter(ctx, &s.loops, loops, s.claimGroup)
-	s.fetched = startCommitter(ctx, &s.loops, loops, s.fetchedGroup)
+	s.puts = startCommitter(ctx, &s.loops, s.putGroup)
+	s.grants = startCommitter(ctx, &s.loops, s.grantGroup)
+	s.claims = startCommitter(ctx, &s.loops, s.claimGroup)
+	s.fetched = startCommitter(ctx, &s.loops, s.fetchedGroup)
 }
 
 // oneRoundTrip asks lib/pq to send a query with arguments in one round
