@@ -274,11 +274,15 @@ func (s *fast) bool() (bool, bool) {
 
 // literalEnds reports whether the literal just read is not run on into
 // letters or digits ("truex"), which the slow path refuses.
-func (s *fast) literalEnds() bool {
-	if s.i == len(s.p) {
+func (s *fast) literalEnds() bool { return endsLiteral(s.p, s.i) }
+
+// endsLiteral reports whether a literal ending before p[i] is not run on
+// into letters or digits.
+func endsLiteral(p []byte, i int) bool {
+	if i == len(p) {
 		return true
 	}
-	switch s.p[s.i] {
+	switch p[i] {
 	case ' ', '\t', '\n', '\r', ',', '}', ']':
 		return true
 	}
@@ -369,9 +373,19 @@ var strClass = func() (t [256]byte) {
 
 // str skips a string, checking its escapes, and reports whether it has any.
 func (s *fast) str() (escaped, ok bool) {
-	p, i := s.p, s.i
+	i, escaped, ok := s.scanStr(s.i)
+	if ok {
+		s.i = i
+	}
+	return escaped, ok
+}
+
+// scanStr checks the string at p[i] and returns the index after it, and
+// whether it has escapes.
+func (s *fast) scanStr(i int) (_ int, escaped, ok bool) {
+	p := s.p
 	if i >= len(p) || p[i] != '"' {
-		return false, false
+		return i, false, false
 	}
 	i++
 	for {
@@ -379,37 +393,36 @@ func (s *fast) str() (escaped, ok bool) {
 			i++
 		}
 		if i >= len(p) {
-			return false, false
+			return i, false, false
 		}
 		switch strClass[p[i]] {
 		case strQuote:
-			s.i = i + 1
-			return escaped, true
+			return i + 1, escaped, true
 		case strControl:
-			return false, false
+			return i, false, false
 		case strMarked:
 			s.dirty = true
 			i++
 		case strEscape:
 			escaped = true
 			if i+1 >= len(p) {
-				return false, false
+				return i, false, false
 			}
 			switch p[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(p) {
-					return false, false
+					return i, false, false
 				}
 				for _, h := range p[i+2 : i+6] {
 					if !isHex(h) {
-						return false, false
+						return i, false, false
 					}
 				}
 				i += 6
 			default:
-				return false, false
+				return i, false, false
 			}
 		}
 	}
@@ -421,85 +434,120 @@ func isHex(c byte) bool {
 
 // value skips one JSON value, checking it as encoding/json would.
 func (s *fast) value(depth int) bool {
+	i, ok := s.skipValue(s.i, depth)
+	if ok {
+		s.i = i
+	}
+	return ok
+}
+
+// skipValue checks the value at p[i], after white space, and returns the
+// index after it. It keeps the index in a variable rather than in s, which
+// it passes to what it calls and gets back: the scanner's inner loop.
+func (s *fast) skipValue(i, depth int) (int, bool) {
 	if depth > maxFastDepth {
-		return false
+		return i, false
 	}
-	s.space()
-	if s.i >= len(s.p) {
-		return false
+	p := s.p
+	if i = s.skipSpace(i); i >= len(p) {
+		return i, false
 	}
-	switch c := s.p[s.i]; {
+	var ok bool
+	switch c := p[i]; {
 	case c == '"':
-		_, ok := s.str()
-		return ok
+		i, _, ok = s.scanStr(i)
+		return i, ok
 	case c == '{':
-		s.i++
-		if s.next('}') {
-			return true
+		if i = s.skipSpace(i + 1); i < len(p) && p[i] == '}' {
+			return i + 1, true
 		}
 		for {
-			s.space()
-			if _, ok := s.str(); !ok || !s.next(':') || !s.value(depth+1) {
-				return false
+			if i, _, ok = s.scanStr(i); !ok {
+				return i, false
 			}
-			if s.next('}') {
-				return true
+			if i = s.skipSpace(i); i >= len(p) || p[i] != ':' {
+				return i, false
 			}
-			if !s.next(',') {
-				return false
+			if i, ok = s.skipValue(i+1, depth+1); !ok {
+				return i, false
+			}
+			if i = s.skipSpace(i); i >= len(p) {
+				return i, false
+			}
+			switch p[i] {
+			case '}':
+				return i + 1, true
+			case ',':
+				i = s.skipSpace(i + 1)
+			default:
+				return i, false
 			}
 		}
 	case c == '[':
-		s.i++
-		if s.next(']') {
-			return true
+		if i = s.skipSpace(i + 1); i < len(p) && p[i] == ']' {
+			return i + 1, true
 		}
 		for {
-			if !s.value(depth + 1) {
-				return false
+			if i, ok = s.skipValue(i, depth+1); !ok {
+				return i, false
 			}
-			if s.next(']') {
-				return true
+			if i = s.skipSpace(i); i >= len(p) {
+				return i, false
 			}
-			if !s.next(',') {
-				return false
+			switch p[i] {
+			case ']':
+				return i + 1, true
+			case ',':
+				i++
+			default:
+				return i, false
 			}
 		}
 	case c == 't':
-		return s.literal("true")
+		return skipLiteral(p, i, "true")
 	case c == 'f':
-		return s.literal("false")
+		return skipLiteral(p, i, "false")
 	case c == 'n':
-		return s.literal("null")
+		return skipLiteral(p, i, "null")
 	case c == '-' || c >= '0' && c <= '9':
-		return s.number()
+		return skipNumber(p, i)
 	}
-	return false
+	return i, false
 }
 
-func (s *fast) literal(lit string) bool {
-	if !bytes.HasPrefix(s.p[s.i:], []byte(lit)) {
-		return false
+// skipSpace returns the index of the first byte at or after i that is not
+// white space, noting in s.dirty that there was some.
+func (s *fast) skipSpace(i int) int {
+	j := jsonscan.Space(s.p, i)
+	if j != i {
+		s.dirty = true
 	}
-	s.i += len(lit)
-	return s.literalEnds()
+	return j
 }
 
-// number skips a JSON number: -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?
-func (s *fast) number() bool {
-	p, i := s.p, s.i
+func skipLiteral(p []byte, i int, lit string) (int, bool) {
+	if !bytes.HasPrefix(p[i:], []byte(lit)) {
+		return i, false
+	}
+	i += len(lit)
+	return i, endsLiteral(p, i)
+}
+
+// skipNumber checks the number at p[i], -?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?,
+// and returns the index after it.
+func skipNumber(p []byte, i int) (int, bool) {
 	if p[i] == '-' {
 		i++
 	}
 	start := i
 	i = digits(p, i)
 	if n := i - start; n == 0 || n > 1 && p[start] == '0' {
-		return false
+		return i, false
 	}
 	if i < len(p) && p[i] == '.' {
 		j := digits(p, i+1)
 		if j == i+1 {
-			return false
+			return i, false
 		}
 		i = j
 	}
@@ -510,12 +558,11 @@ func (s *fast) number() bool {
 		}
 		j := digits(p, i)
 		if j == i {
-			return false
+			return i, false
 		}
 		i = j
 	}
-	s.i = i
-	return s.literalEnds()
+	return i, endsLiteral(p, i)
 }
 
 // digits returns the index of the first byte at or after i that is not a
