@@ -15,11 +15,13 @@
 //     SourceFuncs);
 //   - Synthetic, a deterministic generator of Usenet-like binary posts that
 //     needs no network;
-//   - Disk, the disk spool: one file per (range, span), written atomically
-//     (temporary file, fsync, rename, fsync of the directory), bounded in
-//     total size (WaitRoom), with a broadcast when a chunk arrives (Notify,
-//     WaitChunk). It survives a restart: Open recounts the files and removes
-//     writes that a crash left behind;
+//   - Disk, the disk spool: one file per (range, span), written whole
+//     (temporary file, rename; no fsync: a chunk can be fetched again),
+//     bounded in total size (WaitRoom), with a broadcast when a chunk
+//     arrives (Notify, WaitChunk). It survives a restart: Open recounts the
+//     files, removes writes that a crash left behind, and after an unclean
+//     stop (its marker left unlocked) deletes every chunk that is not whole
+//     gzip, so it is fetched again;
 //   - Bucket, the same spool in a blobstore.Store that coordinators on
 //     several machines share (an S3 bucket): a chunk per blob, written with
 //     one atomic Put, streamed from one GET; the size bound holds across
