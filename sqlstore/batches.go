@@ -138,8 +138,12 @@ func (w *putWrites) finish(r *rangeRow) {
 	w.finished = append(w.finished, r.ID)
 }
 
-// writePuts writes what a group of Puts decided.
+// writePuts writes what a group of Puts decided: the batches, their items,
+// the ranges and the finished ranges' claims, as statement parts that
+// PostgreSQL runs as one statement (execParts); a group of many items
+// COPYs them first. The missing articles, rare, follow.
 func (s *Store) writePuts(ctx context.Context, tx *sqlx.Tx, w *putWrites) error {
+	var parts []part
 	if len(w.stored) > 0 {
 		var sb strings.Builder
 		sb.WriteString("INSERT INTO batches (range_id, node, from_n, to_n, headers, items, at_us) VALUES ")
@@ -152,36 +156,66 @@ func (s *Store) writePuts(ctx context.Context, tx *sqlx.Tx, w *putWrites) error 
 			sb.WriteString("(?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, p.r.ID, p.node, p.b.From, p.b.To, p.b.Headers, len(p.b.Items), at)
 		}
-		sb.WriteString(" RETURNING {xid}")
-		var xids []int64
-		if err := tx.SelectContext(ctx, &xids, s.bind(sb.String()), args...); err != nil {
-			return fmt.Errorf("batch: %w", err)
-		}
-		if err := s.insertItems(ctx, tx, xids[0], w.stored); err != nil {
+		parts = append(parts, part{sb.String(), args})
+		items, err := s.insertItems(ctx, tx, w.stored)
+		if err != nil {
 			return fmt.Errorf("batch: items: %w", err)
 		}
-		for _, p := range w.stored {
-			if err := s.putMissing(ctx, tx, p.r, p.b); err != nil {
-				return fmt.Errorf("batch: missing: %w", err)
-			}
-		}
+		parts = append(parts, items...)
 	}
-	if err := s.updateRanges(ctx, tx, w.touched); err != nil {
+	parts = append(parts, s.rangeUpdates(w.touched)...)
+	if len(w.finished) > 0 {
+		parts = append(parts, part{"DELETE FROM chunk_claims WHERE range_id IN (" + placeholders(len(w.finished)) + ")", anys(w.finished)})
+	}
+	if err := s.execParts(ctx, tx, parts); err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	if len(w.finished) > 0 {
-		if _, err := tx.ExecContext(ctx, s.bind("DELETE FROM chunk_claims WHERE range_id IN ("+placeholders(len(w.finished))+")"),
-			anys(w.finished)...); err != nil {
-			return fmt.Errorf("batch: %w", err)
+	for _, p := range w.stored {
+		if err := s.putMissing(ctx, tx, p.r, p.b); err != nil {
+			return fmt.Errorf("batch: missing: %w", err)
 		}
 	}
 	return nil
 }
 
-// updateRanges writes the next, headers, state, node and expiry of rows:
-// one statement on PostgreSQL, one per row on SQLite (in process, no round
-// trips).
-func (s *Store) updateRanges(ctx context.Context, tx *sqlx.Tx, rows []*rangeRow) error {
+// part is a statement that writes, in the ? form s.bind rebinds, and its
+// arguments.
+type part struct {
+	sql  string
+	args []any
+}
+
+// execParts runs parts in order: on PostgreSQL as one statement, each part
+// a data-modifying WITH query (one round trip; the parts touch different
+// rows, so their order does not matter), on SQLite one by one (in process).
+func (s *Store) execParts(ctx context.Context, tx *sqlx.Tx, parts []part) error {
+	if s.d.name != "postgres" || len(parts) == 1 {
+		for _, p := range parts {
+			if _, err := tx.ExecContext(ctx, s.bind(p.sql), p.args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var sb strings.Builder
+	var args []any
+	for i, p := range parts {
+		if i == 0 {
+			sb.WriteString("WITH ")
+		} else {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "w%d AS (%s)", i, p.sql)
+		args = append(args, p.args...)
+	}
+	sb.WriteString(" SELECT 1")
+	_, err := tx.ExecContext(ctx, s.bind(sb.String()), args...)
+	return err
+}
+
+// rangeUpdates writes the next, headers, state, node and expiry of rows:
+// one statement on PostgreSQL, one per row on SQLite.
+func (s *Store) rangeUpdates(rows []*rangeRow) []part {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -191,22 +225,20 @@ func (s *Store) updateRanges(ctx context.Context, tx *sqlx.Tx, rows []*rangeRow)
 		for i, r := range rows {
 			ids[i], next[i], headers[i], states[i] = r.ID, r.Next, r.Headers, r.State
 		}
-		_, err := tx.ExecContext(ctx, `UPDATE ranges AS r SET next_n = u.next_n, headers = u.headers, state = u.state,
+		return []part{{`UPDATE ranges AS r SET next_n = u.next_n, headers = u.headers, state = u.state,
 			node = CASE WHEN u.state = 'done' THEN NULL ELSE r.node END,
 			expires_us = CASE WHEN u.state = 'done' THEN NULL ELSE r.expires_us END
-			FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) AS u(id, next_n, headers, state)
-			WHERE r.id = u.id`, pq.Array(ids), pq.Array(next), pq.Array(headers), pq.Array(states))
-		return err
+			FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[])) AS u(id, next_n, headers, state)
+			WHERE r.id = u.id`, []any{pq.Array(ids), pq.Array(next), pq.Array(headers), pq.Array(states)}}}
 	}
-	for _, r := range rows {
-		if _, err := tx.ExecContext(ctx, `UPDATE ranges SET next_n = ?, headers = ?, state = ?,
+	parts := make([]part, len(rows))
+	for i, r := range rows {
+		parts[i] = part{`UPDATE ranges SET next_n = ?, headers = ?, state = ?,
 			node = CASE WHEN ? = 'done' THEN NULL ELSE node END,
 			expires_us = CASE WHEN ? = 'done' THEN NULL ELSE expires_us END WHERE id = ?`,
-			r.Next, r.Headers, r.State, r.State, r.State, r.ID); err != nil {
-			return err
-		}
+			[]any{r.Next, r.Headers, r.State, r.State, r.State, r.ID}}
 	}
-	return nil
+	return parts
 }
 
 // anys converts ids to query arguments.

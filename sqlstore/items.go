@@ -13,36 +13,29 @@ import (
 // batches: 0.68 ms a COPY of ~7 rows in the lease-cycle bench).
 const copyAbove = 500
 
-// insertItems writes the items of batches stored in one transaction: a
-// COPY on PostgreSQL for many items, multi-row inserts for a few and on
-// SQLite. Never one row per round trip.
-func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, xid int64, puts []storedBatch) error {
+// insertItems writes the items of batches stored in one transaction. A
+// COPY on PostgreSQL writes many items at once; otherwise it returns
+// multi-row inserts for the caller to run (execParts), their xid the
+// storing transaction's ({xid}). Never one row per round trip.
+func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, puts []storedBatch) ([]part, error) {
 	n := 0
 	for _, p := range puts {
 		n += len(p.b.Items)
 	}
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
 	if s.d.name == "postgres" && n >= copyAbove {
-		return copyItems(ctx, tx, xid, puts)
+		var xid int64
+		if err := tx.GetContext(ctx, &xid, s.q("SELECT {xid}")); err != nil {
+			return nil, err
+		}
+		return nil, copyItems(ctx, tx, xid, puts)
 	}
-	const perInsert = 1000 // 7 parameters each, well under SQLite's and PostgreSQL's limits
+	const perInsert = 1000 // 6 parameters each, well under SQLite's and PostgreSQL's limits
+	var parts []part
 	var sb strings.Builder
-	args := make([]any, 0, min(n, perInsert)*7)
-	flush := func() error {
-		if len(args) == 0 {
-			return nil
-		}
-		q := sb.String()
-		if s.d.name == "postgres" {
-			q = s.bind(q)
-		}
-		_, err := tx.ExecContext(ctx, q, args...)
-		sb.Reset()
-		args = args[:0]
-		return err
-	}
+	var args []any
 	for _, p := range puts {
 		for _, it := range p.b.Items {
 			if len(args) == 0 {
@@ -50,16 +43,19 @@ func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, xid int64, puts []
 			} else {
 				sb.WriteByte(',')
 			}
-			sb.WriteString("(?,?,?,?,?,?,?)")
-			args = append(args, xid, p.r.GroupID, p.r.ID, p.b.From, p.b.To, it.Key, jsonValue(it.Value))
-			if len(args) == perInsert*7 {
-				if err := flush(); err != nil {
-					return err
-				}
+			sb.WriteString("({xid},?,?,?,?,?,?)")
+			args = append(args, p.r.GroupID, p.r.ID, p.b.From, p.b.To, it.Key, jsonValue(it.Value))
+			if len(args) == perInsert*6 {
+				parts = append(parts, part{sb.String(), args})
+				sb.Reset()
+				args = nil
 			}
 		}
 	}
-	return flush()
+	if len(args) > 0 {
+		parts = append(parts, part{sb.String(), args})
+	}
+	return parts, nil
 }
 
 // jsonValue stores an absent value as JSON null.
