@@ -36,8 +36,21 @@ type putReq struct {
 
 // putGroup stores a group of Puts in one transaction.
 func (s *Store) putGroup(ctx context.Context, group []*call[putReq, batch.Result]) {
-	grouped(ctx, group, func(ctx context.Context, group []*call[putReq, batch.Result]) error {
+	locked := func(ctx context.Context, group []*call[putReq, batch.Result]) error {
 		return s.tx(ctx, func(tx *sqlx.Tx) error { return s.putTx(ctx, tx, group) })
+	}
+	grouped(ctx, group, func(ctx context.Context, group []*call[putReq, batch.Result]) error {
+		if !s.optimistic(group) {
+			return locked(ctx, group)
+		}
+		rest, err := s.putOptimistic(ctx, group)
+		if err != nil {
+			return err // nothing was written
+		}
+		// The others' answers are final: the ranges these name changed
+		// since they were read, and are decided again under their locks.
+		grouped(ctx, rest, locked)
+		return nil
 	})
 }
 
@@ -59,17 +72,26 @@ type putWrites struct {
 // range as the Puts before it left it (decidePut), then writes every
 // stored batch, item, range and finish with a few statements.
 func (s *Store) putTx(ctx context.Context, tx *sqlx.Tx, group []*call[putReq, batch.Result]) error {
+	rows, err := s.lockRanges(ctx, tx, groupIDs(group))
+	if err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	return s.writePuts(ctx, tx, decideGroup(group, rows))
+}
+
+// groupIDs returns the ranges a group of Puts names, sorted, once each.
+func groupIDs(group []*call[putReq, batch.Result]) []int64 {
 	ids := make([]int64, 0, len(group))
 	for _, c := range group {
 		ids = append(ids, c.req.rangeID)
 	}
 	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	var rows []rangeRow
-	if err := tx.SelectContext(ctx, &rows, s.bind("SELECT "+rangeCols+" FROM ranges WHERE id IN ("+placeholders(len(ids))+
-		") ORDER BY id {forupdate}"), anys(ids)...); err != nil {
-		return fmt.Errorf("batch: %w", err)
-	}
+	return slices.Compact(ids)
+}
+
+// decideGroup answers each Put of group against rows, its ranges, in the
+// order taken (decidePut), and returns what they write.
+func decideGroup(group []*call[putReq, batch.Result], rows []rangeRow) *putWrites {
 	byID := make(map[int64]*rangeRow, len(rows))
 	for i := range rows {
 		byID[rows[i].ID] = &rows[i]
@@ -84,8 +106,26 @@ func (s *Store) putTx(ctx context.Context, tx *sqlx.Tx, group []*call[putReq, ba
 		}
 		c.res, c.err = decidePut(r, c.req, &w)
 	}
-	return s.writePuts(ctx, tx, &w)
+	return &w
 }
+
+// lockRanges reads and locks the ranges ids (sorted) in id order; on
+// PostgreSQL with a prepared statement.
+func (s *Store) lockRanges(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]rangeRow, error) {
+	var rows []rangeRow
+	if s.d.name != "postgres" {
+		err := tx.SelectContext(ctx, &rows, s.bind("SELECT "+rangeCols+" FROM ranges WHERE id IN ("+placeholders(len(ids))+") ORDER BY id"), anys(ids)...)
+		return rows, err
+	}
+	st, err := s.prepared(ctx, lockRangesQuery)
+	if err != nil {
+		return nil, err
+	}
+	err = tx.StmtxContext(ctx, st).SelectContext(ctx, &rows, pq.Array(ids))
+	return rows, err
+}
+
+var lockRangesQuery = "SELECT " + rangeCols + " FROM ranges WHERE id = ANY(CAST(? AS BIGINT[])) ORDER BY id {forupdate}"
 
 // decidePut applies the batch rule to one Put against r, the range as the
 // group's earlier Puts left it, updating r and adding the writes to w.

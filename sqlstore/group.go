@@ -126,6 +126,9 @@ func (c *committer[Req, Res]) runSafely(ctx context.Context, group []*call[Req, 
 // fails alone and a group never answers for another's fault. reset clears a
 // call's answer before its retry.
 func grouped[Req, Res any](ctx context.Context, group []*call[Req, Res], tx func(context.Context, []*call[Req, Res]) error) {
+	if len(group) == 0 {
+		return
+	}
 	err := tx(ctx, group)
 	if err == nil {
 		return

@@ -152,17 +152,11 @@ func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease
 		N int64 `db:"n"`
 	}
 	now := s.now()
-	err := s.db.SelectContext(ctx, &rows, s.q(`
-		WITH locked AS (
-			SELECT id, lane_rank, start_n FROM ranges WHERE `+grantEligible+`
-			ORDER BY lane_rank, start_n LIMIT ? {skiplocked}),
-		picked AS (SELECT id, row_number() OVER (ORDER BY lane_rank, start_n) AS n FROM locked),
-		wanted AS (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, n))
-		UPDATE ranges AS r SET state = 'leased', token = r.token + 1, node = wanted.node, lane_token = 0,
-			expires_us = {now} + wanted.ttl_us
-		FROM picked JOIN wanted USING (n) WHERE r.id = picked.id
-		RETURNING `+prefixed("r.", rangeCols)+`, wanted.n`), now, len(group), pq.Array(nodes), pq.Array(ttls), now)
+	st, err := s.prepared(ctx, grantGroupQuery)
 	if err != nil {
+		return nil, err
+	}
+	if err := st.SelectContext(ctx, &rows, now, len(group), pq.Array(nodes), pq.Array(ttls), now); err != nil {
 		return nil, err
 	}
 	out := make([]rangeRow, len(rows))
@@ -171,6 +165,18 @@ func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease
 	}
 	return out, nil
 }
+
+// grantGroupQuery is grantPostgres' statement.
+var grantGroupQuery = `
+		WITH locked AS (
+			SELECT id, lane_rank, start_n FROM ranges WHERE ` + grantEligible + `
+			ORDER BY lane_rank, start_n LIMIT ? {skiplocked}),
+		picked AS (SELECT id, row_number() OVER (ORDER BY lane_rank, start_n) AS n FROM locked),
+		wanted AS (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, n))
+		UPDATE ranges AS r SET state = 'leased', token = r.token + 1, node = wanted.node, lane_token = 0,
+			expires_us = {now} + wanted.ttl_us
+		FROM picked JOIN wanted USING (n) WHERE r.id = picked.id
+		RETURNING ` + prefixed("r.", rangeCols) + `, wanted.n`
 
 // fenceError explains why a fenced write changed no row: no such range, or
 // the fence is stale.

@@ -1,0 +1,151 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lib/pq"
+
+	"github.com/edgeindex/edgeindex/batch"
+)
+
+// optimistic reports whether a group of Puts may be stored the optimistic
+// way (putOptimistic): on PostgreSQL, with few items, and no missing
+// articles, whose bookkeeping (putMissing) runs under the range's lock, as
+// a repair range's does (putOptimistic hands those back).
+func (s *Store) optimistic(group []*call[putReq, batch.Result]) bool {
+	if s.d.name != "postgres" {
+		return false
+	}
+	n := 0
+	for _, c := range group {
+		if len(c.req.b.Missing) > 0 {
+			return false
+		}
+		n += len(c.req.b.Items)
+	}
+	return n < copyAbove
+}
+
+// putOptimistic stores a group of Puts with two statements and no
+// transaction of its own, the way River completes jobs (the fence in the
+// WHERE): it reads the group's ranges without locking them, decides every
+// Put against them (decideGroup, as putTx does), then writes with one
+// statement whose range update holds only where each range is still as it
+// was read (its next, token and state), and whose batches, items and claim
+// deletions are written only for the ranges the update matched. A range
+// that changed in between (a grant, a release, a lane's fence, a Put of
+// another coordinator) matched nothing, so nothing of its Puts was
+// written: those calls are returned, to be decided again under the range's
+// lock. The rest are answered. An error means nothing was written.
+func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.Result]) ([]*call[putReq, batch.Result], error) {
+	read, err := s.prepared(ctx, readRangesQuery)
+	if err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	var rows []rangeRow
+	if err := read.SelectContext(ctx, &rows, pq.Array(groupIDs(group))); err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	was := make(map[int64]rangeRow, len(rows))
+	for _, r := range rows {
+		if r.Repair {
+			return group, nil // its stored spans are bookkept under its lock
+		}
+		was[r.ID] = r
+	}
+	w := decideGroup(group, rows)
+	if len(w.touched) == 0 {
+		return nil, nil // nothing to write: every answer stands
+	}
+
+	var u struct {
+		ids, next, headers, oldNext, oldToken []int64
+		state, oldState                       []string
+	}
+	for _, r := range w.touched {
+		o := was[r.ID]
+		u.ids, u.next, u.headers, u.state = append(u.ids, r.ID), append(u.next, r.Next), append(u.headers, r.Headers), append(u.state, r.State)
+		u.oldNext, u.oldToken, u.oldState = append(u.oldNext, o.Next), append(u.oldToken, o.Token), append(u.oldState, o.State)
+	}
+	var b struct {
+		ranges, from, to, headers, items []int64
+		nodes                            []string
+	}
+	var it struct {
+		groups, ranges, from, to []int64
+		keys, values             []string
+	}
+	for _, p := range w.stored {
+		b.ranges, b.nodes, b.from, b.to = append(b.ranges, p.r.ID), append(b.nodes, p.node), append(b.from, p.b.From), append(b.to, p.b.To)
+		b.headers, b.items = append(b.headers, p.b.Headers), append(b.items, int64(len(p.b.Items)))
+		for _, item := range p.b.Items {
+			it.groups, it.ranges, it.from, it.to = append(it.groups, p.r.GroupID), append(it.ranges, p.r.ID), append(it.from, p.b.From), append(it.to, p.b.To)
+			it.keys, it.values = append(it.keys, item.Key), append(it.values, jsonValue(item.Value))
+		}
+	}
+	write, err := s.prepared(ctx, optimisticPutQuery)
+	if err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	var matched []int64
+	if err := write.SelectContext(ctx, &matched,
+		pq.Array(u.ids), pq.Array(u.next), pq.Array(u.headers), pq.Array(u.state),
+		pq.Array(u.oldNext), pq.Array(u.oldToken), pq.Array(u.oldState),
+		s.nowMicros(), pq.Array(b.ranges), pq.Array(b.nodes), pq.Array(b.from), pq.Array(b.to), pq.Array(b.headers), pq.Array(b.items),
+		pq.Array(it.groups), pq.Array(it.ranges), pq.Array(it.from), pq.Array(it.to), pq.Array(it.keys), pq.Array(it.values),
+		pq.Array(w.finished)); err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	if len(matched) == len(w.touched) {
+		return nil, nil
+	}
+	stale := make(map[int64]bool, len(w.touched))
+	for _, r := range w.touched {
+		stale[r.ID] = true
+	}
+	for _, id := range matched {
+		delete(stale, id)
+	}
+	var rest []*call[putReq, batch.Result]
+	for _, c := range group {
+		if stale[c.req.rangeID] {
+			rest = append(rest, c)
+		}
+	}
+	return rest, nil
+}
+
+// readRangesQuery reads a group's ranges without locking them.
+var readRangesQuery = "SELECT " + rangeCols + " FROM ranges WHERE id = ANY(CAST(? AS BIGINT[]))"
+
+// optimisticPutQuery is putOptimistic's write: u updates each range still
+// as it was read, and returns the ids it matched; the batches, items and
+// claim deletions follow only those. Every list is an array, so the text
+// is the same for any group (prepared once).
+const optimisticPutQuery = `
+	WITH v AS (
+		SELECT * FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]),
+			CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]))
+			AS v(id, next_n, headers, state, old_next, old_token, old_state)),
+	u AS (
+		UPDATE ranges AS r SET next_n = v.next_n, headers = v.headers, state = v.state,
+			node = CASE WHEN v.state = 'done' THEN NULL ELSE r.node END,
+			expires_us = CASE WHEN v.state = 'done' THEN NULL ELSE r.expires_us END
+		FROM v WHERE r.id = v.id AND r.next_n = v.old_next AND r.token = v.old_token AND r.state = v.old_state
+		RETURNING r.id),
+	b AS (
+		INSERT INTO batches (range_id, node, from_n, to_n, headers, items, at_us)
+		SELECT x.range_id, x.node, x.from_n, x.to_n, x.headers, x.items, ?
+		FROM unnest(CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]))
+			AS x(range_id, node, from_n, to_n, headers, items)
+		WHERE x.range_id IN (SELECT id FROM u)),
+	i AS (
+		INSERT INTO items (xid, group_id, range_id, from_n, to_n, key, value)
+		SELECT {xid}, x.group_id, x.range_id, x.from_n, x.to_n, x.key, x.value
+		FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]))
+			AS x(group_id, range_id, from_n, to_n, key, value)
+		WHERE x.range_id IN (SELECT id FROM u)),
+	d AS (
+		DELETE FROM chunk_claims WHERE range_id = ANY(CAST(? AS BIGINT[])) AND range_id IN (SELECT id FROM u))
+	SELECT id FROM u`
