@@ -47,6 +47,9 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 	if err := read.SelectContext(ctx, &rows, pq.Array(groupIDs(group))); err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
+	if s.testHookRead != nil {
+		s.testHookRead()
+	}
 	was := make(map[int64]rangeRow, len(rows))
 	for _, r := range rows {
 		if r.Repair {

@@ -133,6 +133,8 @@ type Store struct {
 	fetched *committer[chunkReq, struct{}]
 	stop    context.CancelFunc
 	loops   sync.WaitGroup
+
+	testHookRead func() // tests: runs between putOptimistic's read and its write
 }
 
 // dialect holds what differs between the backends.
