@@ -60,10 +60,11 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	if then != "" && then != api.ThenLease {
 		return lease.Invalidf("batch: ?then= takes one value, %q", api.ThenLease)
 	}
-	res, err := s.svc.PostBatch(r.Context(), id, f, r.ContentLength, r.Body)
-	if err == nil && then == api.ThenLease {
-		s.svc.LeaseAfter(r.Context(), n, &res)
+	post := s.svc.PostBatch
+	if then == api.ThenLease {
+		post = s.svc.PostBatchThenLease
 	}
+	res, err := post(r.Context(), id, f, r.ContentLength, r.Body)
 	return s.reply(w, res, err)
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
@@ -165,6 +166,21 @@ const smallBatch = 64 << 10
 // the retry of one whose answer was lost: it gets Duplicate and Done. Only
 // then is the body of a batch whose lease is lost read.
 func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, size int64, body io.Reader) (api.BatchReply, error) {
+	return s.postBatch(ctx, rangeID, f, size, body, false)
+}
+
+// PostBatchThenLease is PostBatch for a batch posted with ?then=lease: when
+// it finishes its range, the answer also carries f.Node's next lease
+// (BatchReply.Lease), granted in the statement that stores the batch where
+// the store can (sqlstore's PutThenGrant), else right after it. With no
+// work there is no lease, as there is none when the grant fails (it is
+// logged): the batch is stored either way, and the worker asks for its
+// next range the usual way.
+func (s *Service) PostBatchThenLease(ctx context.Context, rangeID int64, f lease.Fence, size int64, body io.Reader) (api.BatchReply, error) {
+	return s.postBatch(ctx, rangeID, f, size, body, true)
+}
+
+func (s *Service) postBatch(ctx context.Context, rangeID int64, f lease.Fence, size int64, body io.Reader, then bool) (api.BatchReply, error) {
 	small := size >= 0 && size <= min(smallBatch, s.cfg.MaxBody)
 	if !small {
 		if err := s.fence(ctx, rangeID, f); err != nil {
@@ -195,7 +211,7 @@ func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, s
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, err
 	}
-	return s.store(ctx, rangeID, f, b)
+	return s.store(ctx, rangeID, f, b, then)
 }
 
 // fence checks f's lease of the range before a batch is looked at. A range
@@ -220,46 +236,54 @@ func (s *Service) StoreBatch(ctx context.Context, rangeID int64, f lease.Fence, 
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, err
 	}
-	return s.store(ctx, rangeID, f, b)
+	return s.store(ctx, rangeID, f, b, false)
 }
 
 // store applies the batch rule (batch.Store.Put) to a decoded batch: from
 // == next stores it, to < next is a duplicate, anything else a conflict;
-// the store checks f's lease as it writes.
-func (s *Service) store(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch) (api.BatchReply, error) {
-	res, err := s.cfg.Store.Put(ctx, rangeID, f, b)
+// the store checks f's lease as it writes. With then, a batch that
+// finishes its range gets f.Node's next lease too (PostBatchThenLease).
+func (s *Service) store(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch, then bool) (api.BatchReply, error) {
+	var reply api.BatchReply
+	tried := false
+	var err error
+	if g, ok := s.cfg.Store.(thenGranter); ok && then {
+		reply.Result, reply.Lease, tried, err = g.PutThenGrant(ctx, rangeID, f, b, s.cfg.LeaseTTL)
+	} else {
+		reply.Result, err = s.cfg.Store.Put(ctx, rangeID, f, b)
+	}
 	switch {
 	case err != nil:
 		s.cfg.Metrics.batch("refused", 0)
 		return api.BatchReply{}, err
-	case res.Duplicate:
+	case reply.Duplicate:
 		s.cfg.Metrics.batch("duplicate", 0)
 	default:
 		s.cfg.Metrics.batch("stored", len(b.Items))
 	}
-	if res.Done {
+	if reply.Done {
 		s.dropSpool(rangeID)
 	}
-	return api.BatchReply{Result: res}, nil
+	switch {
+	case reply.Lease != nil:
+		s.kick()
+		s.cfg.Metrics.leased()
+	case then && reply.Done && !tried:
+		l, err := s.Grant(ctx, f.Node)
+		if err == nil {
+			reply.Lease = &l
+		} else if !errors.Is(err, lease.ErrNoWork) {
+			s.cfg.Logger.Warn("lease after a final batch", "node", f.Node, "err", err)
+		}
+	}
+	return reply, nil
 }
 
-// LeaseAfter grants node its next range when reply says node's batch
-// finished its range, and puts the lease in reply (BatchReply.Lease): a
-// worker that asked (?then=lease) goes on without a lease call of its own.
-// With no work, reply stays as it is, as it does when the grant fails (it
-// is logged): the batch is stored either way, and the worker asks for its
-// next range the usual way.
-func (s *Service) LeaseAfter(ctx context.Context, node string, reply *api.BatchReply) {
-	if !reply.Done {
-		return
-	}
-	l, err := s.Grant(ctx, node)
-	switch {
-	case err == nil:
-		reply.Lease = &l
-	case !errors.Is(err, lease.ErrNoWork):
-		s.cfg.Logger.Warn("lease after a final batch", "node", node, "err", err)
-	}
+// thenGranter is a store that can grant a node's next range in the
+// statement that stores its final batch (sqlstore.Store.PutThenGrant):
+// tried says it did try; when it did not, the Service grants after.
+type thenGranter interface {
+	PutThenGrant(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch, ttl time.Duration) (batch.Result, *lease.Lease, bool, error)
 }
 
 // budget bounds the bytes of batch bodies being decoded and stored at once.

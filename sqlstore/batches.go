@@ -32,6 +32,35 @@ type putReq struct {
 	rangeID int64
 	f       lease.Fence
 	b       batch.Batch
+	then    *thenGrant // PutThenGrant's
+}
+
+// PutThenGrant is Put that, when the batch finishes its range (Done),
+// grants f.Node its next range for ttl in the statement that stores the
+// batch, where it can: on PostgreSQL, for a batch stored with its group's
+// one statement (see putOptimistic). tried says whether the grant was
+// made there; lease is nil then when there was no work. When it was not
+// tried, the caller grants the usual way (Grant) if it wants one.
+func (s *Store) PutThenGrant(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch, ttl time.Duration) (res batch.Result, l *lease.Lease, tried bool, err error) {
+	ttlUS, err := ttlMicros(ttl)
+	if err != nil {
+		return batch.Result{}, nil, false, err
+	}
+	then := &thenGrant{ttl: ttl, ttlUS: ttlUS}
+	res, err = s.puts.do(ctx, putReq{rangeID: rangeID, f: f, b: b, then: then})
+	if err != nil {
+		return res, nil, false, err
+	}
+	return res, then.lease, then.tried, nil // the loop wrote them before answering
+}
+
+// thenGrant is a PutThenGrant's request for the next lease, and what came
+// of it.
+type thenGrant struct {
+	ttl   time.Duration
+	ttlUS int64
+	lease *lease.Lease // granted
+	tried bool         // the grant was tried: no lease means no work
 }
 
 // putGroup stores a group of Puts in one transaction.

@@ -87,28 +87,65 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 			it.keys, it.values = append(it.keys, item.Key), append(it.values, jsonValue(item.Value))
 		}
 	}
+	// The Puts that finish their range and asked for the next lease
+	// (PutThenGrant) get it in the same statement, if their range matched.
+	var want []*call[putReq, batch.Result]
+	var g struct {
+		nodes       []string
+		ttls, range_ []int64
+	}
+	touched := make(map[int64]bool, len(w.touched))
+	for _, r := range w.touched {
+		touched[r.ID] = true
+	}
+	for _, c := range group {
+		if c.req.then != nil && c.err == nil && c.res.Done && touched[c.req.rangeID] {
+			want = append(want, c)
+			g.nodes, g.ttls, g.range_ = append(g.nodes, c.req.f.Node), append(g.ttls, c.req.then.ttlUS), append(g.range_, c.req.rangeID)
+		}
+	}
 	write, err := s.prepared(ctx, optimisticPutQuery)
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
-	var matched []int64
-	if err := write.SelectContext(ctx, &matched,
+	now := s.now()
+	var out []struct {
+		rangeRow
+		N int64 `db:"n"`
+	}
+	if err := write.SelectContext(ctx, &out,
 		pq.Array(u.ids), pq.Array(u.next), pq.Array(u.headers), pq.Array(u.state),
 		pq.Array(u.oldNext), pq.Array(u.oldToken), pq.Array(u.oldState),
 		s.nowMicros(), pq.Array(b.ranges), pq.Array(b.nodes), pq.Array(b.from), pq.Array(b.to), pq.Array(b.headers), pq.Array(b.items),
 		pq.Array(it.groups), pq.Array(it.ranges), pq.Array(it.from), pq.Array(it.to), pq.Array(it.keys), pq.Array(it.values),
-		pq.Array(w.finished)); err != nil {
+		pq.Array(w.finished),
+		pq.Array(g.nodes), pq.Array(g.ttls), pq.Array(g.range_),
+		now, pq.Array(u.ids), len(want), now); err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
-	}
-	if len(matched) == len(w.touched) {
-		return nil, nil
 	}
 	stale := make(map[int64]bool, len(w.touched))
 	for _, r := range w.touched {
 		stale[r.ID] = true
 	}
-	for _, id := range matched {
-		delete(stale, id)
+	for _, o := range out {
+		if o.N == 0 { // a range u matched
+			delete(stale, o.ID)
+		}
+	}
+	for _, c := range want {
+		if !stale[c.req.rangeID] {
+			c.req.then.tried = true
+		}
+	}
+	for _, o := range out {
+		if o.N > 0 { // a range granted to the n-th Put of want whose range matched
+			c := want[o.N-1]
+			l, err := s.toLease(ctx, s.rdb, o.rangeRow, c.req.then.ttl)
+			if err != nil {
+				return nil, fmt.Errorf("batch: %w", err) // cannot be: the group is cached
+			}
+			c.req.then.lease = &l
+		}
 	}
 	var rest []*call[putReq, batch.Result]
 	for _, c := range group {
@@ -123,10 +160,13 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 var readRangesQuery = "SELECT " + rangeCols + " FROM ranges WHERE id = ANY(CAST(? AS BIGINT[]))"
 
 // optimisticPutQuery is putOptimistic's write: u updates each range still
-// as it was read, and returns the ids it matched; the batches, items and
-// claim deletions follow only those. Every list is an array, so the text
-// is the same for any group (prepared once).
-const optimisticPutQuery = `
+// as it was read; the batches, items and claim deletions follow only the
+// ranges it matched, and so do the grants g makes to the Puts that asked
+// (gw, numbered anew), of ranges locked as Grant locks them (gl), none of
+// the group's. It returns the granted ranges with the ordinal of the Put
+// in want (n), then the ranges u matched (n = 0). Every list is an array,
+// so the text is the same for any group (prepared once).
+var optimisticPutQuery = `
 	WITH v AS (
 		SELECT * FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]),
 			CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]))
@@ -150,5 +190,18 @@ const optimisticPutQuery = `
 			AS x(group_id, range_id, from_n, to_n, key, value)
 		WHERE x.range_id IN (SELECT id FROM u)),
 	d AS (
-		DELETE FROM chunk_claims WHERE range_id = ANY(CAST(? AS BIGINT[])) AND range_id IN (SELECT id FROM u))
-	SELECT id FROM u`
+		DELETE FROM chunk_claims WHERE range_id = ANY(CAST(? AS BIGINT[])) AND range_id IN (SELECT id FROM u)),
+	gw AS (
+		SELECT w.node, w.ttl_us, w.ord, row_number() OVER (ORDER BY w.ord) AS n
+		FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, range_id, ord)
+		WHERE w.range_id IN (SELECT id FROM u)),
+	gl AS (
+		SELECT id, lane_rank, start_n FROM ranges WHERE ` + grantEligible + ` AND id <> ALL(CAST(? AS BIGINT[]))
+		ORDER BY lane_rank, start_n LIMIT ? {skiplocked}),
+	gp AS (SELECT id, row_number() OVER (ORDER BY lane_rank, start_n) AS n FROM gl),
+	g AS (
+		UPDATE ranges AS r SET state = 'leased', token = r.token + 1, node = gw.node, lane_token = 0, expires_us = {now} + gw.ttl_us
+		FROM gp JOIN gw USING (n) WHERE r.id = gp.id
+		RETURNING ` + prefixed("r.", rangeCols) + `, gw.ord AS n)
+	SELECT * FROM g
+	UNION ALL SELECT id, 0, '', 0, 0, 0, FALSE, '', 0, 0, '', 0, NULL, 0, NULL, FALSE, 0 FROM u`

@@ -61,8 +61,53 @@ func TestOptimisticPutStaleRange(t *testing.T) {
 	require.Equal(t, rb.Start, rb.Next, "nothing of the stale Put was written")
 	_, err = s.Check(ctx, b.Range.ID, lease.Fence{Node: "b", Token: stolen.Token})
 	require.NoError(t, err, "the new holder keeps it")
-	page, err := s.Results(ctx, batch.Query{Group: "g"})
+	var stored []int64 // in the table: the feed hides items while another test's transaction runs
+	require.NoError(t, s.db.SelectContext(ctx, &stored, "SELECT range_id FROM items"))
+	require.Equal(t, []int64{a.Range.ID}, stored)
+}
+
+// PutThenGrant grants the sender its next range in the statement that
+// stores its final batch: never a range of the group, never one another
+// node holds; a batch that does not finish its range, or whose range
+// changed since it was read, gets no lease there; with no work left it is
+// tried and there is none.
+func TestPutThenGrant(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(ctx, pgtest.URL(t), Config{})
 	require.NoError(t, err)
-	require.Len(t, page.Results, 1)
-	require.Equal(t, a.Range.ID, page.Results[0].Range)
+	t.Cleanup(func() { s.Close() })
+	_, err = s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 10, ChunkSize: 10})
+	require.NoError(t, err)
+	_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 30})
+	require.NoError(t, err)
+	a, err := s.Grant(ctx, "a", time.Minute)
+	require.NoError(t, err)
+	other, err := s.Grant(ctx, "b", time.Minute)
+	require.NoError(t, err)
+	fa := lease.Fence{Node: "a", Token: a.Token}
+	one := []batch.Item{{Key: "k", Value: []byte(`1`)}}
+
+	res, l, tried, err := s.PutThenGrant(ctx, a.Range.ID, fa, batch.Batch{From: 1, To: 5, Headers: 5, Items: one}, time.Minute)
+	require.NoError(t, err)
+	require.False(t, res.Done)
+	require.Nil(t, l, "not final: no lease")
+	require.False(t, tried)
+
+	res, l, tried, err = s.PutThenGrant(ctx, a.Range.ID, fa, batch.Batch{From: 6, To: 10, Headers: 5, Items: one, Final: true}, time.Minute)
+	require.NoError(t, err)
+	require.True(t, res.Done)
+	require.True(t, tried)
+	require.NotNil(t, l)
+	require.NotEqual(t, other.Range.ID, l.Range.ID, "not the range b holds")
+	require.NotEqual(t, a.Range.ID, l.Range.ID)
+	_, err = s.Check(ctx, l.Range.ID, lease.Fence{Node: "a", Token: l.Token})
+	require.NoError(t, err, "a holds it")
+
+	res, l2, tried, err := s.PutThenGrant(ctx, l.Range.ID, lease.Fence{Node: "a", Token: l.Token},
+		batch.Batch{From: l.Range.Start, To: l.Range.End, Headers: 10, Items: one, Final: true}, time.Minute)
+	require.NoError(t, err)
+	require.True(t, res.Done)
+	require.True(t, tried)
+	require.Nil(t, l2, "no work left")
 }
