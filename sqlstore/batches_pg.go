@@ -91,8 +91,8 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 	// (PutThenGrant) get it in the same statement, if their range matched.
 	var want []*call[putReq, batch.Result]
 	var g struct {
-		nodes       []string
-		ttls, range_ []int64
+		nodes        []string
+		ttls, ranges []int64
 	}
 	touched := make(map[int64]bool, len(w.touched))
 	for _, r := range w.touched {
@@ -101,7 +101,7 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 	for _, c := range group {
 		if c.req.then != nil && c.err == nil && c.res.Done && touched[c.req.rangeID] {
 			want = append(want, c)
-			g.nodes, g.ttls, g.range_ = append(g.nodes, c.req.f.Node), append(g.ttls, c.req.then.ttlUS), append(g.range_, c.req.rangeID)
+			g.nodes, g.ttls, g.ranges = append(g.nodes, c.req.f.Node), append(g.ttls, c.req.then.ttlUS), append(g.ranges, c.req.rangeID)
 		}
 	}
 	write, err := s.prepared(ctx, optimisticPutQuery)
@@ -119,7 +119,7 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 		s.nowMicros(), pq.Array(b.ranges), pq.Array(b.nodes), pq.Array(b.from), pq.Array(b.to), pq.Array(b.headers), pq.Array(b.items),
 		pq.Array(it.groups), pq.Array(it.ranges), pq.Array(it.from), pq.Array(it.to), pq.Array(it.keys), pq.Array(it.values),
 		pq.Array(w.finished),
-		pq.Array(g.nodes), pq.Array(g.ttls), pq.Array(g.range_),
+		pq.Array(g.nodes), pq.Array(g.ttls), pq.Array(g.ranges),
 		now, pq.Array(u.ids), len(want), now); err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
