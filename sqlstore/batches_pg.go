@@ -3,10 +3,13 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/lib/pq"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/lease"
 )
 
 // optimistic reports whether a group of Puts may be stored the optimistic
@@ -39,27 +42,29 @@ func (s *Store) optimistic(group []*call[putReq, batch.Result]) bool {
 // written: those calls are returned, to be decided again under the range's
 // lock. The rest are answered. An error means nothing was written.
 func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.Result]) ([]*call[putReq, batch.Result], error) {
-	read, err := s.prepared(ctx, readRangesQuery)
-	if err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
+	ids := groupIDs(group)
+	rows, w := s.decideHeld(group, ids)
+	if w == nil {
+		read, err := s.prepared(ctx, readRangesQuery)
+		if err != nil {
+			return nil, fmt.Errorf("batch: %w", err)
+		}
+		if err := read.SelectContext(ctx, &rows, pq.Array(ids)); err != nil {
+			return nil, fmt.Errorf("batch: %w", err)
+		}
+		for _, r := range rows {
+			if r.Repair {
+				return group, nil // its stored spans are bookkept under its lock
+			}
+		}
+		w = decideGroup(group, slices.Clone(rows))
 	}
-	var rows []rangeRow
-	if err := read.SelectContext(ctx, &rows, pq.Array(groupIDs(group))); err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
-	}
-	if s.testHookRead != nil {
-		s.testHookRead()
+	if len(w.touched) == 0 {
+		return nil, nil // nothing to write: every answer stands
 	}
 	was := make(map[int64]rangeRow, len(rows))
 	for _, r := range rows {
-		if r.Repair {
-			return group, nil // its stored spans are bookkept under its lock
-		}
 		was[r.ID] = r
-	}
-	w := decideGroup(group, rows)
-	if len(w.touched) == 0 {
-		return nil, nil // nothing to write: every answer stands
 	}
 
 	var u struct {
@@ -104,6 +109,9 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 			g.nodes, g.ttls, g.ranges = append(g.nodes, c.req.f.Node), append(g.ttls, c.req.then.ttlUS), append(g.ranges, c.req.rangeID)
 		}
 	}
+	if s.testHookWrite != nil {
+		s.testHookWrite()
+	}
 	write, err := s.prepared(ctx, optimisticPutQuery)
 	if err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
@@ -137,6 +145,13 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 			c.req.then.tried = true
 		}
 	}
+	for _, r := range w.touched {
+		if stale[r.ID] || r.State != string(lease.StateLeased) {
+			s.held.forget(r.ID)
+		} else {
+			s.held.put(*r)
+		}
+	}
 	for _, o := range out {
 		if o.N > 0 { // a range granted to the n-th Put of want whose range matched
 			c := want[o.N-1]
@@ -145,6 +160,7 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 				return nil, fmt.Errorf("batch: %w", err) // cannot be: the group is cached
 			}
 			c.req.then.lease = &l
+			s.held.put(o.rangeRow)
 		}
 	}
 	var rest []*call[putReq, batch.Result]
@@ -154,6 +170,26 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 		}
 	}
 	return rest, nil
+}
+
+// decideHeld decides a group against the ranges as this store last left
+// them (heldRanges), when it knows every one and each Put then writes:
+// putOptimistic's write checks that each range is still so, and hands back
+// the Puts of one that is not. An answer that writes nothing (a lost
+// lease, a duplicate, a refusal) would not be checked, so with any, or any
+// range unknown, it returns nil writes and the caller reads the ranges.
+func (s *Store) decideHeld(group []*call[putReq, batch.Result], ids []int64) ([]rangeRow, *putWrites) {
+	rows, ok := s.held.get(ids)
+	if !ok {
+		return nil, nil
+	}
+	w := decideGroup(group, slices.Clone(rows))
+	for _, c := range group {
+		if c.err != nil || c.res.Duplicate {
+			return nil, nil
+		}
+	}
+	return rows, w
 }
 
 // readRangesQuery reads a group's ranges without locking them.
@@ -205,3 +241,45 @@ var optimisticPutQuery = `
 		RETURNING ` + prefixed("r.", rangeCols) + `, gw.ord AS n)
 	SELECT * FROM g
 	UNION ALL SELECT id, 0, '', 0, 0, 0, FALSE, '', 0, 0, '', 0, NULL, 0, NULL, FALSE, 0 FROM u`
+
+// heldRanges remembers the ranges this store leased, as it last wrote them
+// (granted, or a batch stored), so that a group of Puts of ranges it knows
+// needs no read (decideHeld). It is a guess, never trusted: the write
+// checks each range's next, token and state. Entries go when a range is
+// done, a check fails, or the map is full.
+type heldRanges struct {
+	mu   sync.Mutex
+	rows map[int64]rangeRow
+}
+
+// maxHeld bounds heldRanges; a full map is emptied.
+const maxHeld = 100_000
+
+func (h *heldRanges) get(ids []int64) ([]rangeRow, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rows := make([]rangeRow, 0, len(ids))
+	for _, id := range ids {
+		r, ok := h.rows[id]
+		if !ok || r.Repair {
+			return nil, false
+		}
+		rows = append(rows, r)
+	}
+	return rows, true
+}
+
+func (h *heldRanges) put(r rangeRow) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.rows == nil || len(h.rows) >= maxHeld {
+		h.rows = make(map[int64]rangeRow)
+	}
+	h.rows[r.ID] = r
+}
+
+func (h *heldRanges) forget(id int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.rows, id)
+}

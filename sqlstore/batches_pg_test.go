@@ -33,8 +33,8 @@ func TestOptimisticPutStaleRange(t *testing.T) {
 	require.NoError(t, err)
 
 	var stolen lease.Lease
-	s.testHookRead = func() {
-		s.testHookRead = nil
+	s.testHookWrite = func() {
+		s.testHookWrite = nil
 		require.NoError(t, s.Release(ctx, b.Range.ID, lease.Fence{Node: "a", Token: b.Token}))
 		stolen, err = s.Grant(ctx, "b", time.Minute)
 		require.NoError(t, err)

@@ -162,6 +162,7 @@ func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease
 	out := make([]rangeRow, len(rows))
 	for _, r := range rows {
 		out[r.N-1] = r.rangeRow
+		s.held.put(r.rangeRow)
 	}
 	return out, nil
 }

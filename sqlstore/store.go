@@ -134,7 +134,9 @@ type Store struct {
 	stop    context.CancelFunc
 	loops   sync.WaitGroup
 
-	testHookRead func() // tests: runs between putOptimistic's read and its write
+	held heldRanges // see putOptimistic
+
+	testHookWrite func() // tests: runs before putOptimistic's write
 }
 
 // dialect holds what differs between the backends.
