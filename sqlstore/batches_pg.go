@@ -30,11 +30,11 @@ func (s *Store) optimistic(group []*call[putReq, batch.Result]) bool {
 	return n < copyAbove
 }
 
-// putOptimistic stores a group of Puts with two statements and no
+// putOptimistic stores a group of Puts with at most two statements and no
 // transaction of its own, the way River completes jobs (the fence in the
-// WHERE): it reads the group's ranges without locking them, decides every
-// Put against them (decideGroup, as putTx does), then writes with one
-// statement whose range update holds only where each range is still as it
+// WHERE): it reads the group's ranges without locking them (unless it
+// knows them: decideHeld), decides every Put against them (decideGroup, as
+// putTx does), then writes with one statement whose range update holds only where each range is still as it
 // was read (its next, token and state), and whose batches, items and claim
 // deletions are written only for the ranges the update matched. A range
 // that changed in between (a grant, a release, a lane's fence, a Put of
@@ -62,17 +62,68 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 	if len(w.touched) == 0 {
 		return nil, nil // nothing to write: every answer stands
 	}
+	args, want := s.optimisticArgs(group, w, rows)
+	if s.testHookWrite != nil {
+		s.testHookWrite()
+	}
+	write, err := s.prepared(ctx, optimisticPutQuery)
+	if err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	var out []writtenRow
+	if err := write.SelectContext(ctx, &out, args...); err != nil {
+		return nil, fmt.Errorf("batch: %w", err)
+	}
+	// Written: from here on nothing may fail the group.
+	stale := make(map[int64]bool, len(w.touched))
+	for _, r := range w.touched {
+		stale[r.ID] = true
+	}
+	for _, o := range out {
+		if o.N == 0 { // a range u matched
+			delete(stale, o.ID)
+		}
+	}
+	for _, r := range w.touched {
+		if stale[r.ID] || r.State != string(lease.StateLeased) {
+			s.held.forget(r.ID)
+		} else {
+			s.held.put(*r)
+		}
+	}
+	s.handOver(ctx, want, stale, out)
+	var rest []*call[putReq, batch.Result]
+	for _, c := range group {
+		if stale[c.req.rangeID] {
+			rest = append(rest, c)
+		}
+	}
+	return rest, nil
+}
+
+// writtenRow is a row optimisticPutQuery returns: a range granted to the
+// N-th Put that asked, or with N = 0 the id of a range the write matched.
+type writtenRow struct {
+	rangeRow
+	N int64 `db:"n"`
+}
+
+// optimisticArgs returns the arguments of optimisticPutQuery for the
+// decided writes w of group, whose ranges were rows before, and the Puts
+// that asked for their next lease and finish a range the write may match.
+func (s *Store) optimisticArgs(group []*call[putReq, batch.Result], w *putWrites, rows []rangeRow) ([]any, []*call[putReq, batch.Result]) {
 	was := make(map[int64]rangeRow, len(rows))
 	for _, r := range rows {
 		was[r.ID] = r
 	}
-
 	var u struct {
 		ids, next, headers, oldNext, oldToken []int64
 		state, oldState                       []string
 	}
+	touched := make(map[int64]bool, len(w.touched))
 	for _, r := range w.touched {
 		o := was[r.ID]
+		touched[r.ID] = true
 		u.ids, u.next, u.headers, u.state = append(u.ids, r.ID), append(u.next, r.Next), append(u.headers, r.Headers), append(u.state, r.State)
 		u.oldNext, u.oldToken, u.oldState = append(u.oldNext, o.Next), append(u.oldToken, o.Token), append(u.oldState, o.State)
 	}
@@ -92,16 +143,10 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 			it.keys, it.values = append(it.keys, item.Key), append(it.values, jsonValue(item.Value))
 		}
 	}
-	// The Puts that finish their range and asked for the next lease
-	// (PutThenGrant) get it in the same statement, if their range matched.
 	var want []*call[putReq, batch.Result]
 	var g struct {
 		nodes        []string
 		ttls, ranges []int64
-	}
-	touched := make(map[int64]bool, len(w.touched))
-	for _, r := range w.touched {
-		touched[r.ID] = true
 	}
 	for _, c := range group {
 		if c.req.then != nil && c.err == nil && c.res.Done && touched[c.req.rangeID] {
@@ -109,67 +154,40 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 			g.nodes, g.ttls, g.ranges = append(g.nodes, c.req.f.Node), append(g.ttls, c.req.then.ttlUS), append(g.ranges, c.req.rangeID)
 		}
 	}
-	if s.testHookWrite != nil {
-		s.testHookWrite()
-	}
-	write, err := s.prepared(ctx, optimisticPutQuery)
-	if err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
-	}
 	now := s.now()
-	var out []struct {
-		rangeRow
-		N int64 `db:"n"`
-	}
-	if err := write.SelectContext(ctx, &out,
+	return []any{
 		pq.Array(u.ids), pq.Array(u.next), pq.Array(u.headers), pq.Array(u.state),
 		pq.Array(u.oldNext), pq.Array(u.oldToken), pq.Array(u.oldState),
 		s.nowMicros(), pq.Array(b.ranges), pq.Array(b.nodes), pq.Array(b.from), pq.Array(b.to), pq.Array(b.headers), pq.Array(b.items),
 		pq.Array(it.groups), pq.Array(it.ranges), pq.Array(it.from), pq.Array(it.to), pq.Array(it.keys), pq.Array(it.values),
 		pq.Array(w.finished),
 		pq.Array(g.nodes), pq.Array(g.ttls), pq.Array(g.ranges),
-		now, pq.Array(u.ids), len(want), now); err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
-	}
-	stale := make(map[int64]bool, len(w.touched))
-	for _, r := range w.touched {
-		stale[r.ID] = true
-	}
-	for _, o := range out {
-		if o.N == 0 { // a range u matched
-			delete(stale, o.ID)
-		}
-	}
+		now, pq.Array(u.ids), len(want), now,
+	}, want
+}
+
+// handOver gives each Put of want whose range the write matched (not
+// stale) the range the write granted it, if any (a row of out with n > 0:
+// its ordinal in want), and says the grant was tried. A lease that cannot
+// be made (its group unknown: it cannot be, groups are cached when added)
+// is left to expire, and its Put told nothing was tried.
+func (s *Store) handOver(ctx context.Context, want []*call[putReq, batch.Result], stale map[int64]bool, out []writtenRow) {
 	for _, c := range want {
-		if !stale[c.req.rangeID] {
-			c.req.then.tried = true
-		}
-	}
-	for _, r := range w.touched {
-		if stale[r.ID] || r.State != string(lease.StateLeased) {
-			s.held.forget(r.ID)
-		} else {
-			s.held.put(*r)
-		}
+		c.req.then.tried = !stale[c.req.rangeID]
 	}
 	for _, o := range out {
-		if o.N > 0 { // a range granted to the n-th Put of want whose range matched
-			c := want[o.N-1]
-			l, err := s.toLease(ctx, s.rdb, o.rangeRow, c.req.then.ttl)
-			if err != nil {
-				return nil, fmt.Errorf("batch: %w", err) // cannot be: the group is cached
-			}
-			c.req.then.lease = &l
-			s.held.put(o.rangeRow)
+		if o.N == 0 {
+			continue
 		}
-	}
-	var rest []*call[putReq, batch.Result]
-	for _, c := range group {
-		if stale[c.req.rangeID] {
-			rest = append(rest, c)
+		c := want[o.N-1]
+		l, err := s.toLease(ctx, s.rdb, o.rangeRow, c.req.then.ttl)
+		if err != nil {
+			c.req.then.tried = false
+			continue
 		}
+		c.req.then.lease = &l
+		s.held.put(o.rangeRow)
 	}
-	return rest, nil
 }
 
 // decideHeld decides a group against the ranges as this store last left
