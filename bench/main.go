@@ -62,7 +62,7 @@ func main() {
 	fs.IntVar(&o.workers, "workers", 32, "workers of the cycle runs")
 	fs.IntVar(&o.count, "count", 1, "runs of each measurement; figures and ratios are medians")
 	fs.BoolVar(&o.quick, "quick", false, "a fast smoke run: small sizes (overrides -n, -ingest-batches, -articles, -duration)")
-	fs.BoolVar(&o.prefetch, "prefetch", true, "run the coordinator's prefetcher in the cycle runs, as serve does")
+	fs.BoolVar(&o.prefetch, "prefetch", true, "also time the PostgreSQL cycles with the coordinator's prefetcher running, as serve runs it (edgeindex/postgres+prefetch: each range's chunk fetched into the spool too, which River's no-op jobs have no counterpart of)")
 	fs.StringVar(&o.only, "only", "", "comma-separated phases to run: "+strings.Join(phases, ","))
 	fs.IntVar(&o.ingestBatches, "ingest-batches", 10, "batches posted (and COPYs) in the ingest runs")
 	fs.IntVar(&o.batchItems, "batch-items", 10_000, "items per ingest batch")
@@ -292,8 +292,13 @@ func (s *session) measures(want map[string]bool) []measure {
 		return s.onPG("river", func(url string) (result, error) { return benchRiver(ctx, url, o.n, o.workers, o.riverCooldown) })
 	})
 	add("edgeindex", "edgeindex/postgres", "cycles/s", func() (result, error) {
-		return s.onPGDir("edgeindex", func(url, dir string) (result, error) { return benchCycles(ctx, url, dir, o.n, o.workers, o.prefetch) })
+		return s.onPGDir("edgeindex", func(url, dir string) (result, error) { return benchCycles(ctx, url, dir, o.n, o.workers, false) })
 	})
+	if o.prefetch {
+		add("edgeindex", "edgeindex/postgres+prefetch", "cycles/s", func() (result, error) {
+			return s.onPGDir("edgeindex", func(url, dir string) (result, error) { return benchCycles(ctx, url, dir, o.n, o.workers, true) })
+		})
+	}
 	add("rawsql", "rawsql", "cycles/s", func() (result, error) {
 		return s.onPG("rawsql", func(url string) (result, error) { return benchRawSQL(ctx, url, o.n, o.workers) })
 	})
@@ -302,7 +307,7 @@ func (s *session) measures(want map[string]bool) []measure {
 		if err != nil {
 			return result{}, err
 		}
-		return benchCycles(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), dir, o.n, o.workers, o.prefetch)
+		return benchCycles(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), dir, o.n, o.workers, false)
 	})
 	var items []batch.Item
 	var minItem, maxItem, itemBytes int64
@@ -359,6 +364,7 @@ func report(out io.Writer, ms []measure, rates map[string][]float64, count int) 
 	}
 	for _, r := range []struct{ label, a, b string }{
 		{"edgeindex/river", "edgeindex/postgres", "river"},
+		{"edgeindex+prefetch/river", "edgeindex/postgres+prefetch", "river"},
 		{"edgeindex/rawsql", "edgeindex/postgres", "rawsql"},
 		{"ingest/copy", "ingest/batch", "ingest/copy"},
 		{"pipeline/baseline", "pipeline/edgeindex", "pipeline/baseline"},
