@@ -13,6 +13,20 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
+// pgRanges opens a store on a new PostgreSQL schema with group "g" and its
+// ranges of 10 articles from 1 to to.
+func pgRanges(t *testing.T, to int64) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), pgtest.URL(t), Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	_, err = s.AddGroup(t.Context(), grouplease.Group{Name: "g", RangeSize: 10, ChunkSize: 10})
+	require.NoError(t, err)
+	_, err = s.AddRanges(t.Context(), grouplease.NewRanges{Group: "g", From: 1, To: to})
+	require.NoError(t, err)
+	return s
+}
+
 // A range that changes between putOptimistic's read and its write (here
 // released and granted to another node) has nothing of its Put written:
 // the Put is decided again under the range's lock and refused, while the
@@ -20,13 +34,7 @@ import (
 func TestOptimisticPutStaleRange(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(ctx, pgtest.URL(t), Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	_, err = s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 10, ChunkSize: 10})
-	require.NoError(t, err)
-	_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 20})
-	require.NoError(t, err)
+	s := pgRanges(t, 20)
 	a, err := s.Grant(ctx, "a", time.Minute)
 	require.NoError(t, err)
 	b, err := s.Grant(ctx, "a", time.Minute)
@@ -74,13 +82,7 @@ func TestOptimisticPutStaleRange(t *testing.T) {
 func TestPutThenGrant(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s, err := Open(ctx, pgtest.URL(t), Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	_, err = s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 10, ChunkSize: 10})
-	require.NoError(t, err)
-	_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 30})
-	require.NoError(t, err)
+	s := pgRanges(t, 30)
 	a, err := s.Grant(ctx, "a", time.Minute)
 	require.NoError(t, err)
 	other, err := s.Grant(ctx, "b", time.Minute)
