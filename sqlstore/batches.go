@@ -101,7 +101,11 @@ type putWrites struct {
 // range as the Puts before it left it (decidePut), then writes every
 // stored batch, item, range and finish with a few statements.
 func (s *Store) putTx(ctx context.Context, tx *sqlx.Tx, group []*call[putReq, batch.Result]) error {
-	rows, err := s.lockRanges(ctx, tx, groupIDs(group))
+	ids := groupIDs(group)
+	for _, id := range ids {
+		s.held.forget(id) // written here, under the lock, not as remembered
+	}
+	rows, err := s.lockRanges(ctx, tx, ids)
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}

@@ -264,14 +264,17 @@ var optimisticPutQuery = `
 // (granted, or a batch stored), so that a group of Puts of ranges it knows
 // needs no read (decideHeld). It is a guess, never trusted: the write
 // checks each range's next, token and state. Entries go when a range is
-// done, a check fails, or the map is full.
+// done, finished, released or reported corrupt, a check fails, or the map
+// is full.
 type heldRanges struct {
 	mu   sync.Mutex
 	rows map[int64]rangeRow
 }
 
-// maxHeld bounds heldRanges; a full map is emptied.
-const maxHeld = 100_000
+// maxHeld bounds heldRanges (about 250 bytes an entry); a full map is
+// emptied. An entry no write removes (a lease that expired and went to
+// another coordinator) stays until then.
+const maxHeld = 10_000
 
 func (h *heldRanges) get(ids []int64) ([]rangeRow, bool) {
 	h.mu.Lock()

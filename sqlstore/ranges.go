@@ -248,6 +248,7 @@ func (s *Store) Heartbeat(ctx context.Context, rangeID int64, f lease.Fence, ttl
 // the lane's ranges under the lane's lock (a deadlock), and a lane grant
 // would skip the lane while a finish holds its row (no work, spuriously).
 func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error {
+	defer s.held.forget(rangeID) // no longer the holder's as last written
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
 		var id int64
 		err := tx.GetContext(ctx, &id, s.q(`
@@ -290,6 +291,7 @@ func (s *Store) finishHeld(ctx context.Context, tx *sqlx.Tx, op string, rangeID 
 
 // Release implements lease.Store.
 func (s *Store) Release(ctx context.Context, rangeID int64, f lease.Fence) error {
+	defer s.held.forget(rangeID) // no longer the holder's as last written
 	res, err := s.db.ExecContext(ctx, s.q(`
 		UPDATE ranges SET state = 'pending', node = NULL, expires_us = NULL
 		WHERE id = ? AND state = 'leased' AND node = ? AND token = ?`), rangeID, f.Node, f.Token)
@@ -304,6 +306,7 @@ func (s *Store) Release(ctx context.Context, rangeID int64, f lease.Fence) error
 
 // Corrupt implements lease.Store.
 func (s *Store) Corrupt(ctx context.Context, rangeID int64, f lease.Fence, from int64, reason string) (lease.Range, error) {
+	defer s.held.forget(rangeID) // no longer the holder's as last written
 	var out lease.Range
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		r, err := s.heldRange(ctx, tx, "corrupt", rangeID, f, " {forupdate}")
