@@ -113,3 +113,35 @@ func TestPutThenGrant(t *testing.T) {
 	require.True(t, tried)
 	require.Nil(t, l2, "no work left")
 }
+
+// A final batch and its retry in one group (a worker that timed out and
+// posted again while the first was queued): the first stores and finishes
+// the range, the retry is its duplicate, and one batch is stored.
+func TestOptimisticPutRetryInGroup(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := pgRanges(t, 10)
+	l, err := s.Grant(ctx, "a", time.Minute)
+	require.NoError(t, err)
+	put := func() *call[putReq, batch.Result] {
+		return &call[putReq, batch.Result]{ctx: ctx, done: make(chan struct{}), req: putReq{rangeID: l.Range.ID,
+			f: lease.Fence{Node: "a", Token: l.Token}, b: batch.Batch{From: 1, To: 10, Headers: 10,
+				Items: []batch.Item{{Key: "k", Value: []byte(`1`)}}, Final: true}}}
+	}
+	group := []*call[putReq, batch.Result]{put(), put()}
+	require.True(t, s.optimistic(group))
+	s.putGroup(context.Background(), group)
+
+	require.NoError(t, group[0].err)
+	require.Equal(t, batch.Result{Next: 11, Done: true}, group[0].res)
+	require.NoError(t, group[1].err)
+	require.Equal(t, batch.Result{Next: 11, Duplicate: true, Done: true}, group[1].res)
+	var batches, items int
+	require.NoError(t, s.db.GetContext(ctx, &batches, "SELECT COUNT(*) FROM batches"))
+	require.NoError(t, s.db.GetContext(ctx, &items, "SELECT COUNT(*) FROM items"))
+	require.Equal(t, 1, batches)
+	require.Equal(t, 1, items)
+	r, err := s.Range(ctx, l.Range.ID)
+	require.NoError(t, err)
+	require.Equal(t, lease.StateDone, r.State)
+}
