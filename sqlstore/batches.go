@@ -18,10 +18,10 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// Put implements batch.Store. Concurrent Puts are stored together, a
-// transaction and a commit for all of them (see committer), each with the
+// Put implements batch.Store. Concurrent Puts are stored together, one
+// commit for all of them (see committer and putGroup), each with the
 // outcome it would have had alone, in the order they were taken. A final
-// batch finishes its range in the same transaction, so a range's last chunk
+// batch finishes its range in the same commit, so a range's last chunk
 // costs no commit of its own.
 func (s *Store) Put(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch) (batch.Result, error) {
 	return s.puts.do(ctx, putReq{rangeID: rangeID, f: f, b: b})
@@ -63,7 +63,8 @@ type thenGrant struct {
 	tried bool         // the grant was tried: no lease means no work
 }
 
-// putGroup stores a group of Puts in one transaction.
+// putGroup stores a group of Puts: with putOptimistic's statement where it
+// can, else in one transaction under the ranges' locks (putTx).
 func (s *Store) putGroup(ctx context.Context, group []*call[putReq, batch.Result]) {
 	locked := func(ctx context.Context, group []*call[putReq, batch.Result]) error {
 		return s.tx(ctx, func(tx *sqlx.Tx) error { return s.putTx(ctx, tx, group) })

@@ -121,10 +121,10 @@ func (c *committer[Req, Res]) runSafely(ctx context.Context, group []*call[Req, 
 	c.run(ctx, group)
 }
 
-// grouped runs a group's transaction with tx, and when it fails runs each
-// call alone, so one call the database refuses (a value it cannot store)
-// fails alone and a group never answers for another's fault. reset clears a
-// call's answer before its retry.
+// grouped runs a group's write with tx, and when it fails runs each call
+// alone (its answer cleared first), so one call the database refuses (a
+// value it cannot store) fails alone and a group never answers for
+// another's fault. tx must have written nothing when it fails.
 func grouped[Req, Res any](ctx context.Context, group []*call[Req, Res], tx func(context.Context, []*call[Req, Res]) error) {
 	if len(group) == 0 {
 		return
