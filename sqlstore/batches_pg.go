@@ -149,7 +149,9 @@ func (s *Store) optimisticArgs(group []*call[putReq, batch.Result], w *putWrites
 		ttls, ranges []int64
 	}
 	for _, c := range group {
+		// One lease per range: a retry in the same group is its duplicate.
 		if c.req.then != nil && c.err == nil && c.res.Done && touched[c.req.rangeID] {
+			touched[c.req.rangeID] = false
 			want = append(want, c)
 			g.nodes, g.ttls, g.ranges = append(g.nodes, c.req.f.Node), append(g.ttls, c.req.then.ttlUS), append(g.ranges, c.req.rangeID)
 		}

@@ -116,17 +116,19 @@ func TestPutThenGrant(t *testing.T) {
 
 // A final batch and its retry in one group (a worker that timed out and
 // posted again while the first was queued): the first stores and finishes
-// the range, the retry is its duplicate, and one batch is stored.
+// the range, the retry is its duplicate, one batch is stored, and only the
+// first is handed the next range.
 func TestOptimisticPutRetryInGroup(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := pgRanges(t, 10)
+	s := pgRanges(t, 20)
 	l, err := s.Grant(ctx, "a", time.Minute)
 	require.NoError(t, err)
 	put := func() *call[putReq, batch.Result] {
 		return &call[putReq, batch.Result]{ctx: ctx, done: make(chan struct{}), req: putReq{rangeID: l.Range.ID,
 			f: lease.Fence{Node: "a", Token: l.Token}, b: batch.Batch{From: 1, To: 10, Headers: 10,
-				Items: []batch.Item{{Key: "k", Value: []byte(`1`)}}, Final: true}}}
+				Items: []batch.Item{{Key: "k", Value: []byte(`1`)}}, Final: true},
+			then: &thenGrant{ttl: time.Minute, ttlUS: time.Minute.Microseconds()}}}
 	}
 	group := []*call[putReq, batch.Result]{put(), put()}
 	require.True(t, s.optimistic(group))
@@ -144,4 +146,6 @@ func TestOptimisticPutRetryInGroup(t *testing.T) {
 	r, err := s.Range(ctx, l.Range.ID)
 	require.NoError(t, err)
 	require.Equal(t, lease.StateDone, r.State)
+	require.NotNil(t, group[0].req.then.lease, "the next range, to the first")
+	require.Nil(t, group[1].req.then.lease, "one lease per range: none to its retry")
 }
