@@ -121,7 +121,7 @@ func TestPutThenGrant(t *testing.T) {
 func TestOptimisticPutRetryInGroup(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	s := pgRanges(t, 20)
+	s := pgRanges(t, 30) // two ranges left to hand over
 	l, err := s.Grant(ctx, "a", time.Minute)
 	require.NoError(t, err)
 	put := func() *call[putReq, batch.Result] {
