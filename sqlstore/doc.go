@@ -5,9 +5,19 @@
 //
 // SQLite (sqlite://PATH) is the default and embedded, in pure Go: WAL, a busy
 // timeout, one writer connection with immediate transactions, and a pool of
-// read-only readers. PostgreSQL (postgres://...) uses sqlx and lib/pq; claims
-// use FOR NO KEY UPDATE SKIP LOCKED, items go in with COPY, and migrations run under
-// an advisory lock so processes that start together do not race.
+// read-only readers. PostgreSQL (postgres://...) uses sqlx and lib/pq (with
+// binary_parameters, one round trip a query); claims use FOR NO KEY UPDATE
+// SKIP LOCKED, many items go in with COPY, and migrations run under an
+// advisory lock so processes that start together do not race.
+//
+// Concurrent writes of the hot path (Put, Grant, ClaimChunk, ChunkFetched)
+// are written in groups, one loop per kind taking every call waiting when
+// it is free, each call answered as it would have been alone. On
+// PostgreSQL a group of small batches is written with one statement whose
+// range updates hold only where each range is still as it was read (the
+// fence in the WHERE), and which also grants the next ranges a
+// PutThenGrant asks for; a range that changed is decided again under its
+// lock.
 //
 // One clock decides expiry: Config.Clock when set (tests inject a
 // clock.Manual), otherwise the database's clock on PostgreSQL, so every
