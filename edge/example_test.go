@@ -6,6 +6,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/overview"
 )
@@ -80,4 +81,40 @@ func ExampleMissingFrom() {
 	fmt.Println(edge.MissingFrom(100, 110, present))
 	// Output:
 	// [102 103 106 107 108 110]
+}
+
+// A final batch that asks for the next lease: the answer says the range is
+// done and carries the next range, so the cycle needs no lease call.
+func ExampleClient_PostBatchThenLease() {
+	c := newCoord(100)
+	c.finals, c.handOver = true, true
+	c.addRange("alt.binaries.a", 1, 100)
+	c.addRange("alt.binaries.b", 1, 100)
+	srv := c.start()
+	defer srv.Close()
+	client, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: c.token, HTTP: srv.Client()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+
+	l, ok, err := client.Lease(ctx)
+	if err != nil || !ok {
+		log.Fatal(ok, err)
+	}
+	for {
+		r := l.Range
+		res, err := client.PostBatchThenLease(ctx, r.ID, l.Token, api.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1, Final: true})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s done: %v\n", r.Group, res.Done)
+		if res.Lease == nil {
+			break // no work handed over: a worker would call Lease again
+		}
+		l = *res.Lease
+	}
+	// Output:
+	// alt.binaries.a done: true
+	// alt.binaries.b done: true
 }
