@@ -79,6 +79,11 @@ func FuzzParseURL(f *testing.F) {
 		if !ok || len(pass) < 6 || strings.Contains("s3://xxxxx@?&=:/.", pass) {
 			return
 		}
+		rest := *u
+		rest.User = url.User(u.User.Username())
+		if strings.Contains(rest.String(), pass) {
+			return // the same text stands elsewhere in the URL (user, host): showing that shows no secret
+		}
 		for _, s := range shown {
 			if strings.Contains(s, pass) {
 				t.Fatalf("%q shows the password %q", s, pass)
