@@ -159,8 +159,6 @@ func (s *Store) lockRanges(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]ran
 	return rows, err
 }
 
-var lockRangesQuery = "SELECT " + rangeCols + " FROM ranges WHERE id = ANY(CAST(? AS BIGINT[])) ORDER BY id {forupdate}"
-
 // decidePut applies the batch rule to one Put against r, the range as the
 // group's earlier Puts left it, updating r and adding the writes to w.
 func decidePut(r *rangeRow, q putReq, w *putWrites) (batch.Result, error) {

@@ -212,16 +212,20 @@ func (s *Store) decideHeld(group []*call[putReq, batch.Result], ids []int64) ([]
 	return rows, w
 }
 
-// readRangesQuery reads a group's ranges without locking them.
-var readRangesQuery = "SELECT " + rangeCols + " FROM ranges WHERE id = ANY(CAST(? AS BIGINT[]))"
+// readRangesQuery reads a group's ranges without locking them;
+// lockRangesQuery locks them in id order.
+var (
+	readRangesQuery = "SELECT " + rangeCols + " FROM ranges WHERE id = ANY(CAST(? AS BIGINT[]))"
+	lockRangesQuery = readRangesQuery + " ORDER BY id {forupdate}"
+)
 
 // optimisticPutQuery is putOptimistic's write: u updates each range still
 // as it was read; the batches, items and claim deletions follow only the
-// ranges it matched, and so do the grants g makes to the Puts that asked
-// (gw, numbered anew), of ranges locked as Grant locks them (gl), none of
-// the group's. It returns the granted ranges with the ordinal of the Put
-// in want (n), then the ranges u matched (n = 0). Every list is an array,
-// so the text is the same for any group (prepared once).
+// ranges it matched, and so do the grants made to the Puts that asked
+// (wanted, numbered anew: grantRanges), none of the group's ranges. It
+// returns the granted ranges with the ordinal of the Put in want (n), then
+// the ranges u matched (n = 0). Every list is an array, so the text is the
+// same for any group (prepared once).
 var optimisticPutQuery = `
 	WITH v AS (
 		SELECT * FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]),
@@ -247,19 +251,12 @@ var optimisticPutQuery = `
 		WHERE x.range_id IN (SELECT id FROM u)),
 	d AS (
 		DELETE FROM chunk_claims WHERE range_id = ANY(CAST(? AS BIGINT[])) AND range_id IN (SELECT id FROM u)),
-	gw AS (
+	wanted AS (
 		SELECT w.node, w.ttl_us, w.ord, row_number() OVER (ORDER BY w.ord) AS n
 		FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, range_id, ord)
 		WHERE w.range_id IN (SELECT id FROM u)),
-	gl AS (
-		SELECT id, lane_rank, start_n FROM ranges WHERE ` + grantEligible + ` AND id <> ALL(CAST(? AS BIGINT[]))
-		ORDER BY lane_rank, start_n LIMIT ? {skiplocked}),
-	gp AS (SELECT id, row_number() OVER (ORDER BY lane_rank, start_n) AS n FROM gl),
-	g AS (
-		UPDATE ranges AS r SET state = 'leased', token = r.token + 1, node = gw.node, lane_token = 0, expires_us = {now} + gw.ttl_us
-		FROM gp JOIN gw USING (n) WHERE r.id = gp.id
-		RETURNING ` + prefixed("r.", rangeCols) + `, gw.ord AS n)
-	SELECT * FROM g
+	` + grantRanges(" AND id <> ALL(CAST(? AS BIGINT[]))") + `
+	SELECT * FROM granted
 	UNION ALL SELECT id, 0, '', 0, 0, 0, FALSE, '', 0, 0, '', 0, NULL, 0, NULL, FALSE, 0 FROM u`
 
 // heldRanges remembers the ranges this store leased, as it last wrote them

@@ -156,7 +156,7 @@ func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease
 	if err != nil {
 		return nil, err
 	}
-	if err := st.SelectContext(ctx, &rows, now, len(group), pq.Array(nodes), pq.Array(ttls), now); err != nil {
+	if err := st.SelectContext(ctx, &rows, pq.Array(nodes), pq.Array(ttls), now, len(group), now); err != nil {
 		return nil, err
 	}
 	out := make([]rangeRow, len(rows))
@@ -169,15 +169,28 @@ func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease
 
 // grantGroupQuery is grantPostgres' statement.
 var grantGroupQuery = `
-		WITH locked AS (
-			SELECT id, lane_rank, start_n FROM ranges WHERE ` + grantEligible + `
-			ORDER BY lane_rank, start_n LIMIT ? {skiplocked}),
-		picked AS (SELECT id, row_number() OVER (ORDER BY lane_rank, start_n) AS n FROM locked),
-		wanted AS (SELECT * FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, n))
+	WITH wanted AS (
+		SELECT node, ttl_us, n, n AS ord FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, n)),
+	` + grantRanges("") + `
+	SELECT * FROM granted`
+
+// grantRanges is the part of a statement that leases ranges as Grant does
+// to the rows of a WITH query named wanted (node, ttl_us, n = 1, 2, ...,
+// ord): granted locks up to ? eligible ranges in grant order, skipping
+// those other transactions hold and those exclude (SQL) rules out, gives
+// the n-th to wanted's n-th, and returns each with its wanted's ord as n.
+// The one grant rule of grantPostgres and putOptimistic.
+func grantRanges(exclude string) string {
+	return `locked AS (
+		SELECT id, lane_rank, start_n FROM ranges WHERE ` + grantEligible + exclude + `
+		ORDER BY lane_rank, start_n LIMIT ? {skiplocked}),
+	picked AS (SELECT id, row_number() OVER (ORDER BY lane_rank, start_n) AS n FROM locked),
+	granted AS (
 		UPDATE ranges AS r SET state = 'leased', token = r.token + 1, node = wanted.node, lane_token = 0,
 			expires_us = {now} + wanted.ttl_us
 		FROM picked JOIN wanted USING (n) WHERE r.id = picked.id
-		RETURNING ` + prefixed("r.", rangeCols) + `, wanted.n`
+		RETURNING ` + prefixed("r.", rangeCols) + `, wanted.ord AS n)`
+}
 
 // fenceError explains why a fenced write changed no row: no such range, or
 // the fence is stale.
