@@ -134,19 +134,8 @@ CREATE INDEX feed_items_group_feed ON feed_items (group_id, xid, id)`
 // items table's rows carry: one number a batch, rising from batch to batch
 // as transaction ids do.
 func copyFeedItems(ctx context.Context, pool *pgxpool.Pool, xid, group, rangeID, from, to int64, items []batch.Item) error {
-	rows := make([][]any, len(items))
-	for i, it := range items {
-		rows[i] = []any{xid, group, rangeID, from, to, it.Key, string(it.Value)}
-	}
-	n, err := pool.CopyFrom(ctx, pgx.Identifier{"feed_items"}, []string{"xid", "group_id", "range_id", "from_n", "to_n", "key", "value"},
-		pgx.CopyFromRows(rows))
-	if err != nil {
-		return fmt.Errorf("copy: %w", err)
-	}
-	if n != int64(len(items)) {
-		return fmt.Errorf("copy: %d rows of %d", n, len(items))
-	}
-	return nil
+	return copyRows(ctx, pool, "feed_items", []string{"xid", "group_id", "range_id", "from_n", "to_n", "key", "value"},
+		items, func(it batch.Item) []any { return []any{xid, group, rangeID, from, to, it.Key, string(it.Value)} })
 }
 
 func createRawItems(ctx context.Context, pool *pgxpool.Pool) error {
@@ -155,14 +144,21 @@ func createRawItems(ctx context.Context, pool *pgxpool.Pool) error {
 	return err
 }
 
-// copyItems stores items with one COPY, in a transaction of its own.
+// copyItems stores items with one COPY into raw_items, in a transaction of
+// its own.
 func copyItems(ctx context.Context, pool *pgxpool.Pool, group, rangeID, from, to int64, items []batch.Item) error {
+	return copyRows(ctx, pool, "raw_items", []string{"group_id", "range_id", "from_n", "to_n", "key", "value"},
+		items, func(it batch.Item) []any { return []any{group, rangeID, from, to, it.Key, string(it.Value)} })
+}
+
+// copyRows COPYs one row per item, row(item) in the columns cols, into
+// table, and checks that every row went in.
+func copyRows(ctx context.Context, pool *pgxpool.Pool, table string, cols []string, items []batch.Item, row func(batch.Item) []any) error {
 	rows := make([][]any, len(items))
 	for i, it := range items {
-		rows[i] = []any{group, rangeID, from, to, it.Key, string(it.Value)}
+		rows[i] = row(it)
 	}
-	n, err := pool.CopyFrom(ctx, pgx.Identifier{"raw_items"}, []string{"group_id", "range_id", "from_n", "to_n", "key", "value"},
-		pgx.CopyFromRows(rows))
+	n, err := pool.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
 	if err != nil {
 		return fmt.Errorf("copy: %w", err)
 	}
