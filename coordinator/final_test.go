@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -99,6 +100,36 @@ func TestFinalBatchThenLease(t *testing.T) {
 			r = h.do("POST", path+"?then=lease", h.token, next.Token, strings.NewReader(`{"from":101,"to":200,"headers":100,"items":[],"final":true}`))
 			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 			require.JSONEq(t, `{"next":201,"duplicate":false,"done":true}`, string(r.body), "no work left: no lease")
+		})
+	}
+}
+
+// A body of garbage posted with ?then=lease is 400 like any bad body: nothing
+// is stored and nothing granted, so the other range stays pending.
+func TestFinalBatchThenLeaseGarbage(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, b.URL(t), nil)
+			h.group("g", false, 1, 200, lease.LaneHistory) // two ranges of 100
+			l := h.lease(h.token)
+			path := fmt.Sprintf("/v1/ranges/%d/batch?then=lease", l.Range.ID)
+			for _, body := range []string{`{"from":1,"to":100,"final":tru`, "\x00\xff garbage", `{"from":1,"to":100,"headers":100,"items":[],"final":true,"x":1}`} {
+				r := h.do("POST", path, h.token, l.Token, strings.NewReader(body))
+				require.Equal(t, http.StatusBadRequest, r.status, "%q: %s", body, r.body)
+			}
+			rs, err := h.store.Ranges(t.Context(), grouplease.RangeFilter{Group: "g"})
+			require.NoError(t, err)
+			require.Len(t, rs, 2)
+			for _, rg := range rs {
+				if rg.ID == l.Range.ID {
+					require.Equal(t, lease.StateLeased, rg.State)
+					require.Equal(t, int64(1), rg.Next, "nothing stored")
+				} else {
+					require.Equal(t, lease.StatePending, rg.State, "nothing granted")
+				}
+			}
 		})
 	}
 }
