@@ -54,7 +54,15 @@
 //     Config.Attempts cuts in a row without a stored batch, the range is
 //     released;
 //   - an error frame means the coordinator gave up waiting for a chunk: the
-//     range is released, for a later grant to try again.
+//     range is released, for a later grant to try again;
+//   - a frame the worker cannot take, one whose length is over
+//     Config.MaxFrame (edgeframe.ErrFrameTooLarge, refused before anything
+//     is allocated for it) or whose payload does not fit a frame
+//     (edgeframe.ErrMalformed), reports the chunk the stream was at corrupt,
+//     as a bad chunk from the handler does: the same stream would send the
+//     same frame again, so a release would only have the range granted again
+//     with no attempt counted, while a corrupt report counts one and the
+//     range fails at the coordinator's maximum.
 //
 // A lost lease (a 409 with code lease_lost from any call, or from a
 // heartbeat of the range or of its lane) stops the range at once: nothing

@@ -573,6 +573,13 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, wi
 		watchdog = time.AfterFunc(idle, func() { scancel(errStreamIdle) })
 		defer watchdog.Stop()
 	}
+	// at is the first article of the chunk frame the stream sends next: the
+	// coordinator begins at the chunk that holds from (or next), and chunks
+	// follow in order.
+	at := *next
+	if from > 0 {
+		at = from
+	}
 	for streaming(r, win, *next) {
 		if watchdog != nil {
 			watchdog.Reset(idle)
@@ -588,7 +595,11 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, wi
 			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, ErrNetwork) {
 				err = fmt.Errorf("%w: %w", errCut, err)
 			}
-			return progressed, fmt.Errorf("edge: stream of range %d: %w", r.ID, err)
+			err = fmt.Errorf("edge: stream of range %d: %w", r.ID, err)
+			if bad := untakable(l, at, err); bad != nil {
+				return progressed, bad
+			}
+			return progressed, err
 		}
 		switch f.Type {
 		case edgeframe.TypeKeepalive:
@@ -604,6 +615,7 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, wi
 				r.ID, ErrProtocol, *next-1, r.Start, r.End)
 		}
 		w.n.bytes.Add(int64(len(f.Data)))
+		at = f.To + 1
 		if ctx.Err() != nil { // stopping: hand the handler nothing more
 			return progressed, context.Cause(ctx)
 		}
@@ -627,6 +639,27 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, wi
 		progressed = true
 	}
 	return progressed, nil
+}
+
+// untakable returns err as the verdict that the chunk holding article at is
+// corrupt when err says the worker cannot take that chunk's frame at the
+// frame layer: its length is over Config.MaxFrame
+// (edgeframe.ErrFrameTooLarge), or its payload does not fit a frame
+// (edgeframe.ErrMalformed). Reading the stream again would meet the same
+// frame, so giving the range back would only have it granted again, with no
+// attempt counted; reported corrupt, it counts one, and fails at the
+// coordinator's maximum. It returns nil for any other error, or when the
+// chunk is not known (at is past the range, or the grant named no chunk
+// size).
+func untakable(l lease.Lease, at int64, err error) error {
+	if !errors.Is(err, edgeframe.ErrFrameTooLarge) && !errors.Is(err, edgeframe.ErrMalformed) {
+		return nil
+	}
+	span, ok := lease.SpanAt(l.Range.Start, l.Range.End, l.ChunkSize, at)
+	if !ok {
+		return nil
+	}
+	return &badChunk{from: span.From, err: err}
 }
 
 // replay hands the part of chunk f below next that the window has not seen
