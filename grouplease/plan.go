@@ -73,6 +73,35 @@ type PlanStatus struct {
 	// High − (the first tail article not stored) + 1, never below 0.
 	Lag     int64   `json:"lag"`
 	Missing Missing `json:"missing"`
+	// Held is the last poll's reply when planning held it back, in part
+	// or whole, until a later poll confirms it (see PlanStore.PlanRanges);
+	// nil when the last reply was trusted whole. Low and High above are
+	// the watermarks trusted so far.
+	Held *Watermarks `json:"held,omitempty"`
+}
+
+// Watermarks are a group's low and high article numbers as one GROUP
+// reply gave them.
+type Watermarks struct {
+	Low  int64 `json:"low"`
+	High int64 `json:"high"`
+}
+
+// Empty reports whether the reply says the group has no articles: high
+// below low, a form RFC 3977 allows.
+func (w Watermarks) Empty() bool { return w.High < w.Low }
+
+// Planned is what PlanRanges did with one poll's watermarks.
+type Planned struct {
+	// Ranges are the ranges added.
+	Ranges []lease.Range
+	// Trusted are the watermarks planning used: the reply, or as much of
+	// it as earlier polls confirm. Zero when nothing is trusted yet (an
+	// empty group's reply on the first poll).
+	Trusted Watermarks
+	// Held is the reply when it was held back, in part or whole; nil
+	// when it was trusted whole.
+	Held *Watermarks
 }
 
 // PlanStore keeps groups' plans and plans their ranges. Each planning call
@@ -86,13 +115,28 @@ type PlanStore interface {
 	// PlanRanges records the provider's watermarks for the group and adds
 	// the ranges its plan calls for: the tail up to high − margin, history
 	// from its cursor, never overlapping a range the group has, and never
-	// more than the store's limit of unfinished ranges per lane. It returns
-	// the ranges added.
-	PlanRanges(ctx context.Context, groupID int64, low, high int64) ([]lease.Range, error)
+	// more than the store's limit of unfinished ranges per lane.
+	//
+	// One reply is not trusted where it would move a cursor for good or
+	// expire articles: a low above the trusted low, and a high more than
+	// the store's bound above the trusted high, count only as far as the
+	// next poll confirms them (the trusted value becomes the lesser of the
+	// two replies), and an empty group's reply (low > high) never moves
+	// the high. A low or high that falls is trusted at once: it moves no
+	// cursor back and expires nothing. The first poll, with nothing to
+	// compare against, is trusted, unless it is an empty group's: then
+	// nothing is planned or set until a poll reports articles.
+	PlanRanges(ctx context.Context, groupID int64, low, high int64) (Planned, error)
+	// ResetPlan clears a group's cursors and watermarks, as before its
+	// first poll: the next poll splits the group again from the provider's
+	// watermarks and plans every article that no range of the group
+	// covers. The missing articles counted lost by expiry (before their
+	// last try) wait for a repair again. It returns how many did.
+	ResetPlan(ctx context.Context, group string) (revived int64, err error)
 	// PlanRepairs turns the missing articles that are due into repair
 	// ranges: runs of consecutive missing numbers, at most a chunk each,
 	// granted like unordered ranges. It counts as lost the articles below
-	// the group's low watermark and those whose repair range failed for
-	// the last time. It returns the ranges added.
+	// the group's trusted low watermark and those whose repair range
+	// failed for the last time. It returns the ranges added.
 	PlanRepairs(ctx context.Context) ([]lease.Range, error)
 }

@@ -101,15 +101,19 @@ func (p *Planner) Pass(ctx context.Context) ([]lease.Range, error) {
 			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
 			continue
 		}
-		rs, err := p.cfg.Store.PlanRanges(ctx, pl.GroupID, low, high)
+		res, err := p.cfg.Store.PlanRanges(ctx, pl.GroupID, low, high)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
 			continue
 		}
-		if len(rs) > 0 {
-			p.cfg.Logger.Info("planned", "group", pl.Group, "ranges", len(rs), "low", low, "high", high)
+		if res.Held != nil {
+			p.cfg.Logger.Warn(fmt.Sprintf("planner: group %q: watermarks %d..%d not trusted until a later poll confirms them", pl.Group, low, high),
+				"group", pl.Group, "low", low, "high", high, "trustedLow", res.Trusted.Low, "trustedHigh", res.Trusted.High)
 		}
-		added = append(added, rs...)
+		if len(res.Ranges) > 0 {
+			p.cfg.Logger.Info("planned", "group", pl.Group, "ranges", len(res.Ranges), "low", res.Trusted.Low, "high", res.Trusted.High)
+		}
+		added = append(added, res.Ranges...)
 	}
 	rs, err := p.cfg.Store.PlanRepairs(ctx)
 	if err != nil {

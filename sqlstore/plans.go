@@ -27,9 +27,11 @@ type planRow struct {
 	TailNext    sql.NullInt64 `db:"tail_next"`
 	HistoryNext sql.NullInt64 `db:"history_next"`
 	HistoryEnd  sql.NullInt64 `db:"history_end"`
+	PendingLow  sql.NullInt64 `db:"pending_low"`
+	PendingHigh sql.NullInt64 `db:"pending_high"`
 }
 
-const planCols = "group_id, tail, history, history_back, margin, low, high, polled_us, tail_next, history_next, history_end"
+const planCols = "group_id, tail, history, history_back, margin, low, high, polled_us, tail_next, history_next, history_end, pending_low, pending_high"
 
 // SetPlan implements grouplease.PlanStore.
 func (s *Store) SetPlan(ctx context.Context, group string, p grouplease.GroupPlan) error {
@@ -112,8 +114,13 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 		if m := missing[r.GroupID]; m != nil {
 			st.Missing = *m
 		}
+		if r.PendingLow.Valid {
+			st.Held = &grouplease.Watermarks{Low: r.PendingLow.Int64, High: r.PendingHigh.Int64}
+		}
 		if st.Polled {
 			st.PolledAt = time.UnixMicro(r.Polled.Int64).UTC()
+		}
+		if r.TailNext.Valid {
 			stored, ok := tailHead[r.GroupID]
 			if !ok {
 				stored = st.TailNext
@@ -126,17 +133,17 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 }
 
 // PlanRanges implements grouplease.PlanStore.
-func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) ([]lease.Range, error) {
+func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) (grouplease.Planned, error) {
 	if low < 0 || high < 0 || low > grouplease.MaxArticle || high > grouplease.MaxArticle {
-		return nil, lease.Invalidf("plan ranges: watermarks %d..%d must be 0 to %d", low, high, grouplease.MaxArticle)
+		return grouplease.Planned{}, lease.Invalidf("plan ranges: watermarks %d..%d must be 0 to %d", low, high, grouplease.MaxArticle)
 	}
 	g, err := s.groupByID(ctx, s.rdb, groupID)
 	if err != nil {
-		return nil, fmt.Errorf("plan ranges: %w", err)
+		return grouplease.Planned{}, fmt.Errorf("plan ranges: %w", err)
 	}
-	var out []lease.Range
+	var out grouplease.Planned
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
-		out = nil
+		out = grouplease.Planned{}
 		now, err := s.clock(ctx, tx)
 		if err != nil {
 			return err
@@ -145,9 +152,25 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 		if err != nil {
 			return err
 		}
-		first := max(low, 1) // article 0 does not exist; below low they expired
+		reply := grouplease.Watermarks{Low: low, High: high}
+		w, ok := trust(p, reply, s.highJump(g))
+		var pendingLow, pendingHigh sql.NullInt64
+		if !ok || w.Low != low || (!reply.Empty() && w.High != high) {
+			out.Held = &reply
+			pendingLow = sql.NullInt64{Int64: low, Valid: true}
+			pendingHigh = sql.NullInt64{Int64: high, Valid: true}
+		}
+		if !ok {
+			// An empty group's reply, and nothing trusted yet: no split,
+			// no cursor, until a poll reports articles.
+			_, err = tx.ExecContext(ctx, s.q(`UPDATE plans SET polled_us = ?, pending_low = ?, pending_high = ? WHERE group_id = ?`),
+				now, pendingLow, pendingHigh, g.ID)
+			return err
+		}
+		out.Trusted = w
+		first := max(w.Low, 1) // article 0 does not exist; below low they expired
 		if !p.TailNext.Valid {
-			start := max(first, high-p.Margin+1)
+			start := max(first, w.High-p.Margin+1)
 			target := first
 			if p.HistoryBack > 0 {
 				target = max(target, start-p.HistoryBack)
@@ -157,27 +180,119 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 			p.HistoryEnd = sql.NullInt64{Int64: start - 1, Valid: true}
 		}
 		if p.Tail {
-			added, next, err := s.planLane(ctx, tx, g, lease.LaneTail, max(p.TailNext.Int64, first), high-p.Margin)
+			added, next, err := s.planLane(ctx, tx, g, lease.LaneTail, max(p.TailNext.Int64, first), w.High-p.Margin)
 			if err != nil {
 				return err
 			}
-			out, p.TailNext.Int64 = append(out, added...), next
+			out.Ranges, p.TailNext.Int64 = append(out.Ranges, added...), next
 		}
 		if p.History {
 			added, next, err := s.planLane(ctx, tx, g, lease.LaneHistory, max(p.HistoryNext.Int64, first), p.HistoryEnd.Int64)
 			if err != nil {
 				return err
 			}
-			out, p.HistoryNext.Int64 = append(out, added...), next
+			out.Ranges, p.HistoryNext.Int64 = append(out.Ranges, added...), next
 		}
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE plans SET low = ?, high = ?, polled_us = ?, tail_next = ?, history_next = ?, history_end = ?
-			WHERE group_id = ?`), low, high, now, p.TailNext, p.HistoryNext, p.HistoryEnd, g.ID)
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE plans SET low = ?, high = ?, polled_us = ?, tail_next = ?, history_next = ?, history_end = ?,
+			pending_low = ?, pending_high = ? WHERE group_id = ?`),
+			w.Low, w.High, now, p.TailNext, p.HistoryNext, p.HistoryEnd, pendingLow, pendingHigh, g.ID)
 		return err
 	})
-	if err != nil && !errors.Is(err, lease.ErrNotFound) {
-		err = fmt.Errorf("plan ranges: %w", err)
+	if err != nil {
+		return grouplease.Planned{}, fmt.Errorf("plan ranges: %w", err)
 	}
-	return out, err
+	return out, nil
+}
+
+// trust returns the watermarks planning uses for a GROUP reply, given the
+// plan's trusted ones (low and high) and the previous reply when it was
+// held back (pending_low and pending_high). It reports false when nothing
+// is trusted: the reply of an empty group before any other was trusted.
+//
+// A reply moves nothing for good on its own. A low that rises above the
+// trusted one is trusted only as far as the previous reply rose too; a
+// high that jumps more than bound above the trusted one likewise, and an
+// empty group's reply never moves the high: its numbers say only where
+// articles would start. So the trusted value is the one two polls in a
+// row agree on, and one odd reply, or replies that alternate, move no
+// cursor and expire nothing. A low or high that falls is trusted at
+// once: cursors never go back, and a lower low expires less.
+func trust(p planRow, reply grouplease.Watermarks, bound int64) (grouplease.Watermarks, bool) {
+	if !p.Low.Valid || !p.High.Valid {
+		// The first poll has nothing to compare against: it is trusted,
+		// unless the group is empty now.
+		return reply, !reply.Empty()
+	}
+	w := grouplease.Watermarks{Low: p.Low.Int64, High: p.High.Int64}
+	// The previous reply, as far as it is known: the one held back, or
+	// the trusted watermarks when it was trusted whole.
+	prev, prevEmpty := w, false
+	if p.PendingLow.Valid && p.PendingHigh.Valid {
+		prev = grouplease.Watermarks{Low: p.PendingLow.Int64, High: p.PendingHigh.Int64}
+		prevEmpty = prev.Empty()
+	}
+	if reply.Low <= w.Low {
+		w.Low = reply.Low
+	} else {
+		w.Low = max(w.Low, min(reply.Low, prev.Low))
+	}
+	switch {
+	case reply.Empty():
+		// The high stays.
+	case reply.High-w.High <= bound: // both in 0..MaxArticle: no overflow
+		w.High = reply.High
+	case !prevEmpty:
+		w.High = max(w.High, min(reply.High, prev.High))
+	}
+	return w, true
+}
+
+// highJump is how far above the trusted high one GROUP reply's high is
+// trusted: Config.HighJump, or by default 10 × the group's range size ×
+// PlanAhead, at most MaxArticle.
+func (s *Store) highJump(g grouplease.Group) int64 {
+	if s.cfg.HighJump > 0 {
+		return min(s.cfg.HighJump, grouplease.MaxArticle)
+	}
+	per := 10 * int64(min(s.cfg.PlanAhead, 1<<30)) // ranges; no overflow
+	if g.RangeSize <= 0 || g.RangeSize > grouplease.MaxArticle/per {
+		return grouplease.MaxArticle
+	}
+	return g.RangeSize * per
+}
+
+// ResetPlan implements grouplease.PlanStore.
+func (s *Store) ResetPlan(ctx context.Context, group string) (int64, error) {
+	g, err := s.Group(ctx, group)
+	if err != nil {
+		return 0, fmt.Errorf("reset plan: %w", err)
+	}
+	var revived int64
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := s.lockPlan(ctx, tx, g); err != nil {
+			return err
+		}
+		now, err := s.clock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE plans SET low = NULL, high = NULL, polled_us = NULL, tail_next = NULL,
+			history_next = NULL, history_end = NULL, pending_low = NULL, pending_high = NULL WHERE group_id = ?`), g.ID); err != nil {
+			return err
+		}
+		// Lost before their last try: they fell below the low watermark.
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'waiting', range_id = NULL, due_us = ?
+			WHERE group_id = ? AND state = 'lost' AND tries < ?`), now, g.ID, s.cfg.RepairTries)
+		if err != nil {
+			return err
+		}
+		revived, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reset plan: %w", err)
+	}
+	return revived, nil
 }
 
 // lockPlan locks the group, as AddRanges does, and reads its plan.
@@ -188,7 +303,7 @@ func (s *Store) lockPlan(ctx context.Context, tx *sqlx.Tx, g grouplease.Group) (
 	}
 	err := tx.GetContext(ctx, &p, s.q("SELECT "+planCols+" FROM plans WHERE group_id = ?"), g.ID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return p, fmt.Errorf("plan ranges: group %q has no plan: %w", g.Name, lease.ErrNotFound)
+		return p, fmt.Errorf("group %q has no plan: %w", g.Name, lease.ErrNotFound)
 	}
 	return p, err
 }
@@ -322,7 +437,8 @@ func (s *Store) planRepairs(ctx context.Context, groupID int64) ([]lease.Range, 
 }
 
 // settleMissing marks lost the missing articles of a group that fell below
-// its low watermark, and counts a try of those whose repair range failed.
+// its trusted low watermark, and counts a try of those whose repair range
+// failed.
 func (s *Store) settleMissing(ctx context.Context, tx *sqlx.Tx, groupID int64, now int64) error {
 	// Below the low watermark an article has expired: it never comes.
 	if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'lost'

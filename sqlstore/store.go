@@ -77,6 +77,12 @@ type Config struct {
 	// PlanAhead bounds the unfinished ranges planning keeps in a lane, and
 	// the repair ranges of a group. Zero means DefaultPlanAhead.
 	PlanAhead int
+	// HighJump is how far above the trusted high watermark one GROUP
+	// reply's high is trusted at once; a higher one waits for the next
+	// poll to confirm it (see grouplease.PlanStore.PlanRanges). Zero means
+	// 10 × the group's range size × PlanAhead: ten times what planning
+	// keeps ahead, far more than a real group grows between polls.
+	HighJump int64
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -101,6 +107,9 @@ func (c Config) validate() error {
 	if c.MaxAttempts < 1 || c.RepairTries < 1 || c.RepairDelay < 0 || c.PlanAhead < 1 {
 		return lease.Invalidf("sqlstore: MaxAttempts %d, RepairTries %d and PlanAhead %d must be at least 1, RepairDelay %s not negative",
 			c.MaxAttempts, c.RepairTries, c.PlanAhead, c.RepairDelay)
+	}
+	if c.HighJump < 0 {
+		return lease.Invalidf("sqlstore: HighJump %d must not be negative", c.HighJump)
 	}
 	return nil
 }

@@ -43,6 +43,9 @@ func (e *env) planOf(t *testing.T, groupID int64) grouplease.PlanStatus {
 	return grouplease.PlanStatus{}
 }
 
+// rangesOf is the ranges a PlanRanges call added, and its error.
+func rangesOf(p grouplease.Planned, err error) ([]lease.Range, error) { return p.Ranges, err }
+
 func spansOf(rs []lease.Range) []lease.Span {
 	out := make([]lease.Span, len(rs))
 	for i, r := range rs {
@@ -59,7 +62,7 @@ func testPlanTailAndHistory(t *testing.T, e *env) {
 
 	// The first poll splits the group at high − margin + 1 = 991: the tail
 	// has nothing yet, history plans 1..990 in ranges of 100.
-	added, err := e.PlanRanges(e.ctx, g.ID, 1, 1000)
+	added, err := rangesOf(e.PlanRanges(e.ctx, g.ID, 1, 1000))
 	require.NoError(t, err)
 	require.Len(t, added, 10)
 	for _, r := range added {
@@ -80,13 +83,13 @@ func testPlanTailAndHistory(t *testing.T, e *env) {
 	require.Equal(t, int64(10), st.Lag, "the margin is not indexed yet")
 
 	// New posts: the tail plans up to high − margin, the last range shorter.
-	added, err = e.PlanRanges(e.ctx, g.ID, 1, 1250)
+	added, err = rangesOf(e.PlanRanges(e.ctx, g.ID, 1, 1250))
 	require.NoError(t, err)
 	require.Equal(t, []lease.Span{{From: 991, To: 1090}, {From: 1091, To: 1190}, {From: 1191, To: 1240}}, spansOf(added))
 	for _, r := range added {
 		require.Equal(t, lease.LaneTail, r.Lane)
 	}
-	added, err = e.PlanRanges(e.ctx, g.ID, 1, 1250)
+	added, err = rangesOf(e.PlanRanges(e.ctx, g.ID, 1, 1250))
 	require.NoError(t, err)
 	require.Empty(t, added, "a second poll with the same watermarks plans nothing")
 	st = e.planOf(t, g.ID)
@@ -101,30 +104,30 @@ func testPlanTailAndHistory(t *testing.T, e *env) {
 	require.Equal(t, int64(1250-1091+1), e.planOf(t, g.ID).Lag)
 
 	// The watermark going back (a provider renumbering, a bad poll) plans nothing.
-	added, err = e.PlanRanges(e.ctx, g.ID, 1, 500)
+	added, err = rangesOf(e.PlanRanges(e.ctx, g.ID, 1, 500))
 	require.NoError(t, err)
 	require.Empty(t, added)
 }
 
 func testPlanHistoryBack(t *testing.T, e *env) {
 	g := e.plan(t, "g", grouplease.GroupPlan{History: true, HistoryBack: 300})
-	added, err := e.PlanRanges(e.ctx, g.ID, 1, 5_000_000_000)
+	added, err := rangesOf(e.PlanRanges(e.ctx, g.ID, 1, 5_000_000_000))
 	require.NoError(t, err)
 	require.Equal(t, []lease.Span{
 		{From: 5_000_000_001 - 300, To: 5_000_000_001 - 201},
 		{From: 5_000_000_001 - 200, To: 5_000_000_001 - 101},
 		{From: 5_000_000_001 - 100, To: 5_000_000_000},
 	}, spansOf(added), "article numbers past 2^32 plan like any other")
-	added, err = e.PlanRanges(e.ctx, g.ID, 1, 5_000_001_000)
+	added, err = rangesOf(e.PlanRanges(e.ctx, g.ID, 1, 5_000_001_000))
 	require.NoError(t, err)
 	require.Empty(t, added, "a plan without tail never plans past where history ends")
 
 	// The low watermark rising above the history cursor skips expired articles.
 	h := e.plan(t, "h", grouplease.GroupPlan{History: true})
-	added, err = e.PlanRanges(e.ctx, h.ID, 0, 0)
+	added, err = rangesOf(e.PlanRanges(e.ctx, h.ID, 0, 0))
 	require.NoError(t, err)
 	require.Empty(t, added, "an empty group (0 0) plans nothing")
-	added, err = e.PlanRanges(e.ctx, h.ID, 1, 0)
+	added, err = rangesOf(e.PlanRanges(e.ctx, h.ID, 1, 0))
 	require.NoError(t, err)
 	require.Empty(t, added, "an empty group (low = high + 1) plans nothing")
 }
@@ -151,11 +154,11 @@ func testPlanAroundRanges(t *testing.T, e *env) {
 
 func testPlanAhead(t *testing.T, e *env) {
 	g := e.plan(t, "g", grouplease.GroupPlan{History: true})
-	added, err := e.PlanRanges(e.ctx, g.ID, 1, 100*(planAhead+50))
+	added, err := rangesOf(e.PlanRanges(e.ctx, g.ID, 1, 100*(planAhead+50)))
 	require.NoError(t, err)
 	require.Len(t, added, planAhead, "planning stops at the lane's limit of unfinished ranges")
 	require.Equal(t, int64(100*planAhead+1), e.planOf(t, g.ID).HistoryNext)
-	added, err = e.PlanRanges(e.ctx, g.ID, 1, 100*(planAhead+50))
+	added, err = rangesOf(e.PlanRanges(e.ctx, g.ID, 1, 100*(planAhead+50)))
 	require.NoError(t, err)
 	require.Empty(t, added)
 	for range 2 {
@@ -163,7 +166,7 @@ func testPlanAhead(t *testing.T, e *env) {
 		e.fill(t, l, 1)
 		require.NoError(t, e.Finish(e.ctx, l.Range.ID, fence(l)))
 	}
-	added, err = e.PlanRanges(e.ctx, g.ID, 1, 100*(planAhead+50))
+	added, err = rangesOf(e.PlanRanges(e.ctx, g.ID, 1, 100*(planAhead+50)))
 	require.NoError(t, err)
 	require.Equal(t, []lease.Span{{From: 100*planAhead + 1, To: 100*planAhead + 100}, {From: 100*planAhead + 101, To: 100*planAhead + 200}},
 		spansOf(added), "finished ranges make room for more, from the cursor")
@@ -190,7 +193,7 @@ func testPlanBadInput(t *testing.T, e *env) {
 	huge, err := e.AddGroup(e.ctx, grouplease.Group{Name: "huge", RangeSize: math.MaxInt64})
 	require.NoError(t, err)
 	require.NoError(t, e.SetPlan(e.ctx, "huge", grouplease.GroupPlan{History: true}))
-	added, err := e.PlanRanges(e.ctx, huge.ID, 1, grouplease.MaxArticle)
+	added, err := rangesOf(e.PlanRanges(e.ctx, huge.ID, 1, grouplease.MaxArticle))
 	require.NoError(t, err)
 	require.Equal(t, []lease.Span{{From: 1, To: grouplease.MaxArticle}}, spansOf(added))
 	all, err := e.Ranges(e.ctx, grouplease.RangeFilter{Group: "g"})
