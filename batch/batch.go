@@ -67,7 +67,7 @@ const (
 	Duplicate                // to < next: a retry of a stored batch; store nothing
 	Gap                      // from > next
 	Overlap                  // from < next <= to
-	Malformed                // from > to, to > end, a final batch short of end, negative headers, an item without a key, missing out of order or span
+	Malformed                // from > to, to > end, a final batch short of end, headers negative or more than the span, an item without a key, missing out of order or span
 )
 
 // Classify applies the exactly-once rule to a batch for a range whose resume
@@ -84,6 +84,8 @@ func Classify(next, end int64, b Batch) (Outcome, error) {
 		return Malformed, fmt.Errorf("%w: a final batch must reach the range's end %d, not %d", ErrMalformed, end, b.To)
 	case b.Headers < 0:
 		return Malformed, fmt.Errorf("%w: headers %d is negative", ErrMalformed, b.Headers)
+	case !HeadersFit(b.From, b.To, b.Headers):
+		return Malformed, fmt.Errorf("%w: headers %d is more than the %d..%d span holds", ErrMalformed, b.Headers, b.From, b.To)
 	}
 	for i, it := range b.Items {
 		if it.Key == "" {
@@ -105,6 +107,17 @@ func Classify(next, end int64, b Batch) (Outcome, error) {
 	default:
 		return Overlap, fmt.Errorf("%w: batch %d..%d overlaps stored articles below next %d", ErrOverlap, b.From, b.To, next)
 	}
+}
+
+// HeadersFit reports whether headers overview lines fit the span
+// [from, to], one line per article: 0 <= headers <= to-from+1. It is what
+// keeps a node's count from overflowing a range's or a lane's sum. It
+// computes the span without overflow for any from <= to.
+func HeadersFit(from, to, headers int64) bool {
+	if headers < 0 || from > to {
+		return false
+	}
+	return headers == 0 || uint64(headers-1) <= uint64(to)-uint64(from)
 }
 
 // Stored is one item in the results feed.

@@ -2,6 +2,7 @@ package batch_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,6 +29,9 @@ func TestClassify(t *testing.T) {
 		{"from after to", batch.Batch{From: 120, To: 110}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
 		{"past end", batch.Batch{From: 100, To: 200}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
 		{"negative headers", batch.Batch{From: 100, To: 110, Headers: -1}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
+		{"headers as many as the span", batch.Batch{From: 100, To: 110, Headers: 11}, batch.Accept, nil, nil},
+		{"headers past the span", batch.Batch{From: 100, To: 110, Headers: 12}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
+		{"headers near MaxInt64", batch.Batch{From: 100, To: 199, Headers: 6_900_000_000_000_000_000}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
 		{"empty key", batch.Batch{From: 100, To: 110, Items: []batch.Item{{Key: "a"}, {}}}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
 		{"malformed beats duplicate", batch.Batch{From: 10, To: 20, Items: []batch.Item{{}}}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
 	}
@@ -53,4 +57,22 @@ func ExampleClassify() {
 	// true false <nil>
 	// false true <nil>
 	// false false batch gap: conflict: batch starts at 1600 but the range's next is 1500
+}
+
+func TestHeadersFit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		from, to, headers int64
+		want              bool
+	}{
+		{1, 1, 0, true}, {1, 1, 1, true}, {1, 1, 2, false},
+		{1, 1000, 1000, true}, {1, 1000, 1001, false}, {1, 1000, -1, false},
+		{2, 1, 0, false},
+		{0, math.MaxInt64, math.MaxInt64, true},
+		{math.MinInt64, math.MaxInt64, math.MaxInt64, true},
+		{-5, -1, 5, true}, {-5, -1, 6, false},
+		{100, 199, math.MaxInt64, false},
+	} {
+		require.Equal(t, c.want, batch.HeadersFit(c.from, c.to, c.headers), "%d..%d, %d headers", c.from, c.to, c.headers)
+	}
 }

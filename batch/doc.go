@@ -8,8 +8,11 @@
 //   - to < next: a retry of a stored batch, answered as a duplicate;
 //   - from > next: a gap (ErrGap); from < next <= to: an overlap (ErrOverlap);
 //     both wrap lease.ErrConflict;
-//   - from > to, to past the end, negative headers, an item without a key:
-//     malformed (ErrMalformed, wrapping lease.ErrInvalid).
+//   - from > to, to past the end, headers negative or more than the span's
+//     to-from+1 articles (HeadersFit), an item without a key: malformed
+//     (ErrMalformed, wrapping lease.ErrInvalid). Bounding headers by the
+//     span bounds every sum of them: a range's by its size, a lane's by
+//     its articles.
 //
 // Store stores batches under the range lease's fence and serves the results
 // feed, which pages by cursor and shows each stored item exactly once, in

@@ -67,6 +67,9 @@ func validateHead(b Batch) error {
 	if b.Headers < 0 {
 		return badf("headers must not be negative, not %d", b.Headers)
 	}
+	if !batch.HeadersFit(b.From, b.To, b.Headers) {
+		return badf("headers (%d) must be at most the %d articles from %d to %d", b.Headers, uint64(b.To)-uint64(b.From)+1, b.From, b.To)
+	}
 	for i, n := range b.Missing {
 		if n < b.From || n > b.To || (i > 0 && n <= b.Missing[i-1]) {
 			return badf("missing[%d] (%d) must ascend within %d..%d", i, n, b.From, b.To)

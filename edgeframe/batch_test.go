@@ -109,6 +109,8 @@ func TestDecodeBatchMalformed(t *testing.T) {
 		{"object items", `{"from":1,"to":2,"headers":0,"items":{}}`, "items must be a JSON array, not an object"},
 		{"from after to", `{"from":3,"to":2,"headers":0,` + items + `}`, "from (3) is after to (2)"},
 		{"negative headers", `{"from":1,"to":2,"headers":-1,` + items + `}`, "headers must not be negative, not -1"},
+		{"headers past the span", `{"from":1,"to":2,"headers":3,` + items + `}`, "headers (3) must be at most the 2 articles from 1 to 2"},
+		{"headers near MaxInt64", `{"from":1,"to":1000,"headers":6900000000000000000,` + items + `}`, "headers (6900000000000000000) must be at most the 1000 articles"},
 		{"unknown field", `{"from":1,"to":2,"headers":0,"extra":1,` + items + `}`, `unknown field "extra"`},
 		{"field in another case", `{"From":1,"to":2,"headers":0,` + items + `}`, `unknown field "From"`},
 		{"repeated field", `{"from":1,"to":2,"headers":0,"from":1,` + items + `}`, "from appears twice"},

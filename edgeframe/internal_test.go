@@ -84,11 +84,11 @@ func TestUTF8CheckAcrossSplits(t *testing.T) {
 func TestFastPathAgrees(t *testing.T) {
 	t.Parallel()
 	accepted := []string{
-		`{"from":1,"to":2,"headers":3,"items":[]}`,
+		`{"from":1,"to":2,"headers":2,"items":[]}`,
 		" {\"items\" : [ {\"value\" : [1, {\"a\":null}] , \"key\":\"k\\u00e9\\n\"} ] ,\"headers\":0,\"to\":-0,\"from\":-5,\"missing\":[] }\n\t",
 		`{"from":1,"to":9,"headers":3,"items":[{"key":"a","value":null},{"key":"b","value":"x\"y"},{"key":"c","value":-1.5e+3}],"missing":[2,3],"final":true}`,
 		`{"from":-9223372036854775808,"to":9223372036854775807,"headers":0,"items":[{"key":"é","value":{}}],"final":false}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"\ud800","value":true}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"\ud800","value":true}]}`,
 	}
 	for _, body := range accepted {
 		fb, ok := decodeFast([]byte(body))
@@ -98,35 +98,35 @@ func TestFastPathAgrees(t *testing.T) {
 		require.Equal(t, sb, fb, body)
 	}
 	refused := []string{
-		``, `{}`, `[]`, `{"from":1,"to":2,"headers":3}`,
-		`{"from":1,"to":2,"headers":3,"items":[],"from":1}`,
-		`{"From":1,"to":2,"headers":3,"items":[]}`,
-		`{"fr\u006fm":1,"to":2,"headers":3,"items":[]}`, // the slow path decides
-		`{"from":1.0,"to":2,"headers":3,"items":[]}`,
+		``, `{}`, `[]`, `{"from":1,"to":2,"headers":2}`,
+		`{"from":1,"to":2,"headers":2,"items":[],"from":1}`,
+		`{"From":1,"to":2,"headers":2,"items":[]}`,
+		`{"fr\u006fm":1,"to":2,"headers":2,"items":[]}`, // the slow path decides
+		`{"from":1.0,"to":2,"headers":2,"items":[]}`,
 		`{"from":1e2,"to":200,"headers":3,"items":[]}`,
-		`{"from":9223372036854775808,"to":2,"headers":3,"items":[]}`,
-		`{"from":01,"to":2,"headers":3,"items":[]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"","value":1}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"k"}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":1,"x":1}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":tru}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":truex}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":"\x"}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":[1,]}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":-}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":1.}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[{"key":null,"value":1}]}`,
-		`{"from":1,"to":2,"headers":3,"items":[],"final":null}`,
-		`{"from":1,"to":2,"headers":3,"items":[],"final":1}`,
-		`{"from":1,"to":2,"headers":3,"items":[],"missing":null}`,
-		`{"from":1,"to":2,"headers":3,"items":[],"missing":[3]}`,
-		`{"from":3,"to":2,"headers":3,"items":[]}`,
+		`{"from":9223372036854775808,"to":2,"headers":2,"items":[]}`,
+		`{"from":01,"to":2,"headers":2,"items":[]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"","value":1}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"k"}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"k","value":1,"x":1}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"k","value":tru}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"k","value":truex}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"k","value":"\x"}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"k","value":[1,]}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"k","value":-}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"k","value":1.}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":null,"value":1}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[],"final":null}`,
+		`{"from":1,"to":2,"headers":2,"items":[],"final":1}`,
+		`{"from":1,"to":2,"headers":2,"items":[],"missing":null}`,
+		`{"from":1,"to":2,"headers":2,"items":[],"missing":[3]}`,
+		`{"from":3,"to":2,"headers":2,"items":[]}`,
 		`{"from":1,"to":2,"headers":-3,"items":[]}`,
-		`{"from":1,"to":2,"headers":3,"items":[]} x`,
-		`{"from":1,"to":2,"headers":3,"items":[]}{}`,
+		`{"from":1,"to":2,"headers":2,"items":[]} x`,
+		`{"from":1,"to":2,"headers":2,"items":[]}{}`,
 		"{\"from\":1,\"to\":2,\"headers\":3,\"items\":[{\"key\":\"k\",\"value\":\"\xff\"}]}",
 		"{\"from\":1,\"to\":2,\"headers\":3,\"items\":[{\"key\":\"a\tb\",\"value\":1}]}",
-		`{"from":1,"to":2,"headers":3,"items":[{"key":"k","value":` + strings.Repeat("[", maxFastDepth+2) + strings.Repeat("]", maxFastDepth+2) + `}]}`,
+		`{"from":1,"to":2,"headers":2,"items":[{"key":"k","value":` + strings.Repeat("[", maxFastDepth+2) + strings.Repeat("]", maxFastDepth+2) + `}]}`,
 	}
 	for _, body := range refused {
 		_, ok := decodeFast([]byte(body))

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -272,7 +273,7 @@ func tallyLanes(counts []laneCount) map[laneKey]*laneTally {
 			tallies[k] = t
 		}
 		if c.State == string(lease.StateDone) {
-			t.headers += c.Headers
+			t.headers = satAdd(t.headers, c.Headers)
 			t.done += c.N
 		}
 		if c.Repair {
@@ -296,7 +297,7 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 	query := "SELECT " + laneCols + " FROM lanes"
 	// Progress is counted from the ranges, not kept in the lane row: a
 	// counter there would be a hot row on the finish path.
-	countQuery := `SELECT group_id, lane, state, repair, COUNT(*) AS n, CAST(SUM(headers) AS BIGINT) AS headers,
+	countQuery := `SELECT group_id, lane, state, repair, COUNT(*) AS n, {sumheaders} AS headers,
 		CASE WHEN state = 'done' THEN MAX(end_n) + 1 ELSE MIN(next_n) END AS next_n
 		FROM ranges WHERE TRUE`
 	var args []any
@@ -343,4 +344,14 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// satAdd adds two counts that are not negative, saturating at MaxInt64
+// rather than overflowing: headers are counted by nodes, and no sum of
+// them may fail a read.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -37,5 +38,31 @@ func TestGrantLaneNotHiddenByGroupLock(t *testing.T) {
 		gl, err := s.GrantLane(ctx, "n", lane, time.Minute)
 		require.NoError(t, err, "the %s lane is granted while its group's row is locked", lane)
 		require.Equal(t, g.ID, gl.Group.ID)
+	}
+}
+
+// A database that holds headers summing past MaxInt64 (stored before
+// batches were held to their span's count) still answers Lanes: the sum
+// saturates. SQLite's SUM failed with "integer overflow", and PostgreSQL's
+// cast of the numeric sum with "bigint out of range", so status and
+// GET /v1/fleet failed for every admin.
+func TestLaneHeadersSaturate(t *testing.T) {
+	t.Parallel()
+	for _, b := range pgtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, b.URL(t), sqlstore.Config{})
+			ctx := t.Context()
+			_, err := s.AddGroup(ctx, grouplease.Group{Name: "o", Ordered: true, RangeSize: 1000, ChunkSize: 100})
+			require.NoError(t, err)
+			_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "o", From: 1, To: 3000, Lane: lease.LaneHistory})
+			require.NoError(t, err)
+			_, err = s.DB().ExecContext(ctx, "UPDATE ranges SET state = 'done', next_n = end_n + 1, headers = 6900000000000000000")
+			require.NoError(t, err)
+			lanes, err := s.Lanes(ctx, "o")
+			require.NoError(t, err)
+			require.Len(t, lanes, 1)
+			require.Equal(t, int64(math.MaxInt64), lanes[0].Headers)
+		})
 	}
 }
