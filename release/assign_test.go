@@ -1,6 +1,7 @@
 package release_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -79,4 +80,25 @@ func TestAssignMerge(t *testing.T) {
 	require.Equal(t, []string{"g", "h"}, got.Groups)
 	require.False(t, ch.Files[0].New)
 	require.Equal(t, day, ch.Files[0].File.Date, "the earlier date")
+}
+
+// TestAssignBytesSaturate: part sizes come from nodes, so a hostile one can
+// claim any; a file's and a release's bytes saturate at MaxInt64 and a
+// negative size counts as 0, so no size shown to a downloader wraps
+// negative.
+func TestAssignBytesSaturate(t *testing.T) {
+	t.Parallel()
+	day := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	huge := func(key string, n int) release.File {
+		return release.FromBinary(key, collate.Binary{Subject: `"rel.part1.rar" yEnc (1/2)`, Poster: "p", Total: 2, Date: day.Format(time.RFC1123Z),
+			Parts: []collate.Part{{N: n, MessageID: "<" + key + ">", Bytes: math.MaxInt64 - 1}, {N: n + 1, MessageID: "<" + key + "-2>", Bytes: -5}}})
+	}
+	a := huge("a", 1)
+	require.Equal(t, int64(math.MaxInt64-1), a.Bytes, "the negative part counts as 0")
+	a2 := release.FromBinary("a", collate.Binary{Subject: a.Subject, Poster: "p", Total: 3,
+		Parts: []collate.Part{{N: 3, MessageID: "<a-3>", Bytes: math.MaxInt64}}})
+	require.Equal(t, int64(math.MaxInt64), a.Merge(a2).Bytes, "a file's sum saturates")
+	ch := release.Assign(release.Update{Window: time.Hour, Files: []release.File{a, huge("b", 1)}}, nil, nil, day)
+	require.Len(t, ch.New, 1)
+	require.Equal(t, int64(math.MaxInt64), ch.New[0].Bytes, "a release's sum saturates")
 }

@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/mail"
 	"slices"
 	"strings"
@@ -92,12 +93,23 @@ func (f File) binary() collate.Binary {
 	return collate.Binary{Subject: f.Subject, Name: f.Name, Poster: f.Poster, Total: f.Total, Complete: f.Complete, Parts: f.Parts}
 }
 
+// partBytes sums the parts' sizes. The sizes come from nodes' items (and
+// from their providers' overview lines before that), so a negative one
+// counts as 0 and the sum saturates at MaxInt64 rather than wrapping.
 func partBytes(parts []collate.Part) int64 {
 	var n int64
 	for _, p := range parts {
-		n += p.Bytes
+		n = addBytes(n, max(p.Bytes, 0))
 	}
 	return n
+}
+
+// addBytes adds two sizes that are not negative, saturating at MaxInt64.
+func addBytes(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // unionSorted returns the sorted union of two sorted lists without
@@ -171,7 +183,11 @@ func (r *Release) add(f *File, sign int) {
 	}
 	r.PartsSeen += int64(sign * len(f.Parts))
 	r.PartsExpected += int64(sign * f.Total)
-	r.Bytes += int64(sign) * f.Bytes
+	if sign > 0 {
+		r.Bytes = addBytes(r.Bytes, f.Bytes)
+	} else {
+		r.Bytes = max(0, r.Bytes-f.Bytes) // both are sizes: no overflow
+	}
 }
 
 // settle recomputes Complete.
