@@ -181,7 +181,7 @@ const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR
                    [--releases=true] [--release-window 6h] [--release-interval 5s]
 coordinator node add NAME | node rm NAME | node list
 coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
-coordinator group plan NAME --plan tail,history [--history N] [--margin M]
+coordinator group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset
 coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 coordinator range retry GROUP [--failed | ID...]
 coordinator snapshot reset GROUP [--lane history|tail] [--storage s3://BUCKET/PREFIX]
@@ -631,16 +631,18 @@ func (m *Main) groupCmd(ctx context.Context, args []string) error {
 	planLanes := fs.String("plan", "", "plan the group's ranges from the provider: tail, history or tail,history")
 	history := fs.Int64("history", 0, "with --plan history: how many articles back history goes (0: to the low watermark)")
 	margin := fs.Int64("margin", 0, "with --plan tail: how many of the newest articles to leave unplanned")
+	reset := fs.Bool("reset", false, "with plan: clear the group's cursors and watermarks, so that the next poll splits it again "+
+		"from the provider's watermarks and plans every article no range covers; articles counted lost by expiry wait again")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	const use = "group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M] | group plan NAME --plan tail,history [--history N] [--margin M]"
-	if len(pos) != 2 || (pos[0] != "add" && pos[0] != "plan") {
+	const use = "group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M] | group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset"
+	if len(pos) != 2 || (pos[0] != "add" && pos[0] != "plan") || (*reset && pos[0] != "plan") {
 		return usagef(use)
 	}
 	var plan *grouplease.GroupPlan
-	if *planLanes != "" || pos[0] == "plan" {
+	if *planLanes != "" || (pos[0] == "plan" && !*reset) {
 		p := grouplease.GroupPlan{HistoryBack: *history, Margin: *margin}
 		for _, lane := range strings.Split(*planLanes, ",") {
 			switch lane {
@@ -668,13 +670,20 @@ func (m *Main) groupCmd(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(m.Stdout, "group %d %s: ranges of %d, chunks of %d, ordered %t\n", g.ID, g.Name, g.RangeSize, g.ChunkSize, g.Ordered)
 	}
-	if plan == nil {
-		return nil
+	if plan != nil {
+		if err := store.SetPlan(ctx, pos[1], *plan); err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "group %s planned: tail %t, history %t (back %d), margin %d\n", pos[1], plan.Tail, plan.History, plan.HistoryBack, plan.Margin)
 	}
-	if err := store.SetPlan(ctx, pos[1], *plan); err != nil {
-		return err
+	if *reset {
+		revived, err := store.ResetPlan(ctx, pos[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "group %s: cursors reset; the next poll plans it from the provider's watermarks; %d articles counted lost by expiry wait again\n",
+			pos[1], revived)
 	}
-	fmt.Fprintf(m.Stdout, "group %s planned: tail %t, history %t (back %d), margin %d\n", pos[1], plan.Tail, plan.History, plan.HistoryBack, plan.Margin)
 	return nil
 }
 
