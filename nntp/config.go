@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/edgeindex/edgeindex/edgeframe"
 )
 
 // Defaults for the zero values of Config.
@@ -19,7 +21,32 @@ const (
 	DefaultTimeout        = 60 * time.Second
 	DefaultDialBackoff    = 250 * time.Millisecond
 	DefaultMaxDialBackoff = 30 * time.Second
+	// DefaultMinRate is the slowest a fetch may read, in bytes a second,
+	// for the overview it is allowed per article (deadlineArticleBytes):
+	// a provider slower than this for a whole response is stuck, not slow.
+	DefaultMinRate = 64 << 10
+	// DefaultMaxFetchBytes bounds the bytes one fetch reads (inflated, line
+	// endings and skipped lines included): 256 MiB, 250 times a chunk of
+	// 1000 articles of a generous 1 KiB each.
+	DefaultMaxFetchBytes = 256 << 20
+	// DefaultMaxChunkBytes bounds a chunk, compressed: a quarter of
+	// edgeframe.DefaultMaxFrame (16 MiB), so a chunk always fits the frame
+	// a worker takes, with room to spare for the frame's header and for a
+	// worker whose limit was set lower, and a refused chunk costs the
+	// coordinator little memory. A real chunk of 1000 articles is about
+	// 50 KiB; 16 MiB is some 300000 articles' overview.
+	DefaultMaxChunkBytes = edgeframe.DefaultMaxFrame / 4
 )
+
+// maxChunkLimit is the most MaxChunkBytes may be: the frame limit less a
+// margin for the frame's header.
+const maxChunkLimit = edgeframe.DefaultMaxFrame - 64<<10
+
+// deadlineArticleBytes is the overview text a fetch's deadline allows per
+// article of its span: a fetch of n articles must end within Timeout +
+// n*deadlineArticleBytes/MinRate. Real overview lines average 300-600
+// bytes.
+const deadlineArticleBytes = 1 << 10
 
 // The environment variables ParseURL reads credentials from when the URL
 // has none.
@@ -73,7 +100,10 @@ type Config struct {
 	// Compress asks for XFEATURE COMPRESS GZIP; responses are compressed
 	// when the server accepts (290).
 	Compress bool
-	// MaxConns is the most connections open at once. Default 4.
+	// MaxConns is the most connections open at once. Default 4. When it is
+	// 2 or more, fetches hold at most MaxConns-1 of them, so GROUP (the
+	// planner's watermarks) always finds a connection within the budget,
+	// however long the fetches take.
 	MaxConns int
 	// Timeout bounds every read and write on a connection, and dialling
 	// with the handshake. Default 60s.
@@ -82,6 +112,20 @@ type Config struct {
 	// it doubles, with jitter, with each consecutive failure up to
 	// MaxDialBackoff. Defaults 250ms and 30s.
 	DialBackoff, MaxDialBackoff time.Duration
+	// MinRate is the floor rate of a fetch, in bytes a second: a fetch of
+	// a span of n articles is cut, with ErrDeadline, when its whole
+	// response has not arrived within Timeout + n KiB / MinRate, however
+	// steadily the server trickles bytes. Default DefaultMinRate (64 KiB/s).
+	MinRate int64
+	// MaxFetchBytes bounds the bytes one fetch reads, inflated, skipped
+	// lines included; past it the fetch is cut with ErrTooLarge. Default
+	// DefaultMaxFetchBytes (256 MiB).
+	MaxFetchBytes int64
+	// MaxChunkBytes bounds a chunk, compressed; a span whose chunk would be
+	// bigger is refused with ErrTooLarge, which wraps overview.ErrBadChunk,
+	// so the range counts a corrupt attempt. Default DefaultMaxChunkBytes
+	// (16 MiB); at most edgeframe.DefaultMaxFrame less 64 KiB.
+	MaxChunkBytes int64
 }
 
 // String shows the configuration with the password replaced.
@@ -90,8 +134,9 @@ func (c Config) String() string {
 	if c.Pass != "" {
 		pass = "<redacted>"
 	}
-	return fmt.Sprintf("nntp.Config{Addr:%q TLS:%t StartTLS:%s User:%q Pass:%q Compress:%t MaxConns:%d Timeout:%s DialBackoff:%s MaxDialBackoff:%s}",
-		c.Addr, c.TLS, c.StartTLS, c.User, pass, c.Compress, c.MaxConns, c.Timeout, c.DialBackoff, c.MaxDialBackoff)
+	return fmt.Sprintf("nntp.Config{Addr:%q TLS:%t StartTLS:%s User:%q Pass:%q Compress:%t MaxConns:%d Timeout:%s DialBackoff:%s MaxDialBackoff:%s MinRate:%d MaxFetchBytes:%d MaxChunkBytes:%d}",
+		c.Addr, c.TLS, c.StartTLS, c.User, pass, c.Compress, c.MaxConns, c.Timeout, c.DialBackoff, c.MaxDialBackoff,
+		c.MinRate, c.MaxFetchBytes, c.MaxChunkBytes)
 }
 
 // GoString is String, so %#v does not show the password either.
@@ -118,6 +163,15 @@ func (c Config) withDefaults() Config {
 	if c.MaxDialBackoff == 0 {
 		c.MaxDialBackoff = DefaultMaxDialBackoff
 	}
+	if c.MinRate == 0 {
+		c.MinRate = DefaultMinRate
+	}
+	if c.MaxFetchBytes == 0 {
+		c.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if c.MaxChunkBytes == 0 {
+		c.MaxChunkBytes = DefaultMaxChunkBytes
+	}
 	tc := c.TLSConfig
 	if tc == nil {
 		tc = &tls.Config{}
@@ -140,6 +194,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: MaxConns %d is negative", ErrBadURL, c.MaxConns)
 	case c.Timeout < 0 || c.DialBackoff < 0 || c.MaxDialBackoff < 0:
 		return fmt.Errorf("%w: a negative duration", ErrBadURL)
+	case c.MinRate < 0 || c.MaxFetchBytes < 0 || c.MaxChunkBytes < 0:
+		return fmt.Errorf("%w: MinRate, MaxFetchBytes and MaxChunkBytes must not be negative", ErrBadURL)
+	case c.MaxChunkBytes > maxChunkLimit:
+		return fmt.Errorf("%w: MaxChunkBytes %d is past the frame limit: want at most %d", ErrBadURL, c.MaxChunkBytes, maxChunkLimit)
 	case c.StartTLS < StartTLSAuto || c.StartTLS > StartTLSRequire:
 		return fmt.Errorf("%w: StartTLS mode %d", ErrBadURL, int(c.StartTLS))
 	case c.Pass != "" && c.User == "":
@@ -159,6 +217,9 @@ func (c Config) validate() error {
 //	compress=1|0     ask for XFEATURE COMPRESS GZIP
 //	conns=N          MaxConns
 //	timeout=30s      Timeout
+//	minrate=65536    MinRate, bytes a second
+//	maxbytes=N       MaxFetchBytes
+//	maxchunk=N       MaxChunkBytes
 //
 // An error wraps ErrBadURL and says in one sentence what is wrong; it never
 // holds the password.
@@ -249,8 +310,21 @@ func (c *Config) setParam(k, v string) error {
 			return fmt.Errorf("%w: timeout=%q: want a positive duration such as 30s", ErrBadURL, v)
 		}
 		c.Timeout = d
+	case "minrate", "maxbytes", "maxchunk":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%w: %s=%q: want a whole number of bytes of at least 1", ErrBadURL, k, v)
+		}
+		switch k {
+		case "minrate":
+			c.MinRate = n
+		case "maxbytes":
+			c.MaxFetchBytes = n
+		default:
+			c.MaxChunkBytes = n
+		}
 	default:
-		return fmt.Errorf("%w: unknown parameter %q: want starttls, compress, conns or timeout", ErrBadURL, k)
+		return fmt.Errorf("%w: unknown parameter %q: want starttls, compress, conns, timeout, minrate, maxbytes or maxchunk", ErrBadURL, k)
 	}
 	return nil
 }

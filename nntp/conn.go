@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/textproto"
+	"os"
 	"strings"
 	"time"
 
@@ -25,30 +26,70 @@ import (
 const readBufSize = 64 << 10
 
 // deadlineConn sets a deadline of timeout before every read and every
-// write, so a server that stalls fails the call instead of hanging it.
+// write, so a server that stalls fails the call instead of hanging it, and
+// never one past until when until is set, so a server that trickles bytes
+// fails it too. It counts the bytes read, and refuses to read past limit
+// when limit is set.
 type deadlineConn struct {
 	net.Conn
 	timeout time.Duration
+	until   time.Time // zero: only timeout applies
+	n       int64     // bytes read since the count was reset
+	limit   int64     // the most bytes to read; 0: no bound
+}
+
+func (d *deadlineConn) deadline() time.Time {
+	t := time.Now().Add(d.timeout)
+	if !d.until.IsZero() && d.until.Before(t) {
+		t = d.until
+	}
+	return t
 }
 
 func (d *deadlineConn) Read(p []byte) (int, error) {
-	if err := d.Conn.SetReadDeadline(time.Now().Add(d.timeout)); err != nil {
+	if d.limit > 0 {
+		if d.n >= d.limit {
+			return 0, fmt.Errorf("%w: more than %d bytes read", ErrTooLarge, d.limit)
+		}
+		p = p[:min(int64(len(p)), d.limit-d.n)]
+	}
+	if err := d.Conn.SetReadDeadline(d.deadline()); err != nil {
 		return 0, err
 	}
-	return d.Conn.Read(p)
+	n, err := d.Conn.Read(p)
+	d.n += int64(n)
+	return n, err
 }
 
 func (d *deadlineConn) Write(p []byte) (int, error) {
-	if err := d.Conn.SetWriteDeadline(time.Now().Add(d.timeout)); err != nil {
+	if err := d.Conn.SetWriteDeadline(d.deadline()); err != nil {
 		return 0, err
 	}
 	return d.Conn.Write(p)
+}
+
+// bound starts a call that must end within within, reading at most limit
+// bytes (0: no bound); unbound ends it.
+func (d *deadlineConn) bound(within time.Duration, limit int64) {
+	d.until, d.n, d.limit = time.Now().Add(within), 0, limit
+}
+
+func (d *deadlineConn) unbound() { d.until, d.limit = time.Time{}, 0 }
+
+// deadlineErr wraps err with ErrDeadline when it is a timeout at or past
+// until: the call's whole deadline passed, not only one read's.
+func (d *deadlineConn) deadlineErr(err error) error {
+	if err == nil || d.until.IsZero() || time.Now().Before(d.until) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrDeadline, err)
 }
 
 // conn is one connection to the server, used by one goroutine at a time.
 type conn struct {
 	cfg      *Config
 	tcp      net.Conn // the socket, closed to abort a call
+	dc       *deadlineConn
 	r        *bufio.Reader
 	tp       *textproto.Reader
 	w        *bufio.Writer
@@ -68,7 +109,25 @@ type conn struct {
 	long    []byte        // a line longer than the read buffer
 	lines   int           // lines read from the last block
 	skipped int           // lines too long to keep in the last block
+	read    int64         // bytes of blocks read (inflated) since the pool handed it out
+	lim     blockLimits   // the bounds of the next block; zero: overview's
 }
+
+// blockLimits bounds a multi-line block.
+type blockLimits struct {
+	line   int          // the longest line kept; 0: overview.MaxLineBytes
+	total  int64        // the most bytes the block may hold, line endings included; 0: no bound
+	refuse bool         // a line longer than line is an error, not skipped
+	skip   func() error // when set, called as each over-long line is skipped; its error ends the block
+}
+
+// Bounds of a multi-line reply that is not overview data (CAPABILITIES):
+// RFC 3977 lines of at most maxReplyLine bytes, and a list no real server
+// comes near.
+const (
+	maxReplyLines = 1000
+	maxReplyBytes = 256 << 10
+)
 
 // dial connects, reads the greeting, and negotiates: CAPABILITIES, MODE
 // READER when the server needs it, STARTTLS, AUTHINFO and XFEATURE
@@ -92,7 +151,12 @@ func dial(ctx context.Context, cfg *Config) (_ *conn, err error) {
 			}
 		}
 	}()
-	var rw net.Conn = &deadlineConn{Conn: quickack.Conn(tcp), timeout: cfg.Timeout}
+	dc := &deadlineConn{Conn: quickack.Conn(tcp), timeout: cfg.Timeout}
+	c.dc = dc
+	// The whole handshake, not only each read, must end within Timeout.
+	dc.bound(cfg.Timeout, 0)
+	defer func() { err = dc.deadlineErr(err) }()
+	var rw net.Conn = dc
 	if cfg.TLS {
 		tc := tls.Client(rw, cfg.TLSConfig)
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -104,6 +168,7 @@ func dial(ctx context.Context, cfg *Config) (_ *conn, err error) {
 	if err := c.handshake(); err != nil {
 		return nil, err
 	}
+	dc.unbound()
 	return c, nil
 }
 
@@ -171,13 +236,15 @@ func (c *conn) capabilities() error {
 		return nil
 	}
 	var lines []string
+	c.lim = blockLimits{line: maxReplyLine, total: maxReplyBytes, refuse: true}
 	err = c.readPlain(func(l []byte) error {
-		if len(lines) > 1000 {
-			return fmt.Errorf("%w: more than 1000 capabilities", ErrProtocol)
+		if len(lines) >= maxReplyLines {
+			return fmt.Errorf("%w: more than %d capabilities", ErrTooLarge, maxReplyLines)
 		}
 		lines = append(lines, string(l))
 		return nil
 	})
+	c.lim = blockLimits{}
 	if err != nil {
 		c.broken = true
 		return fmt.Errorf("nntp: CAPABILITIES: %w", err)
@@ -226,7 +293,7 @@ func (c *conn) startTLS() error {
 	if c.r.Buffered() > 0 {
 		return fmt.Errorf("nntp: STARTTLS: %w: data before the TLS handshake", ErrProtocol)
 	}
-	tc := tls.Client(&deadlineConn{Conn: c.tcp, timeout: c.cfg.Timeout}, c.cfg.TLSConfig)
+	tc := tls.Client(c.dc, c.cfg.TLSConfig)
 	if err := tc.Handshake(); err != nil {
 		return fmt.Errorf("nntp: STARTTLS with %s: %w", c.cfg.Addr, err)
 	}
@@ -460,10 +527,12 @@ func (c *conn) readBody(status string, fn func([]byte) error) error {
 	err = c.readBlock(c.zbuf, fn)
 	switch {
 	case err == nil: // the terminator was inside: the stream must end now
-		if n, err := io.Copy(io.Discard, c.zbuf); err != nil {
+		// One byte says whether anything follows; what follows is never
+		// inflated, however much of it there is.
+		if _, err := c.zbuf.ReadByte(); err == nil {
+			return fmt.Errorf("%w: data after the terminator in a compressed response", ErrProtocol)
+		} else if err != io.EOF {
 			return fmt.Errorf("%w: compressed response: %w", ErrProtocol, err)
-		} else if n > 0 {
-			return fmt.Errorf("%w: %d bytes after the terminator in a compressed response", ErrProtocol, n)
 		}
 		return nil
 	case errors.Is(err, errNoTerminator): // the terminator follows the stream
@@ -499,15 +568,39 @@ var errNoTerminator = errors.New("the block ends without its terminating line")
 
 // readBlock reads a dot-terminated block from r, calling fn with each line,
 // dot-unstuffed and without its "\r\n" (or bare "\n"). Lines are bytes as
-// sent: nothing assumes UTF-8. A line longer than overview.MaxLineBytes is
-// read to its end and skipped, counted in c.skipped, so the connection
-// stays in step with the server without holding the line.
+// sent: nothing assumes UTF-8. The bounds are c.lim's: by default a line
+// longer than overview.MaxLineBytes is read to its end and skipped, counted
+// in c.skipped and told to c.lim.skip as it is skipped, so the connection
+// stays in step with the server without holding the line; with
+// c.lim.refuse it is an error wrapping ErrTooLarge as soon as the line
+// passes the bound. A block past c.lim.total bytes is an error wrapping
+// ErrTooLarge as soon as it passes.
 func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
+	lim := c.lim
+	if lim.line == 0 {
+		lim.line = overview.MaxLineBytes
+	}
 	long := c.long[:0]
 	skipping := false
+	var read int64
 	defer func() { c.long = long[:0] }()
+	tooLong := func() error {
+		if lim.refuse {
+			return fmt.Errorf("%w: a line longer than %d bytes", ErrTooLarge, lim.line)
+		}
+		c.skipped++
+		if lim.skip != nil {
+			return lim.skip()
+		}
+		return nil
+	}
 	for {
 		line, err := r.ReadSlice('\n')
+		read += int64(len(line))
+		c.read += int64(len(line))
+		if lim.total > 0 && read > lim.total {
+			return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, lim.total)
+		}
 		if skipping {
 			// The rest of a line too long to keep: discard it up to its end.
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -523,8 +616,10 @@ func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
 			return err
 		} else if errors.Is(err, bufio.ErrBufferFull) || (err == nil && len(long) > 0) {
 			long = append(long, line...)
-			if len(long) > overview.MaxLineBytes+2 {
-				c.skipped++
+			if len(long) > lim.line+2 {
+				if err := tooLong(); err != nil {
+					return err
+				}
 				long, skipping = long[:0], true
 				if err == nil {
 					skipping = false
@@ -549,8 +644,10 @@ func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
 		if n := len(line); n > 0 && line[n-1] == '\r' {
 			line = line[:n-1]
 		}
-		if len(line) > overview.MaxLineBytes {
-			c.skipped++
+		if len(line) > lim.line {
+			if err := tooLong(); err != nil {
+				return err
+			}
 			long = long[:0]
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -36,6 +37,19 @@ var (
 	// a line too long, a response that does not end). The connection is
 	// dropped.
 	ErrProtocol = errors.New("NNTP protocol error")
+	// ErrDeadline means a fetch's whole response did not arrive
+	// within its deadline (Config.MinRate), or a handshake or command
+	// within Config.Timeout, however steadily the server sent bytes. The
+	// connection is dropped.
+	ErrDeadline = errors.New("response deadline passed")
+	// ErrTooLarge means a response passed a byte bound: a fetch read more
+	// than Config.MaxFetchBytes, its chunk would be bigger than
+	// Config.MaxChunkBytes, or a reply that is not overview data (the
+	// CAPABILITIES list) passed its line or total bound. It wraps
+	// overview.ErrBadChunk, so a fetch that fails with it counts as a
+	// corrupt attempt of its range (spool.Prefetcher) rather than being
+	// retried forever. The connection is dropped.
+	ErrTooLarge = fmt.Errorf("response too large: %w", overview.ErrBadChunk)
 	// ErrClosed means the Source was closed.
 	ErrClosed = errors.New("nntp source closed")
 )

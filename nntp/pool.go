@@ -13,9 +13,16 @@ import (
 
 // pool holds up to cfg.MaxConns connections. A connection is taken by one
 // call at a time; a broken one is closed, never put back.
+//
+// Fetches take a token of fetches (reserve) before a connection: there are
+// MaxConns-1 of them when MaxConns > 1, so however long fetches run, one
+// connection of the budget is always left for GROUP, which the planner
+// needs to see new articles. With MaxConns 1 GROUP shares the one
+// connection, and waits at most one fetch's deadline.
 type pool struct {
-	cfg   *Config
-	slots chan struct{} // a token per connection open or being dialled
+	cfg     *Config
+	slots   chan struct{} // a token per connection open or being dialled
+	fetches chan struct{} // a token per fetch holding or waiting for a connection
 
 	mu     sync.Mutex
 	idle   []*conn // most recently used last
@@ -28,8 +35,21 @@ type pool struct {
 }
 
 func newPool(cfg *Config) *pool {
-	return &pool{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns)}
+	return &pool{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), fetches: make(chan struct{}, max(1, cfg.MaxConns-1))}
 }
+
+// reserve takes a fetch's token, waiting until ctx is done; unreserve gives
+// it back.
+func (p *pool) reserve(ctx context.Context) error {
+	select {
+	case p.fetches <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("nntp: waiting for a connection: %w", ctx.Err())
+	}
+}
+
+func (p *pool) unreserve() { <-p.fetches }
 
 // get returns an idle connection, or dials one when fewer than MaxConns
 // are open. It blocks while all are busy, until ctx is done.

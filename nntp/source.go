@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
@@ -23,6 +24,12 @@ type Source struct {
 
 	lines   atomic.Int64
 	dropped atomic.Int64
+	cutTime atomic.Int64 // fetches cut by their deadline
+	cutSize atomic.Int64 // fetches cut by a byte bound
+
+	mu       sync.Mutex
+	nextID   uint64
+	inFlight map[uint64]time.Time // the fetches running, by when they started
 }
 
 var _ spool.ChunkSource = (*Source)(nil)
@@ -33,7 +40,7 @@ func New(cfg Config) (*Source, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Source{cfg: cfg}
+	s := &Source{cfg: cfg, inFlight: map[uint64]time.Time{}}
 	s.pool = newPool(&s.cfg)
 	return s, nil
 }
@@ -49,6 +56,8 @@ func Open(rawURL string) (*Source, error) {
 
 // MaxConns is the most connections the Source opens at once, so a caller
 // can size its concurrency (e.g. spool.PrefetchConfig.Concurrency) to it.
+// When it is 2 or more, fetches use at most MaxConns-1 of them: one is
+// kept for GROUP, so watermarks never wait behind fetches.
 func (s *Source) MaxConns() int { return s.cfg.MaxConns }
 
 // Close closes the idle connections and makes every later call fail with
@@ -58,16 +67,54 @@ func (s *Source) Close() error {
 	return nil
 }
 
-// Stats counts what the Source has done.
+// Stats counts what the Source has done, and what it is doing.
 type Stats struct {
 	Dials   int64 // connections dialled, failed ones included
 	Lines   int64 // overview lines written into chunks
 	Dropped int64 // overview lines left out of chunks; see Fetch
+	// CutDeadline and CutTooLarge count the fetches cut by their deadline
+	// (ErrDeadline) and by a byte bound (ErrTooLarge).
+	CutDeadline, CutTooLarge int64
+	// InFlight is the fetches running now, and Oldest how long the oldest
+	// of them has run (0 when none runs).
+	InFlight int
+	Oldest   time.Duration
 }
 
 // Stats returns the counts so far.
 func (s *Source) Stats() Stats {
-	return Stats{Dials: s.pool.dials.Load(), Lines: s.lines.Load(), Dropped: s.dropped.Load()}
+	st := Stats{Dials: s.pool.dials.Load(), Lines: s.lines.Load(), Dropped: s.dropped.Load(),
+		CutDeadline: s.cutTime.Load(), CutTooLarge: s.cutSize.Load()}
+	now := time.Now()
+	s.mu.Lock()
+	st.InFlight = len(s.inFlight)
+	for _, t := range s.inFlight {
+		st.Oldest = max(st.Oldest, now.Sub(t))
+	}
+	s.mu.Unlock()
+	return st
+}
+
+// started records a fetch in flight; the func it returns ends it.
+func (s *Source) started() func() {
+	s.mu.Lock()
+	s.nextID++
+	id := s.nextID
+	s.inFlight[id] = time.Now()
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.inFlight, id)
+		s.mu.Unlock()
+	}
+}
+
+// fetchDeadline is how long a fetch of span may take in all: Timeout, and
+// deadlineArticleBytes per article at MinRate, up to a day.
+func (s *Source) fetchDeadline(span lease.Span) time.Duration {
+	n := float64(span.To-span.From) + 1
+	secs := min(n*deadlineArticleBytes/float64(s.cfg.MinRate), 24*3600)
+	return s.cfg.Timeout + time.Duration(secs*float64(time.Second))
 }
 
 // Check dials a new connection and does the whole handshake (greeting,
@@ -83,19 +130,23 @@ func (s *Source) Check(ctx context.Context) error {
 	return nil
 }
 
-// with runs fn on a pooled connection. ctx's end closes the connection,
-// which aborts fn. A reused connection that fails before its first reply
-// (the server closed it while idle) is dropped and fn runs once more on a
-// fresh one.
-func (s *Source) with(ctx context.Context, fn func(*conn) error) error {
+// with runs fn on a pooled connection, which must end within within (its
+// every read and write, dialling aside) and read at most limit bytes (0: no
+// bound). ctx's end closes the connection, which aborts fn. A reused
+// connection that fails before its first reply (the server closed it while
+// idle) is dropped and fn runs once more on a fresh one.
+func (s *Source) with(ctx context.Context, within time.Duration, limit int64, fn func(*conn) error) error {
 	for attempt := 0; ; attempt++ {
 		c, err := s.pool.get(ctx, attempt > 0)
 		if err != nil {
 			return err
 		}
 		c.replied = false
+		c.read = 0
 		stop := context.AfterFunc(ctx, func() { c.Close() })
-		err = fn(c)
+		c.dc.bound(within, limit)
+		err = c.dc.deadlineErr(fn(c))
+		c.dc.unbound()
 		if !stop() {
 			c.broken = true
 			if err != nil && !errors.Is(err, ctx.Err()) {
@@ -114,7 +165,7 @@ func (s *Source) with(ctx context.Context, fn func(*conn) error) error {
 // wrapping ErrNoSuchGroup (and spool.ErrNoSuchGroup) on 411.
 func (s *Source) Group(ctx context.Context, name string) (GroupInfo, error) {
 	var g GroupInfo
-	err := s.with(ctx, func(c *conn) (err error) {
+	err := s.with(ctx, s.cfg.Timeout, 0, func(c *conn) (err error) {
 		g, err = c.selectGroup(name, true)
 		return err
 	})
@@ -142,20 +193,41 @@ func (s *Source) Watermarks(ctx context.Context, group string) (low, high int64,
 // previous line's, that has fewer than eight fields or a bytes or lines
 // field that is not a count, or that is longer than overview.MaxLineBytes. A
 // server that sends more such lines than the span has articles (at least
-// 1024) gets an ErrProtocol error: it is not answering the command sent.
+// 1024) gets an ErrProtocol error: it is not answering the command sent;
+// each such line counts as it arrives, so an endless stream of them ends
+// the fetch at the limit.
+//
+// A fetch is bounded in time and size: its whole response must arrive
+// within Timeout + 1 KiB per article of the span at Config.MinRate, or it
+// is cut with ErrDeadline; it reads at most Config.MaxFetchBytes, and its
+// chunk may not pass Config.MaxChunkBytes compressed, or it fails with
+// ErrTooLarge (which wraps overview.ErrBadChunk: the span cannot make a
+// chunk a worker takes). Either error says how long the fetch ran and how
+// many bytes it read. Fetches hold at most MaxConns-1 connections (when
+// MaxConns > 1), so Watermarks never waits behind them.
 func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]byte, error) {
 	if span.From < 0 || span.From > span.To {
 		return nil, lease.Invalidf("span %d-%d: want 0 <= from <= to", span.From, span.To)
 	}
+	if err := s.pool.reserve(ctx); err != nil {
+		return nil, fmt.Errorf("nntp: fetch %s %d-%d: %w", group, span.From, span.To, err)
+	}
+	defer s.pool.unreserve()
+	defer s.started()()
+	start := time.Now()
 	var out []byte
-	err := s.with(ctx, func(c *conn) error {
+	var read int64
+	err := s.with(ctx, s.fetchDeadline(span), s.cfg.MaxFetchBytes+readBufSize, func(c *conn) error {
+		defer func() { read = c.read }()
 		// A server may fix a group's articles when GROUP selects it (INN's
 		// nnrpd does): a span past the high it saw selects the group again.
 		if _, err := c.selectGroup(group, span.To > c.high); err != nil {
 			return err
 		}
-		w := newChunkWriter(span)
+		w := newChunkWriter(span, s.cfg.MaxChunkBytes)
 		defer w.release()
+		c.lim = blockLimits{total: s.cfg.MaxFetchBytes, skip: w.drop}
+		defer func() { c.lim = blockLimits{} }()
 		xover := s.pool.xover.Load()
 		err := c.over(xover, span.From, span.To, w.line)
 		if errors.Is(err, errUnknownCommand) {
@@ -165,7 +237,6 @@ func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]by
 		if err != nil {
 			return err
 		}
-		w.dropped += int64(c.skipped)
 		if out, err = w.finish(); err != nil {
 			return err
 		}
@@ -174,7 +245,14 @@ func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]by
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("nntp: fetch %s %d-%d: %w", group, span.From, span.To, err)
+		switch {
+		case errors.Is(err, ErrDeadline):
+			s.cutTime.Add(1)
+		case errors.Is(err, ErrTooLarge):
+			s.cutSize.Add(1)
+		}
+		return nil, fmt.Errorf("nntp: fetch %s %d-%d (elapsed %s, %d bytes read): %w", group, span.From, span.To,
+			time.Since(start).Round(time.Millisecond), read, err)
 	}
 	return out, nil
 }
@@ -189,7 +267,8 @@ type chunkWriter struct {
 	last     int64 // the last number kept
 	limit    int64 // the most lines it drops before it gives up
 	buf      []byte
-	out      bytes.Buffer
+	out      []byte
+	max      int64 // the most bytes out may hold
 	zw       *gzip.Writer
 	err      error
 	lines    int64
@@ -206,18 +285,43 @@ var chunkGzip = sync.Pool{New: func() any {
 
 var chunkBuf = sync.Pool{New: func() any { b := make([]byte, 0, flushAt+4096); return &b }}
 
-func newChunkWriter(span lease.Span) *chunkWriter {
-	w := &chunkWriter{from: span.From, to: span.To, last: -1, limit: 1024}
+func newChunkWriter(span lease.Span, maxBytes int64) *chunkWriter {
+	w := &chunkWriter{from: span.From, to: span.To, last: -1, limit: 1024, max: maxBytes}
 	if n := span.To - span.From; n >= w.limit { // no overflow: From >= 0
 		w.limit = min(n+1, 1<<30)
 	}
 	// About 35 bytes a gzipped line at BestSpeed (250 plain), for a full span of a
 	// typical chunk size; bigger ones grow.
-	w.out.Grow(int(min(span.To-span.From+1, 4000)) * 48)
+	w.out = make([]byte, 0, int(min(span.To-span.From+1, 4000))*48)
 	w.zw = chunkGzip.Get().(*gzip.Writer)
-	w.zw.Reset(&w.out)
+	w.zw.Reset(boundedWriter{w})
 	w.buf = (*chunkBuf.Get().(*[]byte))[:0]
 	return w
+}
+
+// boundedWriter is where a chunkWriter's gzip goes: its buffer, refusing
+// any write that would take it past max before the buffer grows. The
+// buffer doubles, but never past max, so a refused chunk costs at most
+// max and a half.
+type boundedWriter struct{ w *chunkWriter }
+
+func (b boundedWriter) Write(p []byte) (int, error) {
+	w := b.w
+	need := int64(len(w.out)) + int64(len(p))
+	if w.max > 0 && need > w.max {
+		return 0, fmt.Errorf("%w: the chunk would pass %d bytes compressed", ErrTooLarge, w.max)
+	}
+	if need > int64(cap(w.out)) {
+		c := max(2*int64(cap(w.out)), need, 4096)
+		if w.max > 0 {
+			c = min(c, w.max)
+		}
+		out := make([]byte, len(w.out), c)
+		copy(out, w.out)
+		w.out = out
+	}
+	w.out = append(w.out, p...)
+	return len(p), nil
 }
 
 func (w *chunkWriter) release() {
@@ -265,7 +369,7 @@ func (w *chunkWriter) finish() ([]byte, error) {
 	if err := w.zw.Close(); err != nil {
 		return nil, err
 	}
-	return w.out.Bytes(), nil
+	return w.out, nil
 }
 
 // overviewNumber returns the article number of an overview line that

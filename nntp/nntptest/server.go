@@ -97,6 +97,42 @@ type Config struct {
 	// Endless follows an OVER block's lines with lines numbered past the
 	// range, forever: the block never ends.
 	Endless bool
+
+	// Trickle, when set, sends an OVER or XOVER block (compressed or not)
+	// one byte at a time, with Trickle between bytes and a flush after
+	// each: a server that is never silent long enough for a read timeout,
+	// yet never ends its response.
+	Trickle time.Duration
+	// EndlessLong follows an OVER block's lines with lines of EndlessLong
+	// bytes each, forever, generated as they are sent (never held): with
+	// more than overview.MaxLineBytes a stream of lines too long to keep,
+	// with less one of lines numbered past the range.
+	EndlessLong int
+	// HugeLines pads every overview line an OVER block sends to about
+	// HugeLines bytes with a ninth field of pseudo-random letters, which
+	// gzip cannot shrink much: in-span lines each under the line limit
+	// that make a chunk too big.
+	HugeLines int
+	// CapLines and CapLineBytes add CapLines lines of CapLineBytes bytes
+	// each to the CAPABILITIES list, generated as they are sent.
+	CapLines, CapLineBytes int
+	// TrailingZeros, with Compress, writes that many zero bytes into the
+	// compressed stream after the terminator, generated as they are sent
+	// (never held): data after the end of the response.
+	TrailingZeros int64
+
+	// Only, when set, limits the misbehaviours of OVER and XOVER
+	// (LineDelay, CloseAfter, IgnoreRange, Endless, Trickle, EndlessLong,
+	// HugeLines, TrailingZeros) to the groups named; others are answered
+	// well.
+	Only []string
+}
+
+// calm returns cfg without the OVER misbehaviours.
+func (cfg Config) calm() Config {
+	cfg.LineDelay, cfg.CloseAfter, cfg.IgnoreRange, cfg.Endless = 0, 0, false, false
+	cfg.Trickle, cfg.EndlessLong, cfg.HugeLines, cfg.TrailingZeros = 0, 0, 0, 0
+	return cfg
 }
 
 // Stats counts what the server saw.
@@ -518,6 +554,20 @@ func (ss *session) capabilities(cfg Config) {
 	for _, c := range caps {
 		ss.w.WriteString(c + "\r\n")
 	}
+	if cfg.CapLines > 0 {
+		junk := bytes.Repeat([]byte("x"), 64<<10)
+		for range cfg.CapLines {
+			ss.w.WriteString("X-JUNK ")
+			for left := max(0, cfg.CapLineBytes-7); left > 0; {
+				n := min(left, len(junk))
+				if _, err := ss.w.Write(junk[:n]); err != nil {
+					return
+				}
+				left -= n
+			}
+			ss.w.WriteString("\r\n")
+		}
+	}
 	ss.w.WriteString(".\r\n")
 }
 
@@ -572,6 +622,9 @@ func (ss *session) over(cfg Config, f []string) bool {
 		ss.reply(501, "bad range")
 		return true
 	}
+	if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, g.name) {
+		cfg = cfg.calm()
+	}
 	i := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] >= from })
 	j := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] > to })
 	if j < i {
@@ -597,9 +650,26 @@ func (ss *session) over(cfg Config, f []string) bool {
 	}
 	ss.reply(224, text)
 	ow := ss.newOverWriter(cfg)
-	for _, l := range lines {
+	var huge []byte
+	for k, l := range lines {
+		if cfg.HugeLines > 0 {
+			huge = hugeLine(huge[:0], l, g.nums[i+k], cfg.HugeLines)
+			l = huge
+		}
 		if !ow.send(l) {
 			return false
+		}
+	}
+	if cfg.EndlessLong > 0 {
+		for n := to + 1; ; n++ {
+			select {
+			case <-ss.s.done:
+				return false
+			default:
+			}
+			if !ow.sendLong(n, cfg.EndlessLong) {
+				return false
+			}
 		}
 	}
 	if cfg.Endless {
@@ -619,6 +689,21 @@ func (ss *session) over(cfg Config, f []string) bool {
 		}
 	}
 	return ow.end()
+}
+
+// hugeLine appends to dst l with a ninth field of pseudo-random letters
+// that takes it to about size bytes.
+func hugeLine(dst, l []byte, n int64, size int) []byte {
+	out := append(dst, l...)
+	out = append(out, "\tX-Pad: "...)
+	x := uint64(n)*0x9e3779b97f4a7c15 | 1
+	for len(out) < size {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		out = append(out, 'a'+byte(x%26))
+	}
+	return out
 }
 
 // overWriter writes an overview answer's lines, dot-stuffed, through the
@@ -674,23 +759,81 @@ func (ow *overWriter) send(l []byte) bool {
 		return false
 	}
 	if len(l) > 0 && l[0] == '.' {
-		ow.body.Write(dot)
+		ow.write(dot)
 	}
-	ow.body.Write(l)
-	_, err := ow.body.Write(crlf)
+	ow.write(l)
+	err := ow.write(crlf)
 	ow.sent++
 	return err == nil
+}
+
+// write writes b to the body, a byte at a time with a flush and a pause
+// after each when Trickle is set.
+func (ow *overWriter) write(b []byte) error {
+	if ow.cfg.Trickle <= 0 {
+		_, err := ow.body.Write(b)
+		return err
+	}
+	for i := range b {
+		if _, err := ow.body.Write(b[i : i+1]); err != nil {
+			return err
+		}
+		if err := ow.flush(); err != nil {
+			return err
+		}
+		t := time.NewTimer(ow.cfg.Trickle)
+		select {
+		case <-t.C:
+		case <-ow.ss.s.done:
+			t.Stop()
+			return io.ErrClosedPipe
+		}
+	}
+	return nil
+}
+
+// sendLong writes a line numbered n of size bytes, generated in pieces;
+// false ends the session.
+func (ow *overWriter) sendLong(n int64, size int) bool {
+	head := strconv.AppendInt(nil, n, 10)
+	head = append(head, '\t')
+	if ow.write(head) != nil {
+		return false
+	}
+	piece := bytes.Repeat([]byte("y"), 64<<10)
+	for left := size - len(head); left > 0; {
+		k := min(left, len(piece))
+		if ow.write(piece[:k]) != nil {
+			return false
+		}
+		left -= k
+	}
+	return ow.write(crlf) == nil
 }
 
 // end writes the terminator and ends the compressed stream; false ends the
 // session.
 func (ow *overWriter) end() bool {
 	if ow.zw == nil {
-		ow.ss.w.WriteString(".\r\n")
-		return true
+		return ow.write([]byte(".\r\n")) == nil
 	}
 	if !ow.cfg.TerminatorOutside {
 		ow.body.Write([]byte(".\r\n"))
+		if left := ow.cfg.TrailingZeros; left > 0 {
+			zeros := make([]byte, 64<<10)
+			for left > 0 {
+				k := min(left, int64(len(zeros)))
+				if _, err := ow.body.Write(zeros[:k]); err != nil {
+					return false
+				}
+				left -= k
+				select {
+				case <-ow.ss.s.done:
+					return false
+				default:
+				}
+			}
+		}
 	}
 	if ow.zw.Close() != nil {
 		return false
