@@ -70,6 +70,10 @@ type Main struct {
 	// RateReads is how many kept fleet reads the rates are computed over
 	// (at least 2); 0 means DefaultRateReads.
 	RateReads int
+	// MaxLanes is the most lanes the rates follow and the dashboard shows
+	// (the dashboard also shows at most that many nodes a coordinator);
+	// 0 means DefaultMaxLanes. GET /v1/fleet answers every lane.
+	MaxLanes int
 
 	// Stdout receives the usage -h asks for.
 	Stdout io.Writer
@@ -85,6 +89,7 @@ type Main struct {
 	hosts      []host
 	byName     map[string]host
 	rateWindow int // RateReads, or its default
+	maxLanes   int // MaxLanes, or its default
 	client     *http.Client
 	fleet      *fleetcache.Cache[*fleetRead]
 	seats      *fleetcache.Seats[seatKey, *seatRead]
@@ -141,6 +146,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&m.Keep, "keep", m.Keep, "how long a fleet read is served as current")
 	fs.DurationVar(&m.Timeout, "timeout", m.Timeout, "how long one read of the coordinators may take")
 	fs.IntVar(&m.RateReads, "rate-reads", m.RateReads, "how many kept reads the rates and their sparklines cover (0: 60)")
+	fs.IntVar(&m.MaxLanes, "max-lanes", m.MaxLanes, "the most lanes the rates follow and the dashboard shows (0: 2000)")
 	fs.DurationVar(&m.DrainDelay, "drain-delay", m.DrainDelay, "how long /readyz answers 503 before shutting down (less than 2s)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -235,6 +241,13 @@ func (m *Main) open() error {
 	}
 	if m.rateWindow < 2 {
 		return usagef("--rate-reads must be at least 2 (a rate needs two reads), not %d", m.RateReads)
+	}
+	m.maxLanes = m.MaxLanes
+	if m.maxLanes == 0 {
+		m.maxLanes = DefaultMaxLanes
+	}
+	if m.maxLanes < 0 {
+		return usagef("--max-lanes must not be negative, not %d", m.MaxLanes)
 	}
 	hosts, err := parseHosts(m.Coordinators)
 	if err != nil {

@@ -38,6 +38,9 @@ type (
 		// RateReads is how many kept reads the rates cover; RateWindow
 		// the most they may.
 		RateReads, RateWindow int
+		// MaxLanes is the most lanes shown (and nodes, a host), and
+		// DroppedLanes how many lanes of the read the rates do not follow.
+		MaxLanes, DroppedLanes int
 	}
 	dashFailure struct {
 		At, Error string
@@ -48,11 +51,15 @@ type (
 		OK                   bool
 		At                   string
 		Nodes                []dashNode
-		LeaseCount           int
+		NodeCount            int // every node, shown or not
+		LeaseCount           int // every node's leases
 		Groups               []dashGroup
 		Ranges               []stateCount
 		SpoolBytes           string
 		Rate                 *rateView // nil: no rate for this host
+		// HiddenNodes and HiddenLanes count what is past the dashboard's
+		// bound (GET /v1/fleet has it all).
+		HiddenNodes, HiddenLanes int
 	}
 	dashNode struct {
 		Name, Key, LastSeen string
@@ -118,17 +125,20 @@ func (m *Main) dashboardView(a fleetcache.Answer[*fleetRead], kept bool) dashVie
 	}
 	rates := a.Value.rates
 	if rates != nil {
-		v.RateReads, v.RateWindow = rates.Reads, rates.Window
+		v.RateReads, v.RateWindow, v.DroppedLanes = rates.Reads, rates.Window, rates.DroppedLanes
 	}
+	v.MaxLanes = m.maxLanes
+	lanes := m.maxLanes // shown across every host, so that the page is bounded
 	for i, h := range a.Value.hosts {
-		v.Hosts = append(v.Hosts, hostView(i, h, rates, served))
+		v.Hosts = append(v.Hosts, hostView(i, h, rates, served, m.maxLanes, &lanes))
 	}
 	return v
 }
 
 // hostView formats one host of a fleet read, with its rates (computed when
-// the read was kept: only looked up here).
-func hostView(i int, h hostRead, rates *fleetRates, served time.Time) dashHost {
+// the read was kept: only looked up here): at most maxNodes nodes, and as
+// many lanes as *lanes has left, which it takes from.
+func hostView(i int, h hostRead, rates *fleetRates, served time.Time, maxNodes int, lanes *int) dashHost {
 	dh := dashHost{Host: h.Host, Status: h.Status, Detail: h.Detail, OK: h.Fleet != nil, Anchor: "host-" + strconv.Itoa(i+1)}
 	f := h.Fleet
 	if f == nil {
@@ -140,15 +150,25 @@ func hostView(i int, h hostRead, rates *fleetRates, served time.Time) dashHost {
 	if hr := rates.host(h.Host); hr != nil {
 		dh.Rate = &hr.view
 	}
+	dh.NodeCount = len(f.Nodes)
 	for _, n := range f.Nodes {
+		dh.LeaseCount += len(n.Leases)
+		if len(dh.Nodes) == maxNodes {
+			dh.HiddenNodes++
+			continue
+		}
 		dn := dashNode{Name: n.Name, Key: h.Host + "/" + n.Name, LastSeen: ago(served, n.LastSeen)}
 		for _, l := range n.Leases {
 			dn.Leases = append(dn.Leases, leaseView(l, served))
 		}
-		dh.LeaseCount += len(n.Leases)
 		dh.Nodes = append(dh.Nodes, dn)
 	}
 	for _, g := range f.Groups {
+		if *lanes < max(len(g.Lanes), 1) {
+			dh.HiddenLanes += len(g.Lanes)
+			continue
+		}
+		*lanes -= max(len(g.Lanes), 1)
 		dg := dashGroup{Name: g.Name, Ordered: g.Ordered}
 		for _, l := range g.Lanes {
 			dl := dashLane{FleetLane: l, Counts: counts(l.Ranges)}

@@ -81,7 +81,7 @@ func (m *Main) readFleet(ctx context.Context, previous *fleetRead) (*fleetRead, 
 		return nil, fmt.Errorf("encoding the fleet read: %w", err)
 	}
 	f := &fleetRead{hosts: hosts, hostsJSON: b}
-	if err := f.addRates(previous, m.rateWindow); err != nil {
+	if err := f.addRates(previous, m.rateWindow, m.maxLanes); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -91,7 +91,7 @@ func (m *Main) readFleet(ctx context.Context, previous *fleetRead) (*fleetRead, 
 // kept (every host answered: the Good predicate) adds its sample to the
 // history; one that will not be kept adds nothing and carries the last kept
 // read's rates, so a failed read never makes a step.
-func (f *fleetRead) addRates(previous *fleetRead, window int) error {
+func (f *fleetRead) addRates(previous *fleetRead, window, maxLanes int) error {
 	var h *rateHistory
 	if previous != nil {
 		h = previous.history
@@ -101,10 +101,10 @@ func (f *fleetRead) addRates(previous *fleetRead, window int) error {
 		return nil
 	}
 	if f.allOK() {
-		h = h.with(newSample(f.hosts), window)
+		h = h.with(newSample(f.hosts, maxLanes), window)
 	}
 	f.history = h
-	f.rates = computeRates(h, window)
+	f.rates = computeRates(h, window, maxLanes)
 	var err error
 	f.ratesJSON, err = f.rates.encode()
 	return err

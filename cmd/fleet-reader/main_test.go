@@ -176,6 +176,8 @@ type readerOptions struct {
 	drainDelay time.Duration
 	timeout    time.Duration // 0 means 5 s
 	realClock  bool          // time.Now, not the injected clock
+	rateReads  int
+	maxLanes   int
 }
 
 func startReader(t testing.TB, o readerOptions) *reader {
@@ -192,6 +194,7 @@ func startReader(t testing.TB, o readerOptions) *reader {
 		m.Keep = o.keep
 	}
 	m.DrainDelay = o.drainDelay
+	m.RateReads, m.MaxLanes = o.rateReads, o.maxLanes
 	if o.timeout != 0 {
 		m.Timeout = o.timeout
 	}

@@ -14,6 +14,13 @@ import (
 // when Main.RateReads is zero.
 const DefaultRateReads = 60
 
+// DefaultMaxLanes is the most lanes the rates follow, and the dashboard
+// shows, when Main.MaxLanes is zero. The history holds at most the window's
+// reads of that many lanes, whatever the coordinators answer: a fleet whose
+// group names changed on every read once grew the reader by a gigabyte over
+// a window. Lanes past the bound are counted, not kept.
+const DefaultMaxLanes = 2000
+
 // Rates are computed once, when a read is kept, from the samples of the last
 // kept reads: a lane's rate between two consecutive kept reads is the growth
 // of its headers counter over the time between its coordinator's `at`s. A
@@ -43,10 +50,13 @@ type sample struct {
 	at    map[string]time.Time // each host's `at`
 	lanes map[laneKey]laneSample
 	order []laneKey // the lanes in the read's order: host, group, lane
+	// dropped counts the lanes of the read past maxLanes, not kept.
+	dropped int
 }
 
-// newSample takes the counters of a read.
-func newSample(hosts []hostRead) *sample {
+// newSample takes the counters of a read: of its first maxLanes lanes in
+// the read's order, counting the others as dropped.
+func newSample(hosts []hostRead, maxLanes int) *sample {
 	s := &sample{at: make(map[string]time.Time, len(hosts)), lanes: map[laneKey]laneSample{}}
 	for _, h := range hosts {
 		if h.Fleet == nil {
@@ -61,6 +71,10 @@ func newSample(hosts []hostRead) *sample {
 					ls.lag, ls.hasLag = g.Plan.Lag, true
 				}
 				if _, dup := s.lanes[k]; !dup {
+					if len(s.order) == maxLanes {
+						s.dropped++
+						continue
+					}
 					s.order = append(s.order, k)
 				}
 				s.lanes[k] = ls
@@ -103,7 +117,16 @@ func laneStep(prev, cur *sample, k laneKey) (delta int64, dt time.Duration, ok b
 	if dt <= 0 || b.headers < a.headers {
 		return 0, 0, false
 	}
-	return b.headers - a.headers, dt, true
+	return b.headers - a.headers, dt, true // both >= 0: no overflow
+}
+
+// addCount adds two counts that are not negative, saturating at MaxInt64:
+// they come from the coordinators, and no sum of them may wrap.
+func addCount(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // fleetRates is the "rates" of GET /v1/fleet. Every series is aligned with
@@ -112,10 +135,14 @@ func laneStep(prev, cur *sample, k laneKey) (delta int64, dt time.Duration, ok b
 // step without a rate.
 type fleetRates struct {
 	// Window is the most kept reads held; Reads how many are held now.
-	Window int                  `json:"window"`
-	Reads  int                  `json:"reads"`
-	Hosts  map[string]*hostRate `json:"hosts"`
-	Lanes  []*laneRate          `json:"lanes"`
+	Window int `json:"window"`
+	Reads  int `json:"reads"`
+	// MaxLanes is the most lanes followed; DroppedLanes how many lanes of
+	// the last read were past it, and have no rate.
+	MaxLanes     int                  `json:"maxLanes"`
+	DroppedLanes int                  `json:"droppedLanes"`
+	Hosts        map[string]*hostRate `json:"hosts"`
+	Lanes        []*laneRate          `json:"lanes"`
 
 	byLane map[laneKey]*laneRate
 }
@@ -160,7 +187,7 @@ type laneRate struct {
 // addStep counts one step's growth into the series at i.
 func (r *rateSeries) addStep(i int, delta int64, dt time.Duration) {
 	r.Series[i] = ratePtr(float64(delta) / dt.Seconds())
-	r.delta += delta
+	r.delta = addCount(r.delta, delta)
 	r.span += dt
 }
 
@@ -180,8 +207,8 @@ func ratePtr(v float64) *float64 {
 
 // computeRates computes the rates of the history's last read. h may be nil
 // (no read kept yet): the rates are then empty.
-func computeRates(h *rateHistory, window int) *fleetRates {
-	r := &fleetRates{Window: window, Hosts: map[string]*hostRate{}, Lanes: []*laneRate{}, byLane: map[laneKey]*laneRate{}}
+func computeRates(h *rateHistory, window, maxLanes int) *fleetRates {
+	r := &fleetRates{Window: window, MaxLanes: maxLanes, Hosts: map[string]*hostRate{}, Lanes: []*laneRate{}, byLane: map[laneKey]*laneRate{}}
 	if h == nil || len(h.samples) == 0 {
 		return r
 	}
@@ -189,6 +216,7 @@ func computeRates(h *rateHistory, window int) *fleetRates {
 	n := len(samples)
 	r.Reads = n
 	latest := samples[n-1]
+	r.DroppedLanes = latest.dropped
 	for host := range latest.at {
 		hr := &hostRate{At: make([]time.Time, n), rateSeries: rateSeries{Series: make([]*float64, n)}}
 		for i, s := range samples {
@@ -244,7 +272,7 @@ func (r *fleetRates) addSteps(prev, cur *sample, i int) {
 			a = &acc{dt: dt}
 			hosts[k.host] = a
 		}
-		a.delta += delta
+		a.delta = addCount(a.delta, delta)
 		if lr := r.byLane[k]; lr != nil {
 			lr.addStep(i, delta, dt)
 		}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -152,6 +154,7 @@ func TestFleetRatesAcrossAFailedRead(t *testing.T) {
 
 // TestRateReadsFlag: --rate-reads sets how many kept reads the rates
 // cover (TestRatesWindow shows the bound); fewer than 2 cannot make a rate.
+// --max-lanes sets the lanes followed (TestFleetLanesBounded); not negative.
 func TestRateReadsFlag(t *testing.T) {
 	t.Parallel()
 	m := NewMain()
@@ -177,4 +180,84 @@ func TestRateReadsFlag(t *testing.T) {
 		require.Contains(t, err.Error(), "--rate-reads must be at least 2")
 		require.NoError(t, m.Close())
 	}
+
+	m = NewMain()
+	m.Getenv = func(string) string { return adminToken }
+	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://127.0.0.1:1", "--max-lanes", "7"}))
+	require.NoError(t, m.open())
+	require.Equal(t, 7, m.maxLanes)
+	require.NoError(t, m.Close())
+	m = NewMain()
+	m.Coordinators, m.Token, m.Addr, m.Stderr, m.MaxLanes = []string{"http://127.0.0.1:1"}, "tok", "127.0.0.1:0", nil, -1
+	err := m.Run(t.Context())
+	require.ErrorIs(t, err, ErrUsage)
+	require.Contains(t, err.Error(), "--max-lanes must not be negative")
+	require.NoError(t, m.Close())
+}
+
+// TestFleetLanesBounded (issue 17, defect 7): a coordinator whose group
+// names change on every read, 1,000 lanes a read, took the reader from
+// 255 MB to 1.41 GB over 60 reads, and the dashboard to 37 MB of HTML. The
+// history keeps at most --max-lanes lanes a read and counts the others; the
+// dashboard shows at most that many lanes, and says how many it left out.
+// Headers near MaxInt64 on two lanes do not wrap the host's rate negative.
+func TestFleetLanesBounded(t *testing.T) {
+	t.Parallel()
+	const reads, groups, maxLanes, window = 12, 500, 100, 5
+	var script []*api.Fleet
+	for i := range reads {
+		var gs []api.FleetGroup
+		for j := range groups {
+			name := fmt.Sprintf("alt.binaries.read%d.group%d", i, j)
+			gs = append(gs, group(int64(i*groups+j+1), name, nil, lane(lease.LaneHistory, 0), lane(lease.LaneTail, 0)))
+		}
+		// Two lanes that stay, whose counters jump from 0 to MaxInt64 in
+		// the last step: the host's step is their sum.
+		var h int64
+		if i == reads-1 {
+			h = math.MaxInt64
+		}
+		gs = append([]api.FleetGroup{group(-1, "steady", nil, lane(lease.LaneHistory, h), lane(lease.LaneTail, h))}, gs...)
+		script = append(script, fleetAt(t0.Add(time.Duration(i)*time.Second), gs...))
+	}
+	up := newScripted(t, script...)
+	rd := startReader(t, readerOptions{urls: []string{up.url}, rateReads: window, maxLanes: maxLanes})
+	rd.rates() // the first read
+	for range reads - 1 {
+		rd.refresh()
+	}
+	require.Equal(t, reads, up.reads())
+
+	a, err := rd.m.fleet.Get(t.Context())
+	require.NoError(t, err)
+	h := a.Value.history
+	require.Len(t, h.samples, window)
+	for _, s := range h.samples {
+		require.Equal(t, maxLanes, len(s.lanes), "a read keeps at most --max-lanes lanes")
+		require.Equal(t, 2*groups+2-maxLanes, s.dropped)
+	}
+	var r struct {
+		Rates struct {
+			MaxLanes     int `json:"maxLanes"`
+			DroppedLanes int `json:"droppedLanes"`
+			Hosts        map[string]struct {
+				ArticlesPerSecond *float64 `json:"articlesPerSecond"`
+			} `json:"hosts"`
+			Lanes []json.RawMessage `json:"lanes"`
+		} `json:"rates"`
+	}
+	body := rd.do("GET", "/v1/fleet")
+	require.NoError(t, json.Unmarshal(body.body, &r))
+	require.Equal(t, maxLanes, r.Rates.MaxLanes)
+	require.Equal(t, 2*groups+2-maxLanes, r.Rates.DroppedLanes)
+	require.Len(t, r.Rates.Lanes, maxLanes)
+	require.Positive(t, *r.Rates.Hosts[up.host].ArticlesPerSecond, "two lanes' steps sum without wrapping")
+
+	page := rd.do("GET", "/")
+	require.Equal(t, http.StatusOK, page.status)
+	html := string(page.body)
+	require.Equal(t, maxLanes, strings.Count(html, `<tr class="lane"`), "the dashboard shows at most --max-lanes lanes")
+	require.Contains(t, html, fmt.Sprintf("%d more lanes not shown", 2*groups+2-maxLanes))
+	require.Contains(t, html, fmt.Sprintf("%d lanes of the last read are past the %d the rates follow", 2*groups+2-maxLanes, maxLanes))
+	require.Less(t, len(html), 256<<10, "the page is bounded")
 }

@@ -47,7 +47,7 @@ func okRead(t *testing.T, hostFleets ...any) *fleetRead {
 // keep makes the read's rates from previous, as readFleet does.
 func keep(t *testing.T, f, previous *fleetRead, window int) *fleetRead {
 	t.Helper()
-	require.NoError(t, f.addRates(previous, window))
+	require.NoError(t, f.addRates(previous, window, DefaultMaxLanes))
 	return f
 }
 
@@ -205,7 +205,7 @@ func TestRatesFailedReadInBetween(t *testing.T) {
 	keep(t, first, nil, 60)
 	require.Nil(t, first.history)
 	require.Zero(t, first.rates.Reads)
-	require.JSONEq(t, `{"window":60,"reads":0,"hosts":{},"lanes":[]}`, string(first.ratesJSON))
+	require.JSONEq(t, `{"window":60,"reads":0,"maxLanes":2000,"droppedLanes":0,"hosts":{},"lanes":[]}`, string(first.ratesJSON))
 }
 
 // TestRatesWindow: memory is bounded: the history holds the last window
@@ -275,7 +275,7 @@ func TestRatesJSON(t *testing.T) {
 	r := keep(t, okRead(t, "a:1", fleetAt(t0, group(3, "alt.x", polled(40), lane(lease.LaneTail, 0)))), nil, 5)
 	r = keep(t, okRead(t, "a:1", fleetAt(t0.Add(4*time.Second), group(3, "alt.x", polled(30), lane(lease.LaneTail, 10)))), r, 5)
 	require.JSONEq(t, `{
-		"window": 5, "reads": 2,
+		"window": 5, "reads": 2, "maxLanes": 2000, "droppedLanes": 0,
 		"hosts": {"a:1": {"at": ["2025-06-01T12:00:00Z", "2025-06-01T12:00:04Z"],
 			"articlesPerSecond": 2.5, "average": 2.5, "series": [null, 2.5]}},
 		"lanes": [{"host": "a:1", "groupId": 3, "group": "alt.x", "lane": "tail", "headers": 10,
