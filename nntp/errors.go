@@ -45,11 +45,17 @@ var (
 	// ErrTooLarge means a response passed a byte bound: a fetch read more
 	// than Config.MaxFetchBytes, its chunk would be bigger than
 	// Config.MaxChunkBytes, or a reply that is not overview data (the
-	// CAPABILITIES list) passed its line or total bound. It wraps
-	// overview.ErrBadChunk, so a fetch that fails with it counts as a
-	// corrupt attempt of its range (spool.Prefetcher) rather than being
-	// retried forever. The connection is dropped.
-	ErrTooLarge = fmt.Errorf("response too large: %w", overview.ErrBadChunk)
+	// CAPABILITIES list) passed its line or total bound. The connection is
+	// dropped.
+	ErrTooLarge = errors.New("response too large")
+	// ErrChunkTooLarge means a fetch passed its byte bound or its chunk
+	// bound (Config.MaxFetchBytes, Config.MaxChunkBytes): the span makes no
+	// chunk a worker can take. It matches ErrTooLarge and
+	// overview.ErrBadChunk under errors.Is, so the range counts a corrupt
+	// attempt (spool.Prefetcher) rather than being fetched forever. A
+	// bound passed while dialling (CAPABILITIES) is ErrTooLarge alone: it
+	// says nothing of the span.
+	ErrChunkTooLarge error = chunkTooLarge("the span makes no chunk a worker can take")
 	// ErrClosed means the Source was closed.
 	ErrClosed = errors.New("nntp source closed")
 )
@@ -76,6 +82,15 @@ func (e *ProtocolError) Error() string {
 }
 
 func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// chunkTooLarge is a sentinel that matches ErrTooLarge and
+// overview.ErrBadChunk as well as itself.
+type chunkTooLarge string
+
+func (e chunkTooLarge) Error() string { return string(e) }
+func (e chunkTooLarge) Is(target error) bool {
+	return target == ErrTooLarge || target == overview.ErrBadChunk
+}
 
 // invalidSentinel is a sentinel that matches lease.ErrInvalid as well as
 // itself.

@@ -123,7 +123,7 @@ func TestFetchEndlessLongLines(t *testing.T) {
 		src := open(t, srv, func(c *nntp.Config) { c.MaxFetchBytes, c.Compress = 64<<20, compress })
 		var err error
 		peak := heapPeak(t, func() { _, err = src.Fetch(ctxT(t), testGroup, span(1, 10)) })
-		require.ErrorIs(t, err, nntp.ErrTooLarge, "compress %t", compress)
+		require.ErrorIs(t, err, nntp.ErrChunkTooLarge, "compress %t", compress)
 		require.Less(t, peak, uint64(16<<20), "compress %t: heap peak %d", compress, peak)
 		require.Equal(t, int64(1), src.Stats().CutTooLarge)
 	}
@@ -147,7 +147,7 @@ func TestHugeChunkRefused(t *testing.T) {
 	src := open(t, srv, nil)
 	var err error
 	peak := heapPeak(t, func() { _, err = src.Fetch(ctxT(t), testGroup, span(1, 200)) })
-	require.ErrorIs(t, err, nntp.ErrTooLarge)
+	require.ErrorIs(t, err, nntp.ErrChunkTooLarge)
 	require.ErrorIs(t, err, overview.ErrBadChunk, "the range counts a corrupt attempt")
 	require.Less(t, peak, uint64(3*nntp.DefaultMaxChunkBytes), "heap peak %d", peak)
 	t.Logf("heap peak %d MiB", peak>>20)
@@ -178,6 +178,7 @@ func TestCapabilitiesBounded(t *testing.T) {
 		var err error
 		peak := heapPeak(t, func() { err = src.Check(ctxT(t)) })
 		require.ErrorIs(t, err, nntp.ErrTooLarge, c.name)
+		require.NotErrorIs(t, err, overview.ErrBadChunk, "%s: a bad list says nothing of a span", c.name)
 		require.Contains(t, err.Error(), "CAPABILITIES", c.name)
 		require.Less(t, peak, uint64(8<<20), "%s: heap peak %d", c.name, peak)
 	}

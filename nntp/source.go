@@ -234,10 +234,13 @@ func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]by
 			s.pool.xover.Store(true)
 			err = c.over(true, span.From, span.To, w.line)
 		}
-		if err != nil {
-			return err
+		if err == nil {
+			out, err = w.finish()
 		}
-		if out, err = w.finish(); err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			return fmt.Errorf("%w: %w", ErrChunkTooLarge, err)
+		}
+		if err != nil {
 			return err
 		}
 		s.lines.Add(w.lines)
