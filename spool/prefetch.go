@@ -15,6 +15,7 @@ import (
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 )
 
 // Target is a range the prefetcher fetches chunks for.
@@ -32,6 +33,20 @@ func InCorpus(r lease.Range, c corpus.Store) bool { return r.Capture && c != nil
 // grant takes them, then up to lookahead pending ranges in the same order.
 type Targets interface {
 	PrefetchTargets(ctx context.Context, lookahead int) ([]Target, error)
+}
+
+// CorruptClaims is Claims that can also count a chunk the source cannot
+// make against its range. When PrefetchConfig.Claims is one, a fetch that
+// fails with an error wrapping overview.ErrBadChunk (a chunk past the frame
+// limit, say: retrying makes the same chunk) is not retried; the range
+// counts a corrupt attempt, as when a worker reports a chunk corrupt, and
+// fails at the store's maximum instead of being fetched forever.
+type CorruptClaims interface {
+	Claims
+	// ChunkCorrupt counts one attempt of the range for the chunk (failed
+	// at the store's maximum attempts, keeping reason), and drops owner's
+	// claim of the chunk. It returns the range as it is after.
+	ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span, owner, reason string) (lease.Range, error)
 }
 
 // PrefetchConfig configures a Prefetcher. Source, Spool, Claims and Targets
@@ -247,12 +262,28 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int,
 	var data []byte
 	for attempt := 1; ; attempt++ {
 		data, err = p.cfg.Source.Fetch(ctx, t.Range.Group, span)
-		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, ErrNoSuchGroup) || ctx.Err() != nil {
+		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, ErrNoSuchGroup) || errors.Is(err, overview.ErrBadChunk) || ctx.Err() != nil {
 			break
 		}
 		if serr := clock.Sleep(ctx, p.cfg.Clock, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {
 			break
 		}
+	}
+	if cc, ok := p.cfg.Claims.(CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) {
+		// The source cannot make this chunk: count it against the range,
+		// which frees the claim for the next pass, and fails the range at
+		// the store's maximum.
+		reason := err.Error()
+		if len(reason) > 300 {
+			reason = reason[:300] + "..."
+		}
+		rg, cerr := cc.ChunkCorrupt(context.WithoutCancel(ctx), id, span, p.cfg.Owner, reason)
+		if cerr != nil {
+			return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err), cerr)
+		}
+		p.cfg.Logger.Warn("prefetch: the source cannot make the chunk; counted as a corrupt attempt of its range",
+			"range", id, "group", t.Range.Group, "from", span.From, "to", span.To, "state", rg.State, "attempts", rg.Attempts, "err", err)
+		return 0, nil
 	}
 	if err != nil {
 		// Give the claim back, so this or another coordinator tries again.

@@ -3,6 +3,7 @@ package spool_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -244,4 +246,48 @@ func TestPrefetchRun(t *testing.T) {
 
 func batchOf(from, to int64) batch.Batch {
 	return batch.Batch{From: from, To: to, Headers: to - from + 1}
+}
+
+// TestPrefetchBadChunkCountsAttempt: a chunk the source cannot make (it
+// fails with overview.ErrBadChunk: too large for a frame) is not retried
+// within a pass; each pass counts one corrupt attempt of its range, which
+// fails at the store's maximum and is then fetched no more, its holder's
+// lease lost. The range's other chunks are stored.
+func TestPrefetchBadChunkCountsAttempt(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	var bad atomic.Int64
+	cfg := e.config("c1")
+	cfg.Targets = onlyLeased{e.store}
+	cfg.Source = spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+		if s.From == 11 {
+			bad.Add(1)
+			return nil, fmt.Errorf("fetch %s %d-%d: chunk past the frame limit: %w", g, s.From, s.To, overview.ErrBadChunk)
+		}
+		return e.src.Fetch(ctx, g, s)
+	}}
+	p, err := spool.NewPrefetcher(cfg)
+	require.NoError(t, err)
+	id := e.leased.Range.ID
+	for pass := 1; pass <= sqlstore.DefaultMaxAttempts; pass++ {
+		_, err := p.Pass(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, int64(pass), bad.Load(), "one fetch a pass, no retries within it")
+		rg, err := e.store.Range(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, pass, rg.Attempts)
+		if pass < sqlstore.DefaultMaxAttempts {
+			require.Equal(t, lease.StateLeased, rg.State, "the holder keeps its lease until the last attempt")
+		} else {
+			require.Equal(t, lease.StateFailed, rg.State)
+			require.Contains(t, rg.Reason, "chunk 11: ")
+			require.Contains(t, rg.Reason, "frame limit")
+		}
+	}
+	require.True(t, e.spool.Has(id, lease.Span{From: 1, To: 10}), "the range's good chunks are stored")
+	_, err = e.store.Check(t.Context(), id, lease.Fence{Node: e.leased.Node, Token: e.leased.Token})
+	require.ErrorIs(t, err, lease.ErrLeaseLost, "a failed range is no longer its holder's")
+	_, err = p.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(sqlstore.DefaultMaxAttempts), bad.Load(), "a failed range is fetched no more")
 }

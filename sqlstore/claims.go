@@ -225,3 +225,47 @@ func (s *Store) PrefetchTargets(ctx context.Context, lookahead int) ([]spool.Tar
 	}
 	return out, nil
 }
+
+var _ spool.CorruptClaims = (*Store)(nil)
+
+// ChunkCorrupt implements spool.CorruptClaims: the source cannot make the
+// chunk (it passes the frame limit, say), which counts an attempt of its
+// range as a worker's corrupt report does. The range keeps its state
+// (pending, or leased to the worker waiting for the chunk) and is fetched
+// again at the next pass, until MaxAttempts: then it is failed, with
+// reason, and leased to no one. Owner's claim of the chunk is dropped. A
+// range that is neither pending nor leased is returned as it is.
+func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span, owner, reason string) (lease.Range, error) {
+	defer s.held.forget(rangeID) // a failed range is no longer its holder's
+	var out lease.Range
+	err := s.tx(ctx, func(tx *sqlx.Tx) error {
+		var r rangeRow
+		err := tx.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ? {forupdate}"), rangeID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("chunk corrupt: range %d: %w", rangeID, lease.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("chunk corrupt: %w", err)
+		}
+		if r.State == string(lease.StatePending) || r.State == string(lease.StateLeased) {
+			if reason == "" {
+				reason = "the source refused the chunk"
+			}
+			reason = fmt.Sprintf("chunk %d: %s", span.From, reason)
+			set := "attempts = attempts + 1, reason = ?"
+			if r.Attempts+1 >= s.cfg.MaxAttempts {
+				set += ", state = 'failed', node = NULL, expires_us = NULL"
+			}
+			if err := tx.GetContext(ctx, &r, s.q("UPDATE ranges SET "+set+" WHERE id = ? RETURNING "+rangeCols), reason, rangeID); err != nil {
+				return fmt.Errorf("chunk corrupt: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ? AND from_n = ? AND owner = ?"),
+			rangeID, span.From, owner); err != nil {
+			return fmt.Errorf("chunk corrupt: %w", err)
+		}
+		out, _, err = s.toRange(ctx, tx, r)
+		return err
+	})
+	return out, err
+}
