@@ -75,6 +75,7 @@ func Run(t *testing.T, open Open) {
 		{"Finish", testFinish},
 		{"Release", testRelease},
 		{"Corrupt", testCorrupt},
+		{"GrantCorruptBehind", testGrantCorruptBehind},
 		{"BatchRules", testBatchRules},
 		{"FinalBatch", testFinalBatch},
 		{"FinalBatchFences", testFinalBatchFences},
