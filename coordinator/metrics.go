@@ -46,6 +46,49 @@ func NewMetrics(state func() map[string]float64) *Metrics {
 	return m
 }
 
+// FetchStats is what a chunk source reports of its fetches: those in flight
+// and the oldest one's age, and those cut by their deadline or by a byte
+// bound (nntp.Source.Stats has them all).
+type FetchStats struct {
+	InFlight                 int
+	Oldest                   time.Duration
+	CutDeadline, CutTooLarge int64
+}
+
+// WatchFetches exports stats, asked at each scrape, as
+// edgeindex_fetches_in_flight, edgeindex_fetch_oldest_seconds and
+// edgeindex_fetches_cut_total{reason="deadline"|"too_large"}: a stuck
+// fetch shows as an old oldest fetch, then as a cut one. Call it once,
+// before serving.
+func (m *Metrics) WatchFetches(stats func() FetchStats) {
+	if m == nil || stats == nil {
+		return
+	}
+	m.reg.MustRegister(fetchCollector{stats: stats,
+		inFlight: prometheus.NewDesc("edgeindex_fetches_in_flight", "Fetches from the chunk source holding a connection now.", nil, nil),
+		oldest:   prometheus.NewDesc("edgeindex_fetch_oldest_seconds", "How long the oldest fetch in flight has run; 0 when none runs.", nil, nil),
+		cut:      prometheus.NewDesc("edgeindex_fetches_cut_total", "Fetches cut by their deadline (deadline) or a byte bound (too_large).", []string{"reason"}, nil),
+	})
+}
+
+type fetchCollector struct {
+	stats                 func() FetchStats
+	inFlight, oldest, cut *prometheus.Desc
+}
+
+func (c fetchCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.inFlight
+	ch <- c.oldest
+	ch <- c.cut
+}
+func (c fetchCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(st.InFlight))
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, st.Oldest.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.cut, prometheus.CounterValue, float64(st.CutDeadline), "deadline")
+	ch <- prometheus.MustNewConstMetric(c.cut, prometheus.CounterValue, float64(st.CutTooLarge), "too_large")
+}
+
 type rangesCollector struct {
 	desc  *prometheus.Desc
 	state func() map[string]float64

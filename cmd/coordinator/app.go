@@ -499,6 +499,13 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		return nil, err
 	}
 	metrics := coordinator.NewMetrics(func() map[string]float64 { return rangeStates(store) })
+	if ns, ok := src.ChunkSource.(*nntp.Source); ok {
+		// A stuck fetch shows as an old oldest fetch, then as a cut one.
+		metrics.WatchFetches(func() coordinator.FetchStats {
+			st := ns.Stats()
+			return coordinator.FetchStats{InFlight: st.InFlight, Oldest: st.Oldest, CutDeadline: st.CutDeadline, CutTooLarge: st.CutTooLarge}
+		})
+	}
 	api, err := coordinator.New(coordinator.Config{Store: store, Spool: st.spool, Corpus: st.corpus, Snapshots: st.snaps,
 		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics})
 	if err != nil {
