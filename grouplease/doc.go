@@ -18,7 +18,11 @@
 // watermarks (GROUP) every interval, and PlanStore.PlanRanges adds tail
 // ranges up to high − margin and history ranges from a target up to where
 // the tail started, in one transaction per group, so coordinators sharing
-// a database never plan a range twice. Articles a worker found absent from
-// their chunk (batch.Batch.Missing) are fetched again later as repair
-// ranges (PlanStore.PlanRepairs), a few times, then counted lost.
+// a database never plan a range twice. One GROUP reply never moves a
+// cursor for good or expires articles: a low that rises, a high that jumps
+// far and an empty group's reply are held back until a later poll confirms
+// them (PlanStore.PlanRanges), and PlanStore.ResetPlan starts a group's
+// planning over from the provider's watermarks. Articles a worker found
+// absent from their chunk (batch.Batch.Missing) are fetched again later as
+// repair ranges (PlanStore.PlanRepairs), a few times, then counted lost.
 package grouplease

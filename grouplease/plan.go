@@ -87,9 +87,10 @@ type Watermarks struct {
 	High int64 `json:"high"`
 }
 
-// Empty reports whether the reply says the group has no articles: high
-// below low, a form RFC 3977 allows.
-func (w Watermarks) Empty() bool { return w.High < w.Low }
+// Empty reports whether the reply says the group has no articles: a high
+// below the low, or no high above 0 (article numbers start at 1). RFC 3977
+// gives an empty group either form ("0 500000 499999", "0 0 0").
+func (w Watermarks) Empty() bool { return w.High < max(w.Low, 1) }
 
 // Planned is what PlanRanges did with one poll's watermarks.
 type Planned struct {
@@ -121,11 +122,14 @@ type PlanStore interface {
 	// expire articles: a low above the trusted low, and a high more than
 	// the store's bound above the trusted high, count only as far as the
 	// next poll confirms them (the trusted value becomes the lesser of the
-	// two replies), and an empty group's reply (low > high) never moves
-	// the high. A low or high that falls is trusted at once: it moves no
-	// cursor back and expires nothing. The first poll, with nothing to
-	// compare against, is trusted, unless it is an empty group's: then
-	// nothing is planned or set until a poll reports articles.
+	// two replies), and an empty group's reply (Watermarks.Empty) never
+	// moves the high or lowers the low. A low or high that falls in a
+	// reply with articles is trusted at once: it moves no cursor back and
+	// expires nothing. The first poll, with nothing to compare against, is
+	// trusted, unless it is an empty group's: then nothing is planned or
+	// set until a poll reports articles. Planning never keeps more than
+	// the store's limit of unfinished ranges per lane ahead, however high
+	// a confirmed high is.
 	PlanRanges(ctx context.Context, groupID int64, low, high int64) (Planned, error)
 	// ResetPlan clears a group's cursors and watermarks, as before its
 	// first poll: the next poll splits the group again from the provider's

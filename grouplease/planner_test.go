@@ -3,7 +3,9 @@ package grouplease_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,4 +107,58 @@ func TestPlannerConfig(t *testing.T) {
 	require.ErrorIs(t, err, lease.ErrInvalid)
 	_, err = grouplease.NewPlanner(grouplease.PlannerConfig{Store: (*sqlstore.Store)(nil), Source: &watermarks{}, Interval: -time.Second})
 	require.ErrorIs(t, err, lease.ErrInvalid)
+}
+
+// watermarksFunc is a provider that answers with a function.
+type watermarksFunc func() (int64, int64)
+
+func (f watermarksFunc) Watermarks(context.Context, string) (int64, int64, error) {
+	low, high := f()
+	return low, high, nil
+}
+
+// TestPlannerHeldLogged: a reply the store holds back is logged, once per
+// poll that holds it, with the reply and what is trusted.
+func TestPlannerHeldLogged(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100})
+	require.NoError(t, err)
+	require.NoError(t, st.SetPlan(ctx, "g", grouplease.GroupPlan{Tail: true}))
+	reply := [2]int64{1, 1000}
+	var log syncLog
+	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: watermarksFunc(func() (int64, int64) { return reply[0], reply[1] }),
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	require.NoError(t, err)
+	_, err = p.Pass(ctx)
+	require.NoError(t, err)
+	require.NotContains(t, log.String(), "not trusted")
+
+	reply = [2]int64{500000, 499999}
+	_, err = p.Pass(ctx)
+	require.NoError(t, err)
+	require.Contains(t, log.String(), `planner: group \"g\": watermarks 500000..499999 not trusted until a later poll confirms them`)
+	require.Contains(t, log.String(), "trustedLow=1 trustedHigh=1000")
+	require.Equal(t, 1, strings.Count(log.String(), "not trusted"))
+}
+
+// syncLog is a log buffer safe for concurrent writes.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

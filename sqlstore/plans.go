@@ -155,7 +155,9 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 		reply := grouplease.Watermarks{Low: low, High: high}
 		w, ok := trust(p, reply, s.highJump(g))
 		var pendingLow, pendingHigh sql.NullInt64
-		if !ok || w.Low != low || (!reply.Empty() && w.High != high) {
+		// Held: a part of the reply that planning does not use. An empty
+		// group's high counts only where it is below the trusted one.
+		if !ok || w.Low != low || w.High > high || (w.High < high && !reply.Empty()) {
 			out.Held = &reply
 			pendingLow = sql.NullInt64{Int64: low, Valid: true}
 			pendingHigh = sql.NullInt64{Int64: high, Valid: true}
@@ -211,12 +213,13 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 //
 // A reply moves nothing for good on its own. A low that rises above the
 // trusted one is trusted only as far as the previous reply rose too; a
-// high that jumps more than bound above the trusted one likewise, and an
-// empty group's reply never moves the high: its numbers say only where
-// articles would start. So the trusted value is the one two polls in a
-// row agree on, and one odd reply, or replies that alternate, move no
-// cursor and expire nothing. A low or high that falls is trusted at
-// once: cursors never go back, and a lower low expires less.
+// high that jumps more than bound above the trusted one likewise. An
+// empty group's reply (grouplease.Watermarks.Empty) never moves the high
+// and never lowers the low: its numbers say only where articles would
+// start. So the trusted value is the one two polls in a row agree on,
+// and one odd reply, or replies that alternate, move no cursor and
+// expire nothing. A low or high that falls in a reply with articles is
+// trusted at once: cursors never go back, and a lower low expires less.
 func trust(p planRow, reply grouplease.Watermarks, bound int64) (grouplease.Watermarks, bool) {
 	if !p.Low.Valid || !p.High.Valid {
 		// The first poll has nothing to compare against: it is trusted,
@@ -231,15 +234,19 @@ func trust(p planRow, reply grouplease.Watermarks, bound int64) (grouplease.Wate
 		prev = grouplease.Watermarks{Low: p.PendingLow.Int64, High: p.PendingHigh.Int64}
 		prevEmpty = prev.Empty()
 	}
-	if reply.Low <= w.Low {
-		w.Low = reply.Low
-	} else {
+	switch {
+	case max(reply.Low, 1) > max(w.Low, 1): // article 0 does not exist
 		w.Low = max(w.Low, min(reply.Low, prev.Low))
+	case !reply.Empty():
+		w.Low = reply.Low
 	}
+	// The jump is measured from the trusted high, or from below the
+	// trusted low when that is higher: everything below it is accounted for.
+	from := max(w.High, w.Low-1)
 	switch {
 	case reply.Empty():
 		// The high stays.
-	case reply.High-w.High <= bound: // both in 0..MaxArticle: no overflow
+	case reply.High-from <= bound: // both in -1..MaxArticle: no overflow
 		w.High = reply.High
 	case !prevEmpty:
 		w.High = max(w.High, min(reply.High, prev.High))
@@ -254,7 +261,11 @@ func (s *Store) highJump(g grouplease.Group) int64 {
 	if s.cfg.HighJump > 0 {
 		return min(s.cfg.HighJump, grouplease.MaxArticle)
 	}
-	per := 10 * int64(min(s.cfg.PlanAhead, 1<<30)) // ranges; no overflow
+	ahead := int64(s.cfg.PlanAhead) // at least 1 (validate)
+	if ahead > grouplease.MaxArticle/10 {
+		return grouplease.MaxArticle
+	}
+	per := 10 * ahead
 	if g.RangeSize <= 0 || g.RangeSize > grouplease.MaxArticle/per {
 		return grouplease.MaxArticle
 	}

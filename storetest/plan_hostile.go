@@ -101,12 +101,20 @@ func testPlanEmptyReply(t *testing.T, e *env) {
 		require.NotNil(t, e.poll(t, g.ID, 500000, 499999).Held)
 		require.Nil(t, e.poll(t, g.ID, 1, 4000).Held)
 	}
-	// An empty reply below the trusted low ("1 0") moves nothing either.
-	require.Empty(t, e.poll(t, g.ID, 1, 0).Ranges)
-	st = e.planOf(t, g.ID)
-	require.Equal(t, int64(4001), st.TailNext)
-	require.Equal(t, int64(4000), st.High, "an empty group's reply never moves the high")
-	require.Equal(t, grouplease.Missing{Waiting: 3}, e.repairs(t, g.ID))
+	// The other empty forms, "1 0" and "0 0 0", move nothing either, and
+	// are held back: they do not match the articles known.
+	for _, w := range []grouplease.Watermarks{{Low: 1, High: 0}, {Low: 0, High: 0}, {Low: 0, High: 0}} {
+		p := e.poll(t, g.ID, w.Low, w.High)
+		require.Empty(t, p.Ranges)
+		require.Equal(t, &w, p.Held)
+		st = e.planOf(t, g.ID)
+		require.Equal(t, int64(4001), st.TailNext)
+		require.Equal(t, int64(1), st.Low, "an empty group's reply never lowers the low")
+		require.Equal(t, int64(4000), st.High, "an empty group's reply never moves the high")
+		require.Equal(t, int64(4000-1101+1), st.Lag)
+		require.Equal(t, grouplease.Missing{Waiting: 3}, e.repairs(t, g.ID))
+	}
+	require.Nil(t, e.poll(t, g.ID, 1, 4000).Held)
 }
 
 // testPlanEmptyFirstReply: an empty group's reply on the first poll sets

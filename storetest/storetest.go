@@ -12,9 +12,10 @@
 // finish, release, corrupt), batch.go (the batch rules and the results
 // feed), final.go (final batches), lanes.go and fence.go (lanes and their
 // fences), snapshots.go, nodes.go, claims.go (chunk claims), fleet.go (fleet
-// reads) and plan.go (planning and repairs); helpers.go holds what they
-// share. RunConcurrent and RunFencingRace (concurrent.go) and
-// RunLinearizable (linearize*.go) are suites of their own.
+// reads), plan.go (planning and repairs) and plan_hostile.go (a provider's
+// odd watermarks); helpers.go holds what they share. RunConcurrent and
+// RunFencingRace (concurrent.go) and RunLinearizable (linearize*.go) are
+// suites of their own.
 package storetest
 
 import (

@@ -181,7 +181,7 @@ const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR
                    [--releases=true] [--release-window 6h] [--release-interval 5s]
 coordinator node add NAME | node rm NAME | node list
 coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
-coordinator group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset
+coordinator group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset [--repair-tries 3]
 coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 coordinator range retry GROUP [--failed | ID...]
 coordinator snapshot reset GROUP [--lane history|tail] [--storage s3://BUCKET/PREFIX]
@@ -640,11 +640,13 @@ func (m *Main) groupCmd(ctx context.Context, args []string) error {
 	margin := fs.Int64("margin", 0, "with --plan tail: how many of the newest articles to leave unplanned")
 	reset := fs.Bool("reset", false, "with plan: clear the group's cursors and watermarks, so that the next poll splits it again "+
 		"from the provider's watermarks and plans every article no range covers; articles counted lost by expiry wait again")
+	fs.IntVar(&m.Store.RepairTries, "repair-tries", sqlstore.DefaultRepairTries,
+		"with --reset: serve's --repair-tries; an article lost with fewer tries was lost by expiry")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	const use = "group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M] | group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset"
+	const use = "group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M] | group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset [--repair-tries N]"
 	if len(pos) != 2 || (pos[0] != "add" && pos[0] != "plan") || (*reset && pos[0] != "plan") {
 		return usagef(use)
 	}

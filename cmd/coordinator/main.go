@@ -4,7 +4,7 @@
 //	                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s] [--id NAME]
 //	coordinator node add NAME | node rm NAME | node list
 //	coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
-//	coordinator group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset
+//	coordinator group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset [--repair-tries 3]
 //	coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
 //	coordinator range retry GROUP [--failed | ID...]
 //	coordinator snapshot reset GROUP [--lane history|tail]
