@@ -52,17 +52,20 @@ type Missing struct {
 }
 
 // PlanStatus is a group's plan, its cursors and the provider's watermarks
-// at the last poll.
+// as trusted at the last poll.
 type PlanStatus struct {
 	GroupID int64  `json:"groupId"`
 	Group   string `json:"group"`
 	GroupPlan
 	// Polled is false until the provider was first polled; the fields
-	// below are zero until then.
+	// below are zero until then, and Low, High and the cursors stay zero
+	// while every reply was an empty group's (see Held).
 	Polled   bool      `json:"polled"`
 	PolledAt time.Time `json:"polledAt"`
-	Low      int64     `json:"low"`
-	High     int64     `json:"high"`
+	// Low and High are the watermarks trusted so far: the ones planning
+	// and expiry use.
+	Low  int64 `json:"low"`
+	High int64 `json:"high"`
 	// TailNext is the first article the tail has not planned yet.
 	TailNext int64 `json:"tailNext"`
 	// HistoryNext is the first article history has not planned yet;

@@ -104,8 +104,8 @@ func indexed(t *testing.T, db, group string, extra []nntptest.Group, args ...str
 
 // oneReply makes the server answer group's GROUP with reply (its lines
 // stay before) until the planner has polled it once (held reports that it
-// has), then has it answer from lines after. The planner polls every
-// second; the switch comes within milliseconds of the poll.
+// has), then has it answer from lines after. The planner polls every two
+// seconds; the switch comes within milliseconds of the poll.
 func (h *hostile) oneReply(group, reply string, held func(grouplease.PlanStatus) bool, before, after [][]byte) {
 	h.t.Helper()
 	h.setGroup(group, before, reply)
@@ -123,7 +123,7 @@ func TestHostileEmptyGroupReply(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, db string) {
 		const group, never = "alt.empty", "alt.never"
-		h := indexed(t, db, group, []nntptest.Group{{Name: never, Reply: "0 500000 499999 " + never}}, "--poll", "1s")
+		h := indexed(t, db, group, []nntptest.Group{{Name: never, Reply: "0 500000 499999 " + never}}, "--poll", "2s")
 		h.mustCLI("group", "add", never, "--range-size", "500", "--plan", "tail,history")
 
 		// The workers stop, so the lag shows what waits to be stored.
@@ -179,7 +179,7 @@ func TestHostileHighJump(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, db string) {
 		const group = "alt.jump"
-		h := indexed(t, db, group, nil, "--poll", "1s")
+		h := indexed(t, db, group, nil, "--poll", "2s")
 		h.oneReply(group, "2000 1 4611686018427387904 "+group, func(p grouplease.PlanStatus) bool {
 			return p.Held != nil || p.High == grouplease.MaxArticle // before the fix the reply was High
 		}, sparseLines(group, 2000), sparseLines(group, 4000))
