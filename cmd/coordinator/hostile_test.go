@@ -49,6 +49,9 @@ type hostile struct {
 	streams atomic.Int64
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
+
+	// maxFrame is the workers' edge.Config.MaxFrame; 0 means the default.
+	maxFrame int
 }
 
 // newHostile starts the server with cfg, and a data directory and
@@ -110,7 +113,7 @@ func (h *hostile) workers(n int) {
 	for range n {
 		col, err := collate.New(collate.Config{})
 		require.NoError(h.t, err)
-		cl, err := edge.NewClient(edge.Config{BaseURL: h.serve.base, Token: h.token})
+		cl, err := edge.NewClient(edge.Config{BaseURL: h.serve.base, Token: h.token, MaxFrame: h.maxFrame})
 		require.NoError(h.t, err)
 		w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: counting{h: h, col: col}, Idle: 20 * time.Millisecond,
 			Lanes: []lease.Lane{lease.LaneTail, lease.LaneHistory}})
