@@ -154,8 +154,10 @@ type Fence struct {
 // transaction as its write, and returns ErrLeaseLost when either is stale.
 type Store interface {
 	// Grant leases one pending or expired range of an unordered group to
-	// node: tail before history, then the lowest start. It returns
-	// ErrNoWork when there is none. A re-granted range keeps its Next.
+	// node: the fewest attempts first (a range reported corrupt goes behind
+	// every healthy one), then tail before history, then the lowest start.
+	// It returns ErrNoWork when there is none. A re-granted range keeps its
+	// Next.
 	Grant(ctx context.Context, node string, ttl time.Duration) (Lease, error)
 	// Heartbeat renews the lease for ttl and returns the new expiry.
 	Heartbeat(ctx context.Context, rangeID int64, f Fence, ttl time.Duration) (time.Time, error)
