@@ -57,9 +57,10 @@ type PlanStatus struct {
 	GroupID int64  `json:"groupId"`
 	Group   string `json:"group"`
 	GroupPlan
-	// Polled is false until the provider was first polled; the fields
-	// below are zero until then, and Low, High and the cursors stay zero
-	// while every reply was an empty group's (see Held).
+	// Polled is false until a poll's reply was trusted: the first that
+	// reports articles (an empty group's is only Held). The fields below
+	// but PolledAt are zero until then. PolledAt is when the provider was
+	// last polled, zero before the first poll.
 	Polled   bool      `json:"polled"`
 	PolledAt time.Time `json:"polledAt"`
 	// Low and High are the watermarks trusted so far: the ones planning

@@ -107,7 +107,7 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 		st := grouplease.PlanStatus{
 			GroupID: r.GroupID, Group: g.Name,
 			GroupPlan: grouplease.GroupPlan{Tail: r.Tail, History: r.History, HistoryBack: r.HistoryBack, Margin: r.Margin},
-			Polled:    r.Polled.Valid,
+			Polled:    r.Low.Valid,
 			Low:       r.Low.Int64, High: r.High.Int64,
 			TailNext: r.TailNext.Int64, HistoryNext: r.HistoryNext.Int64, HistoryEnd: r.HistoryEnd.Int64,
 		}
@@ -117,7 +117,7 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 		if r.PendingLow.Valid {
 			st.Held = &grouplease.Watermarks{Low: r.PendingLow.Int64, High: r.PendingHigh.Int64}
 		}
-		if st.Polled {
+		if r.Polled.Valid {
 			st.PolledAt = time.UnixMicro(r.Polled.Int64).UTC()
 		}
 		if r.TailNext.Valid {

@@ -128,7 +128,8 @@ func testPlanEmptyFirstReply(t *testing.T, e *env) {
 		held = append(held, p)
 	}
 	st := e.planOf(t, g.ID)
-	require.True(t, st.Polled)
+	require.False(t, st.Polled, "no reply trusted yet")
+	require.Equal(t, e.clock.Now(), st.PolledAt, "but polled")
 	require.Zero(t, st.TailNext, "no split yet")
 	require.Zero(t, st.Lag)
 	for _, p := range held {
@@ -142,6 +143,7 @@ func testPlanEmptyFirstReply(t *testing.T, e *env) {
 	require.Equal(t, []lease.Span{{From: 1, To: 100}, {From: 101, To: 200}, {From: 201, To: 300}}, spansOf(p.Ranges))
 	st = e.planOf(t, g.ID)
 	require.Nil(t, st.Held)
+	require.True(t, st.Polled)
 	require.Equal(t, int64(301), st.TailNext)
 }
 

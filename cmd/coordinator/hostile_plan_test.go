@@ -156,9 +156,10 @@ func TestHostileEmptyGroupReply(t *testing.T) {
 		require.True(t, h.logSays("not trusted until a later poll confirms them", "500000..499999", group), "serve's log says the reply was held back")
 
 		// A group empty from its first poll: held, no split, in status too.
-		require.Eventually(t, func() bool { return h.plan(never).Polled }, 30*time.Second, 20*time.Millisecond)
+		require.Eventually(t, func() bool { return h.plan(never).Held != nil }, 30*time.Second, 20*time.Millisecond)
 		p = h.plan(never)
 		require.Equal(t, &grouplease.Watermarks{Low: 500000, High: 499999}, p.Held)
+		require.False(t, p.Polled, "no reply trusted")
 		require.Zero(t, p.TailNext)
 		require.Empty(t, h.ranges(never))
 		var held map[string]any
@@ -168,6 +169,7 @@ func TestHostileEmptyGroupReply(t *testing.T) {
 			}
 		}
 		require.Equal(t, map[string]any{"low": float64(500000), "high": float64(499999)}, held, "status --json shows the reply held back")
+		require.Regexp(t, never+`\s+-\s+-\s+-`, h.mustCLI("status"), "status shows no watermarks yet")
 	})
 }
 
