@@ -1,10 +1,16 @@
 package storetest
 
 import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -91,4 +97,68 @@ func (e *env) grantID(t *testing.T, nodeName string, id int64) lease.Lease {
 	l := e.grant(t, nodeName)
 	require.Equal(t, id, l.Range.ID)
 	return l
+}
+
+// testGrantCorruptBehindTogether: grants made together (on PostgreSQL one
+// statement locks a range for each) take the healthy ranges before one
+// that was reported corrupt, as single grants do.
+func testGrantCorruptBehindTogether(t *testing.T, e *env) {
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 300, lease.LaneHistory)
+	first := e.grant(t, "a")
+	_, err := e.Corrupt(e.ctx, first.Range.ID, fence(first), first.Range.Start, "frame too large")
+	require.NoError(t, err)
+
+	var wg sync.WaitGroup
+	got := make([]lease.Lease, 2)
+	errs := make([]error, 2)
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = e.Grant(e.ctx, fmt.Sprintf("n%d", i), ttl) })
+	}
+	wg.Wait()
+	var starts []int64
+	for i := range got {
+		require.NoError(t, errs[i])
+		starts = append(starts, got[i].Range.Start)
+	}
+	slices.Sort(starts)
+	require.Equal(t, []int64{101, 201}, starts, "the healthy ranges first")
+	require.Equal(t, first.Range.ID, e.grant(t, "a").Range.ID, "then the corrupt one")
+}
+
+// thenGranter is a backend that can grant a node's next range in the
+// statement that stores its final batch (sqlstore.Store.PutThenGrant).
+type thenGranter interface {
+	PutThenGrant(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch, ttl time.Duration) (batch.Result, *lease.Lease, bool, error)
+}
+
+// testGrantCorruptBehindHandOver: the lease handed over with a final
+// batch follows the grant order too: a healthy range of another group
+// before one that was reported corrupt. Backends without PutThenGrant, or
+// that did not try the grant there, skip it.
+func testGrantCorruptBehindHandOver(t *testing.T, e *env) {
+	tg, ok := e.Backend.(thenGranter)
+	if !ok {
+		t.Skip("the backend does not grant with a final batch")
+	}
+	e.group(t, "g", false)
+	e.group(t, "h", false)
+	e.ranges(t, "g", 1000, 1099, lease.LaneTail) // tail: granted first
+	e.ranges(t, "h", 1, 200, lease.LaneHistory)
+	held := e.grant(t, "a")
+	require.Equal(t, "g", held.Range.Group)
+	bad := e.grant(t, "b")
+	require.Equal(t, int64(1), bad.Range.Start)
+	_, err := e.Corrupt(e.ctx, bad.Range.ID, fence(bad), 1, "frame too large")
+	require.NoError(t, err)
+
+	res, l, tried, err := tg.PutThenGrant(e.ctx, held.Range.ID, fence(held),
+		batch.Batch{From: 1000, To: 1099, Headers: 100, Items: items("k"), Final: true}, ttl)
+	require.NoError(t, err)
+	require.True(t, res.Done)
+	if !tried {
+		t.Skip("the backend did not grant with this final batch")
+	}
+	require.NotNil(t, l)
+	require.Equal(t, int64(101), l.Range.Start, "the healthy range, not the corrupt one")
 }

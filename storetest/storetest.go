@@ -77,6 +77,8 @@ func Run(t *testing.T, open Open) {
 		{"Release", testRelease},
 		{"Corrupt", testCorrupt},
 		{"GrantCorruptBehind", testGrantCorruptBehind},
+		{"GrantCorruptBehindTogether", testGrantCorruptBehindTogether},
+		{"GrantCorruptBehindHandOver", testGrantCorruptBehindHandOver},
 		{"BatchRules", testBatchRules},
 		{"FinalBatch", testFinalBatch},
 		{"FinalBatchFences", testFinalBatchFences},
