@@ -9,8 +9,9 @@
 //
 // The cases live in files by area, as River's driver suite does: groups.go
 // (groups, ranges and their listing), grant.go (grants, expiry, fencing,
-// finish, release, corrupt), batch.go (the batch rules and the results
-// feed), final.go (final batches), lanes.go and fence.go (lanes and their
+// finish, release, corrupt), grantretry.go (ranges reported corrupt go
+// behind healthy ones), batch.go (the batch rules and the results feed),
+// final.go (final batches), lanes.go and fence.go (lanes and their
 // fences), snapshots.go, nodes.go, claims.go (chunk claims), fleet.go (fleet
 // reads), plan.go (planning and repairs) and plan_hostile.go (a provider's
 // odd watermarks); helpers.go holds what they share. RunConcurrent and
