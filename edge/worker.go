@@ -650,7 +650,9 @@ func (w *Worker) streamOnce(ctx context.Context, l lease.Lease, ordered bool, wi
 // attempt counted; reported corrupt, it counts one, and fails at the
 // coordinator's maximum. It returns nil for any other error, or when the
 // chunk is not known (at is past the range, or the grant named no chunk
-// size).
+// size). An unknown frame type is not taken for a bad chunk: it says the
+// coordinator is newer than the worker, which no attempt of the range
+// would mend, so the range is given back as before.
 func untakable(l lease.Lease, at int64, err error) error {
 	if !errors.Is(err, edgeframe.ErrFrameTooLarge) && !errors.Is(err, edgeframe.ErrMalformed) {
 		return nil
