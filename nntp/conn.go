@@ -668,7 +668,7 @@ func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
 // quit says goodbye, best effort, and closes.
 func (c *conn) quit() {
 	if !c.broken {
-		c.tcp.SetDeadline(time.Now().Add(time.Second))
+		c.dc.bound(min(time.Second, c.cfg.Timeout), maxReplyLine)
 		c.w.WriteString("QUIT\r\n")
 		if c.w.Flush() == nil {
 			c.readLine()

@@ -23,7 +23,17 @@
 // it starts with 0x1f 0x8b, zlib otherwise, with the terminating line
 // inside the compressed data or after it, as servers differ.
 //
-// Every read and write has a deadline (Config.Timeout); a context's end
+// Every read and write has a deadline (Config.Timeout), and so does every
+// whole exchange, so a server that trickles bytes cannot hold one: the
+// handshake, GROUP and QUIT end within Timeout, a fetch of n articles
+// within Timeout + n KiB at Config.MinRate (ErrDeadline). Every reply is
+// read with a byte bound, and refused as soon as it passes: a status line
+// or a CAPABILITIES line at 4096 bytes, the CAPABILITIES list at 256 KiB or
+// 1000 lines, a fetch at Config.MaxFetchBytes inflated and its chunk at
+// Config.MaxChunkBytes compressed (ErrTooLarge; ErrChunkTooLarge for a
+// fetch, which is also overview.ErrBadChunk); lines too long to keep
+// count against the drop limit as they are skipped. Fetches hold at most
+// MaxConns-1 connections, so GROUP always finds one. A context's end
 // closes the connection in use. A connection that saw an I/O error, a
 // timeout or anything out of step is closed, never reused; dialling again
 // after failures waits with exponential backoff and jitter. Article
@@ -31,7 +41,8 @@
 //
 // Errors: ErrNoSuchGroup (411, which is also spool.ErrNoSuchGroup),
 // ErrAuthRequired (480), ErrEncryptionRequired (483), ErrAuthFailed,
-// ErrRefused, ErrTLSUnavailable, ErrProtocol and ErrBadURL are sentinels for
+// ErrRefused, ErrTLSUnavailable, ErrProtocol, ErrDeadline, ErrTooLarge,
+// ErrChunkTooLarge and ErrBadURL are sentinels for
 // errors.Is; other unexpected replies are a *ProtocolError with the code and
 // the server's text. The password is never in an error or in Config's
 // String.

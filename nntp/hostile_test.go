@@ -204,3 +204,20 @@ func TestTrailingCompressed(t *testing.T) {
 		require.NoError(t, err, "gzip %t", gz)
 	}
 }
+
+// TestCloseQuitBounded: a server that never answers QUIT holds Close for
+// at most a second a connection, not a read timeout, however long that is.
+func TestCloseQuitBounded(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, nntptest.Config{StallQuit: true, Groups: oneGroup(nntptest.Lines(testGroup, 1, 10))})
+	src := open(t, srv, func(c *nntp.Config) { c.Timeout = time.Minute })
+	_, err := src.Fetch(ctxT(t), testGroup, span(1, 10))
+	require.NoError(t, err)
+	closed := make(chan struct{})
+	go func() { src.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close waited on QUIT for the read timeout")
+	}
+}

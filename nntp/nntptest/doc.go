@@ -10,7 +10,11 @@
 // AUTHINFO, 480 until authenticated, 483 without TLS, 411, 423 or 420 or an
 // empty block for an empty range, 500 to OVER), article numbers above 2^31,
 // a delay per line, a connection closed after K lines, a response that
-// never ends, and a connection limit. Stats counts connections (the most
+// never ends (lines past the range, or lines too long to keep), a response
+// that trickles a byte at a time, in-span lines of any size, a
+// CAPABILITIES list of any size, data after a compressed response's
+// terminator, a QUIT never answered, and a connection limit; the OVER
+// misbehaviours may be limited to some groups (Config.Only). Stats counts connections (the most
 // served at once, so a test can assert a client's pool never exceeded its
 // maximum) and commands.
 //

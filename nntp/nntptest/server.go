@@ -121,6 +121,10 @@ type Config struct {
 	// (never held): data after the end of the response.
 	TrailingZeros int64
 
+	// StallQuit answers QUIT with nothing, and keeps the connection open
+	// until the client closes it or the server closes.
+	StallQuit bool
+
 	// Only, when set, limits the misbehaviours of OVER and XOVER
 	// (LineDelay, CloseAfter, IgnoreRange, Endless, Trickle, EndlessLong,
 	// HugeLines, TrailingZeros) to the groups named; others are answered
@@ -427,6 +431,11 @@ func (ss *session) command(line string) bool {
 	s.mu.Unlock()
 
 	if verb == "QUIT" {
+		if cfg.StallQuit {
+			ss.w.Flush()
+			io.Copy(io.Discard, ss.r) // until the client closes
+			return false
+		}
 		ss.reply(205, "bye")
 		return false
 	}
