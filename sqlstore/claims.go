@@ -269,3 +269,42 @@ func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span
 	})
 	return out, err
 }
+
+// FetchingClaim is a chunk claim whose fetch has not ended: a chunk being
+// fetched now, or one whose fetch was given up without its claim being
+// dropped (the coordinator died).
+type FetchingClaim struct {
+	RangeID int64      `json:"rangeId"`
+	Group   string     `json:"group"`
+	Span    lease.Span `json:"span"`
+	Owner   string     `json:"owner"`
+	// ExpiresIn is how long the claim still holds, by the database's clock;
+	// with the claim TTL it tells how long the fetch has run.
+	ExpiresIn time.Duration `json:"expiresIn"`
+}
+
+// FetchingClaims lists up to limit unexpired claims whose chunk is not
+// fetched, the oldest (the soonest to expire) first: a stuck fetch shows
+// here for as long as its coordinator keeps trying.
+func (s *Store) FetchingClaims(ctx context.Context, limit int) ([]FetchingClaim, error) {
+	var rows []struct {
+		RangeID int64  `db:"range_id"`
+		Group   string `db:"name"`
+		From    int64  `db:"from_n"`
+		To      int64  `db:"to_n"`
+		Owner   string `db:"owner"`
+		Left    int64  `db:"left_us"`
+	}
+	now := s.now()
+	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT c.range_id, g.name, c.from_n, c.to_n, c.owner, c.expires_us - {now} AS left_us
+		FROM chunk_claims c JOIN ranges r ON r.id = c.range_id JOIN groups g ON g.id = r.group_id
+		WHERE NOT c.fetched AND c.expires_us >= {now} ORDER BY c.expires_us, c.range_id, c.from_n LIMIT ?`), now, now, limit); err != nil {
+		return nil, fmt.Errorf("fetching claims: %w", err)
+	}
+	out := make([]FetchingClaim, len(rows))
+	for i, r := range rows {
+		out[i] = FetchingClaim{RangeID: r.RangeID, Group: r.Group, Span: lease.Span{From: r.From, To: r.To}, Owner: r.Owner,
+			ExpiresIn: time.Duration(r.Left) * time.Microsecond}
+	}
+	return out, nil
+}

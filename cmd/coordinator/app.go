@@ -903,6 +903,8 @@ func (m *Main) status(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	m.commonFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
+	claimTTL := fs.Duration("claim-ttl", 2*time.Minute, "serve's --claim-ttl, to tell from a chunk claim how long its fetch has run")
+	stuckAfter := fs.Duration("stuck", time.Minute, "list the fetches that have run at least this long")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -922,10 +924,26 @@ func (m *Main) status(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// A fetch stuck on a provider holds its chunk claim, unfetched, for as
+	// long as its coordinator tries (every try is cut at its deadline).
+	type stuckFetch struct {
+		sqlstore.FetchingClaim
+		RunningFor time.Duration `json:"runningFor"`
+	}
+	claims, err := store.FetchingClaims(ctx, 1000)
+	if err != nil {
+		return err
+	}
+	stuck := []stuckFetch{}
+	for _, c := range claims {
+		if ran := *claimTTL - c.ExpiresIn; ran >= *stuckAfter {
+			stuck = append(stuck, stuckFetch{FetchingClaim: c, RunningFor: ran})
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"lanes": lanes, "plans": plans})
+		return enc.Encode(map[string]any{"lanes": lanes, "plans": plans, "stuckFetches": stuck})
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tLANE\tHOLDER\tNEXT\tPENDING\tLEASED\tDONE\tFAILED\tHEADERS")
@@ -936,6 +954,14 @@ func (m *Main) status(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", l.Group, l.Lane, holder, l.Next,
 			l.Ranges[lease.StatePending], l.Ranges[lease.StateLeased], l.Ranges[lease.StateDone], l.Ranges[lease.StateFailed], l.Headers)
+	}
+	if len(stuck) > 0 {
+		fmt.Fprintln(tw, "")
+		fmt.Fprintf(tw, "Fetches running for %s or more:\n", *stuckAfter)
+		fmt.Fprintln(tw, "GROUP\tRANGE\tSPAN\tCOORDINATOR\tRUNNING FOR")
+		for _, f := range stuck {
+			fmt.Fprintf(tw, "%s\t%d\t%d-%d\t%s\t%s\n", f.Group, f.RangeID, f.Span.From, f.Span.To, f.Owner, f.RunningFor.Round(time.Second))
+		}
 	}
 	if len(plans) == 0 {
 		return tw.Flush()

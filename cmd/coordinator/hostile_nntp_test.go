@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net/http"
 	"runtime"
@@ -116,6 +117,20 @@ func TestHostileTrickle(t *testing.T) {
 		require.Eventually(t, func() bool { return h.metric(`edgeindex_fetches_cut_total{reason="deadline"}`) > 0 },
 			30*time.Second, 50*time.Millisecond)
 		require.GreaterOrEqual(t, h.metric("edgeindex_fetches_in_flight"), float64(0))
+		require.Eventually(t, func() bool {
+			out := h.mustCLI("status", "--stuck", "2s")
+			return strings.Contains(out, "Fetches running for 2s or more") && strings.Contains(out, stuck)
+		}, 60*time.Second, 100*time.Millisecond, "status shows the stuck fetch")
+		require.Eventually(t, func() bool {
+			var st struct {
+				Stuck []struct {
+					Group      string        `json:"group"`
+					RunningFor time.Duration `json:"runningFor"`
+				} `json:"stuckFetches"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(h.mustCLI("status", "--json", "--stuck", "2s")), &st))
+			return len(st.Stuck) > 0 && st.Stuck[0].Group == stuck && st.Stuck[0].RunningFor >= 2*time.Second
+		}, 60*time.Second, 100*time.Millisecond, "and so does status --json")
 
 		// The planner polls on, whatever the trickle holds.
 		h.growGroup(healthy, 300)
