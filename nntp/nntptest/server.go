@@ -832,7 +832,10 @@ func (ow *overWriter) end() bool {
 			zeros := make([]byte, 64<<10)
 			for left > 0 {
 				k := min(left, int64(len(zeros)))
-				if _, err := ow.body.Write(zeros[:k]); err != nil {
+				// Flushed a piece at a time, so the client sees the response
+				// and the first zeros at once, not after a buffer's worth of
+				// compressed zeros (a gigabyte of them).
+				if _, err := ow.body.Write(zeros[:k]); err != nil || ow.flush() != nil {
 					return false
 				}
 				left -= k
