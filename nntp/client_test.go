@@ -45,7 +45,7 @@ func TestParseURL(t *testing.T) {
 		"nntp://h/alt.test", "nntp://h?conns=0", "nntp://h?conns=x", "nntp://h?starttls=maybe",
 		"nntp://h?timeout=-1s", "nntp://h?bogus=1", "nntp://h#frag", "nntp:opaque", "nntp://:pw@h",
 		"nntp://u:sec%0d%0aret@h", "nntp://h?minrate=0", "nntp://h?maxbytes=-1", "nntp://h?maxchunk=x",
-		"nntp://h?maxchunk=67108864",
+		"nntp://h?maxchunk=67108864", "nntp://h?maxbytes=9223372036854775807",
 	}
 	for _, raw := range bad {
 		_, err := nntp.ParseURL(raw)

@@ -38,6 +38,10 @@ const (
 	DefaultMaxChunkBytes = edgeframe.DefaultMaxFrame / 4
 )
 
+// maxFetchLimit is the most MaxFetchBytes may be (1 TiB): far past any
+// real response, and far from an overflow when the read buffer is added.
+const maxFetchLimit = 1 << 40
+
 // maxChunkLimit is the most MaxChunkBytes may be: the frame limit less a
 // margin for the frame's header.
 const maxChunkLimit = edgeframe.DefaultMaxFrame - 64<<10
@@ -196,6 +200,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: a negative duration", ErrBadURL)
 	case c.MinRate < 0 || c.MaxFetchBytes < 0 || c.MaxChunkBytes < 0:
 		return fmt.Errorf("%w: MinRate, MaxFetchBytes and MaxChunkBytes must not be negative", ErrBadURL)
+	case c.MaxFetchBytes > maxFetchLimit:
+		return fmt.Errorf("%w: MaxFetchBytes %d: want at most %d", ErrBadURL, c.MaxFetchBytes, int64(maxFetchLimit))
 	case c.MaxChunkBytes > maxChunkLimit:
 		return fmt.Errorf("%w: MaxChunkBytes %d is past the frame limit: want at most %d", ErrBadURL, c.MaxChunkBytes, maxChunkLimit)
 	case c.StartTLS < StartTLSAuto || c.StartTLS > StartTLSRequire:
