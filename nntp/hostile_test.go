@@ -221,3 +221,15 @@ func TestCloseQuitBounded(t *testing.T) {
 		t.Fatal("Close waited on QUIT for the read timeout")
 	}
 }
+
+// TestHandshakeDeadline: a greeting that trickles a byte every 20ms, well
+// inside the read timeout, fails the dial within Timeout for the whole
+// handshake, not 430 read timeouts.
+func TestHandshakeDeadline(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, nntptest.Config{Trickle: 20 * time.Millisecond, TrickleGreeting: true})
+	src := open(t, srv, func(c *nntp.Config) { c.Timeout = 500 * time.Millisecond })
+	err := src.Check(ctxT(t))
+	require.ErrorIs(t, err, nntp.ErrDeadline)
+	require.Contains(t, err.Error(), "greeting")
+}

@@ -103,6 +103,9 @@ type Config struct {
 	// each: a server that is never silent long enough for a read timeout,
 	// yet never ends its response.
 	Trickle time.Duration
+	// TrickleGreeting sends the greeting (some 430 bytes) a byte at a time
+	// too, with Trickle between bytes.
+	TrickleGreeting bool
 	// EndlessLong follows an OVER block's lines with lines of EndlessLong
 	// bytes each, forever, generated as they are sent (never held): with
 	// more than overview.MaxLineBytes a stream of lines too long to keep,
@@ -382,7 +385,24 @@ func (s *Server) session(c net.Conn) {
 	if code == 0 {
 		code = 200
 	}
-	ss.reply(code, "edgeindex nntptest ready")
+	if cfg.TrickleGreeting && cfg.Trickle > 0 {
+		greeting := fmt.Sprintf("%d edgeindex nntptest ready%s\r\n", code, strings.Repeat(" ", 400))
+		for i := range len(greeting) {
+			ss.w.WriteByte(greeting[i])
+			if ss.w.Flush() != nil {
+				return
+			}
+			t := time.NewTimer(cfg.Trickle)
+			select {
+			case <-t.C:
+			case <-s.done:
+				t.Stop()
+				return
+			}
+		}
+	} else {
+		ss.reply(code, "edgeindex nntptest ready")
+	}
 	if ss.w.Flush() != nil || code >= 400 {
 		return
 	}
