@@ -200,7 +200,9 @@ func (s *Store) ForgetChunk(ctx context.Context, rangeID int64, span lease.Span,
 var _ spool.Targets = (*Store)(nil)
 
 // PrefetchTargets implements spool.Targets: the leased ranges, then up to
-// lookahead pending ones, each in grant order.
+// lookahead pending ones in grant order (grantOrder: a range whose chunks
+// were reported corrupt is fetched after the healthy ones, as it is
+// granted after them).
 func (s *Store) PrefetchTargets(ctx context.Context, lookahead int) ([]spool.Target, error) {
 	var rows []rangeRow
 	if err := s.rdb.SelectContext(ctx, &rows, s.q("SELECT "+rangeCols+
@@ -210,7 +212,7 @@ func (s *Store) PrefetchTargets(ctx context.Context, lookahead int) ([]spool.Tar
 	if lookahead > 0 {
 		var pending []rangeRow
 		if err := s.rdb.SelectContext(ctx, &pending, s.q("SELECT "+rangeCols+
-			" FROM ranges WHERE state = 'pending' ORDER BY lane_rank, start_n LIMIT ?"), lookahead); err != nil {
+			" FROM ranges WHERE state = 'pending' ORDER BY "+grantOrder+" LIMIT ?"), lookahead); err != nil {
 			return nil, fmt.Errorf("prefetch targets: %w", err)
 		}
 		rows = append(rows, pending...)

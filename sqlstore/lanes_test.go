@@ -66,3 +66,34 @@ func TestLaneHeadersSaturate(t *testing.T) {
 		})
 	}
 }
+
+// The prefetcher fetches pending ranges in grant order: a range reported
+// corrupt goes behind the healthy ones there too, so a chunk that keeps
+// failing is not fetched ahead of the work the workers will be granted.
+func TestPrefetchTargetsGrantOrder(t *testing.T) {
+	t.Parallel()
+	for _, b := range pgtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, b.URL(t), sqlstore.Config{})
+			ctx := t.Context()
+			_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+			require.NoError(t, err)
+			_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 300, Lane: lease.LaneHistory})
+			require.NoError(t, err)
+			l, err := s.Grant(ctx, "n", time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), l.Range.Start)
+			r, err := s.Corrupt(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token}, 1, "bad")
+			require.NoError(t, err)
+			require.Equal(t, lease.StatePending, r.State)
+			targets, err := s.PrefetchTargets(ctx, 10)
+			require.NoError(t, err)
+			var starts []int64
+			for _, tg := range targets {
+				starts = append(starts, tg.Range.Start)
+			}
+			require.Equal(t, []int64{101, 201, 1}, starts, "the corrupt range last")
+		})
+	}
+}
