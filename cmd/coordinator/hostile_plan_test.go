@@ -35,14 +35,14 @@ func absent(n int64) bool { return n%20 == 10 }
 func absentUpTo(to int64) int64 { return (to + 10) / 20 }
 
 // setGroup changes what the server answers for group: its lines, and the
-// raw GROUP reply when reply is set.
-func (h *hostile) setGroup(group string, lines [][]byte, reply string) {
+// raw GROUP reply when reply is set, for one GROUP command only when once.
+func (h *hostile) setGroup(group string, lines [][]byte, reply string, once bool) {
 	h.t.Helper()
 	h.srv.Update(func(c *nntptest.Config) {
 		c.Groups = slices.Clone(c.Groups)
 		for i := range c.Groups {
 			if c.Groups[i].Name == group {
-				c.Groups[i].Lines, c.Groups[i].Reply = lines, reply
+				c.Groups[i].Lines, c.Groups[i].Reply, c.Groups[i].ReplyOnce = lines, reply, once
 				return
 			}
 		}
@@ -102,15 +102,15 @@ func indexed(t *testing.T, db, group string, extra []nntptest.Group, args ...str
 	return h
 }
 
-// oneReply makes the server answer group's GROUP with reply (its lines
-// stay before) until the planner has polled it once (held reports that it
-// has), then has it answer from lines after. The planner polls every two
-// seconds; the switch comes within milliseconds of the poll.
+// oneReply makes the server answer group's next GROUP with reply, and
+// later ones from before, until the planner has polled it (held reports
+// that it has); then it answers from lines after. Only the planner sends
+// GROUP meanwhile: every range is done, so nothing is fetched.
 func (h *hostile) oneReply(group, reply string, held func(grouplease.PlanStatus) bool, before, after [][]byte) {
 	h.t.Helper()
-	h.setGroup(group, before, reply)
+	h.setGroup(group, before, reply, true)
 	require.Eventually(h.t, func() bool { return held(h.plan(group)) }, 30*time.Second, 2*time.Millisecond)
-	h.setGroup(group, after, "")
+	h.setGroup(group, after, "", false)
 }
 
 // TestHostileEmptyGroupReply is defect 1: one poll answers "211 0 500000
@@ -123,7 +123,7 @@ func TestHostileEmptyGroupReply(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, db string) {
 		const group, never = "alt.empty", "alt.never"
-		h := indexed(t, db, group, []nntptest.Group{{Name: never, Reply: "0 500000 499999 " + never}}, "--poll", "2s")
+		h := indexed(t, db, group, []nntptest.Group{{Name: never, Reply: "0 500000 499999 " + never}}, "--poll", "50ms")
 		h.mustCLI("group", "add", never, "--range-size", "500", "--plan", "tail,history")
 
 		// The workers stop, so the lag shows what waits to be stored.
@@ -181,7 +181,7 @@ func TestHostileHighJump(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, db string) {
 		const group = "alt.jump"
-		h := indexed(t, db, group, nil, "--poll", "2s")
+		h := indexed(t, db, group, nil, "--poll", "50ms")
 		h.oneReply(group, "2000 1 4611686018427387904 "+group, func(p grouplease.PlanStatus) bool {
 			return p.Held != nil || p.High == grouplease.MaxArticle // before the fix the reply was High
 		}, sparseLines(group, 2000), sparseLines(group, 4000))
@@ -212,14 +212,14 @@ func TestHostileResetPlan(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db string) {
 		const group = "alt.reset"
 		h := indexed(t, db, group, nil, "--poll", "50ms")
-		h.setGroup(group, sparseLines(group, 2000), "0 500000 499999 "+group)
+		h.setGroup(group, sparseLines(group, 2000), "0 500000 499999 "+group, false)
 		require.Eventually(t, func() bool {
 			p := h.plan(group)
 			return p.Low == 500000 && p.TailNext == 500000 && p.Missing.Lost == absentUpTo(2000)
 		}, 30*time.Second, 20*time.Millisecond, "two polls agree: the articles below 500000 expired")
 		require.True(t, h.logSays("not trusted until a later poll confirms them", "500000..499999", group))
 
-		h.setGroup(group, sparseLines(group, 4000), "")
+		h.setGroup(group, sparseLines(group, 4000), "", false)
 		require.Eventually(t, func() bool { return h.plan(group).High == 4000 }, 30*time.Second, 20*time.Millisecond)
 		require.Equal(t, int64(500000), h.plan(group).TailNext, "the tail waits past the group's end")
 		require.Equal(t, int64(2000), h.maxEnd(group))

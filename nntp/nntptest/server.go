@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -36,6 +37,11 @@ type Group struct {
 	// empty group's forms, garbage numbers). Otherwise the reply is "count
 	// low high name" from Lines, and "0 0 0 name" when there are none.
 	Reply string
+	// ReplyOnce sends Reply to one GROUP command only, the first after the
+	// configuration was set; later ones are answered from Lines. A test
+	// of one odd reply then does not race the poller for when to take it
+	// back.
+	ReplyOnce bool
 }
 
 // Config is what the server carries and how it misbehaves. The zero value
@@ -173,6 +179,8 @@ type group struct {
 	nums  []int64
 	lines [][]byte
 	reply string
+	once  bool        // reply is for one GROUP only
+	used  atomic.Bool // the one GROUP has had it
 }
 
 // New starts a server on 127.0.0.1:0.
@@ -232,7 +240,7 @@ func (s *Server) Update(fn func(*Config)) {
 func (s *Server) setConfig(cfg Config) {
 	groups := make(map[string]*group, len(cfg.Groups))
 	for _, g := range cfg.Groups {
-		gr := &group{name: g.Name, reply: g.Reply}
+		gr := &group{name: g.Name, reply: g.Reply, once: g.ReplyOnce}
 		lines := slices.Clone(g.Lines)
 		nums := make([]int64, len(lines))
 		for i, l := range lines {
@@ -543,7 +551,7 @@ func (ss *session) selectGroup(f []string) {
 		return
 	}
 	ss.group = g
-	if g.reply != "" {
+	if g.reply != "" && (!g.once || !g.used.Swap(true)) {
 		ss.reply(211, g.reply)
 	} else if k := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] >= 0 }); k == len(g.nums) {
 		ss.reply(211, "0 0 0 "+g.name)
