@@ -195,7 +195,9 @@ func TestHostileHugeChunk(t *testing.T) {
 		}, 90*time.Second, 20*time.Millisecond, "the huge chunk's range fails, the healthy group is indexed")
 		peak := heap.stop()
 		t.Logf("heap peak %d MiB", peak>>20)
-		require.Less(t, peak, uint64(80<<20), "heap peak %d, was 353 MB of RSS for a 113 MB chunk", peak)
+		// 58 to 69 MiB in runs under -race, the test server's lines
+		// included (it runs in this process); 577 MiB before the bound.
+		require.Less(t, peak, uint64(128<<20), "heap peak %d, was 353 MB of RSS for a 113 MB chunk", peak)
 		r, _ := h.failedRange(huge)
 		require.Equal(t, 5, r.Attempts, "one attempt a refusal, up to the store's maximum")
 		require.Contains(t, r.Reason, "chunk 1: ")
