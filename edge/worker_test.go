@@ -81,14 +81,7 @@ type run struct {
 // Idle and Clock are filled in.
 func startWorker(t *testing.T, c *coord, h edge.Handler, cfg edge.WorkerConfig) *run {
 	t.Helper()
-	cl, _ := startCoord(t, c, edge.Config{})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s := &wsleep{stop: cancel, beats: map[time.Duration]chan time.Time{}}
-	cfg.Client, cfg.Handler, cfg.Idle, cfg.Clock = cl, h, idle, s
-	w, err := edge.NewWorker(cfg)
-	require.NoError(t, err)
-	return &run{c: c, w: w, sleep: s, stop: cancel, ctx: ctx}
+	return startWorkerWith(t, c, edge.Config{}, h, cfg)
 }
 
 // untilIdle runs the worker until it first goes idle, or is stopped, and

@@ -48,23 +48,19 @@ func TestGrantLaneNotHiddenByGroupLock(t *testing.T) {
 // GET /v1/fleet failed for every admin.
 func TestLaneHeadersSaturate(t *testing.T) {
 	t.Parallel()
-	for _, b := range pgtest.Backends {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t, b.URL(t), sqlstore.Config{})
-			ctx := t.Context()
-			_, err := s.AddGroup(ctx, grouplease.Group{Name: "o", Ordered: true, RangeSize: 1000, ChunkSize: 100})
-			require.NoError(t, err)
-			_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "o", From: 1, To: 3000, Lane: lease.LaneHistory})
-			require.NoError(t, err)
-			_, err = s.DB().ExecContext(ctx, "UPDATE ranges SET state = 'done', next_n = end_n + 1, headers = 6900000000000000000")
-			require.NoError(t, err)
-			lanes, err := s.Lanes(ctx, "o")
-			require.NoError(t, err)
-			require.Len(t, lanes, 1)
-			require.Equal(t, int64(math.MaxInt64), lanes[0].Headers)
-		})
-	}
+	onEachBackend(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		_, err := s.AddGroup(ctx, grouplease.Group{Name: "o", Ordered: true, RangeSize: 1000, ChunkSize: 100})
+		require.NoError(t, err)
+		_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "o", From: 1, To: 3000, Lane: lease.LaneHistory})
+		require.NoError(t, err)
+		_, err = s.DB().ExecContext(ctx, "UPDATE ranges SET state = 'done', next_n = end_n + 1, headers = 6900000000000000000")
+		require.NoError(t, err)
+		lanes, err := s.Lanes(ctx, "o")
+		require.NoError(t, err)
+		require.Len(t, lanes, 1)
+		require.Equal(t, int64(math.MaxInt64), lanes[0].Headers)
+	})
 }
 
 // The prefetcher fetches pending ranges in grant order: a range reported
@@ -72,28 +68,36 @@ func TestLaneHeadersSaturate(t *testing.T) {
 // failing is not fetched ahead of the work the workers will be granted.
 func TestPrefetchTargetsGrantOrder(t *testing.T) {
 	t.Parallel()
+	onEachBackend(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+		require.NoError(t, err)
+		_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 300, Lane: lease.LaneHistory})
+		require.NoError(t, err)
+		l, err := s.Grant(ctx, "n", time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), l.Range.Start)
+		r, err := s.Corrupt(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token}, 1, "bad")
+		require.NoError(t, err)
+		require.Equal(t, lease.StatePending, r.State)
+		targets, err := s.PrefetchTargets(ctx, 10)
+		require.NoError(t, err)
+		var starts []int64
+		for _, tg := range targets {
+			starts = append(starts, tg.Range.Start)
+		}
+		require.Equal(t, []int64{101, 201, 1}, starts, "the corrupt range last")
+	})
+}
+
+// onEachBackend runs fn in parallel subtests, one a backend, each with a
+// store of its own.
+func onEachBackend(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
+	t.Helper()
 	for _, b := range pgtest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			s := open(t, b.URL(t), sqlstore.Config{})
-			ctx := t.Context()
-			_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
-			require.NoError(t, err)
-			_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 300, Lane: lease.LaneHistory})
-			require.NoError(t, err)
-			l, err := s.Grant(ctx, "n", time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, int64(1), l.Range.Start)
-			r, err := s.Corrupt(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token}, 1, "bad")
-			require.NoError(t, err)
-			require.Equal(t, lease.StatePending, r.State)
-			targets, err := s.PrefetchTargets(ctx, 10)
-			require.NoError(t, err)
-			var starts []int64
-			for _, tg := range targets {
-				starts = append(starts, tg.Range.Start)
-			}
-			require.Equal(t, []int64{101, 201, 1}, starts, "the corrupt range last")
+			fn(t, open(t, b.URL(t), sqlstore.Config{}))
 		})
 	}
 }

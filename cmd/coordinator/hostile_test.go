@@ -210,6 +210,7 @@ type heapWatch struct {
 }
 
 func watchHeap() *heapWatch {
+	runtime.GC() // the heap left by earlier tests is not this one's
 	w := &heapWatch{done: make(chan struct{})}
 	w.wg.Go(func() {
 		tick := time.NewTicker(20 * time.Millisecond)
@@ -230,11 +231,15 @@ func watchHeap() *heapWatch {
 	return w
 }
 
-// stop ends the sampling and returns the peak.
-func (w *heapWatch) stop() uint64 {
+// below ends the sampling, logs the peak and fails t when it is not
+// below limit bytes; why says what the peak was before the bound.
+func (w *heapWatch) below(t *testing.T, limit uint64, why string) {
+	t.Helper()
 	close(w.done)
 	w.wg.Wait()
-	return w.peak.Load()
+	peak := w.peak.Load()
+	t.Logf("heap peak %d MiB", peak>>20)
+	require.Less(t, peak, limit, "heap peak %d MiB; %s", peak>>20, why)
 }
 
 // TestHostileControl is the suite's control: a well-behaved server's group
