@@ -63,7 +63,8 @@ type PrefetchConfig struct {
 	Concurrency int
 	// Lookahead is how many pending ranges to fetch ahead into. Default 4.
 	Lookahead int
-	// ClaimTTL is how long a claim holds while its fetch runs. Default 2m.
+	// ClaimTTL is how long a claim holds while its fetch runs; it is
+	// renewed before each retry, so it must outlast one try. Default 2m.
 	ClaimTTL time.Duration
 	// Attempts is how many times a chunk is fetched before the prefetcher
 	// gives it up until its next pass. Default 5.
@@ -267,6 +268,18 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int,
 		}
 		if serr := clock.Sleep(ctx, p.cfg.Clock, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {
 			break
+		}
+		// A try may take as long as the source's deadline: renew the claim
+		// before the next, and leave the chunk to whoever took it when it
+		// ran out meanwhile, rather than fetch it beside them.
+		ok, cerr := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
+		if cerr != nil {
+			return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err), cerr)
+		}
+		if !ok {
+			p.cfg.Logger.Warn("prefetch: the chunk's claim ran out during its retries and another coordinator took it",
+				"range", id, "group", t.Range.Group, "from", span.From, "to", span.To, "err", err)
+			return 0, nil
 		}
 	}
 	if cc, ok := p.cfg.Claims.(CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) {

@@ -209,6 +209,42 @@ func TestPrefetchGivesUpAndReleasesClaim(t *testing.T) {
 	require.True(t, ok, "a failed fetch gives its claim back")
 }
 
+// A chunk's claim is renewed before each retry: when it ran out during a
+// try and another coordinator took it, the chunk is left to that one, not
+// fetched by both.
+func TestPrefetchRetryLeavesATakenClaim(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	cfg := e.config("c1")
+	cfg.Targets = onlyLeased{e.store}
+	cfg.ClaimTTL = time.Millisecond
+	first := lease.Span{From: 1, To: 10}
+	var calls atomic.Int64
+	cfg.Source = spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+		if s != first {
+			return e.src.Fetch(ctx, g, s)
+		}
+		if calls.Add(1) == 1 {
+			time.Sleep(20 * time.Millisecond) // a slow try: c1's claim runs out
+			ok, err := e.store.ClaimChunk(ctx, e.leased.Range.ID, first, "c2", time.Minute)
+			require.NoError(t, err)
+			require.True(t, ok, "c2 takes the claim that ran out")
+			return nil, errors.New("connection reset")
+		}
+		return e.src.Fetch(ctx, g, s)
+	}}
+	p, err := spool.NewPrefetcher(cfg)
+	require.NoError(t, err)
+	n, err := p.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 4, n, "the other four chunks")
+	require.Equal(t, int64(1), calls.Load(), "no retry of a chunk c2 holds")
+	require.False(t, e.spool.Has(e.leased.Range.ID, first))
+	ok, err := e.store.ClaimChunk(t.Context(), e.leased.Range.ID, first, "c3", time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "c2's claim stands")
+}
+
 func TestPrefetchLookaheadBound(t *testing.T) {
 	t.Parallel()
 	e := newPrefetchEnv(t)
