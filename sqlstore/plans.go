@@ -176,6 +176,16 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 			target := first
 			if p.HistoryBack > 0 {
 				target = max(target, start-p.HistoryBack)
+				// After a reset the group has ranges: history goes down
+				// to the articles above them at least, so that none is
+				// left between the old ranges and the new split.
+				var covered sql.NullInt64
+				if err := tx.GetContext(ctx, &covered, s.q(`SELECT MAX(end_n) FROM ranges WHERE group_id = ? AND NOT repair`), g.ID); err != nil {
+					return err
+				}
+				if covered.Valid {
+					target = max(first, min(target, covered.Int64+1))
+				}
 			}
 			p.TailNext = sql.NullInt64{Int64: start, Valid: true}
 			p.HistoryNext = sql.NullInt64{Int64: target, Valid: true}
@@ -240,18 +250,34 @@ func trust(p planRow, reply grouplease.Watermarks, bound int64) (grouplease.Wate
 	case !reply.Empty():
 		w.Low = reply.Low
 	}
-	// The jump is measured from the trusted high, or from below the
-	// trusted low when that is higher: everything below it is accounted for.
-	from := max(w.High, w.Low-1)
+	// The jump is measured from the highest high the plan has relied on:
+	// the trusted one, the one the tail has planned up to, or below the
+	// trusted low, whichever is higher. A lower high trusted since (a
+	// lagging server behind a balancer) does not make the real high look
+	// like a jump.
+	from := max(w.High, w.Low-1, reached(p))
 	switch {
 	case reply.Empty():
 		// The high stays.
 	case reply.High-from <= bound: // both in -1..MaxArticle: no overflow
 		w.High = reply.High
-	case !prevEmpty:
+	case !prevEmpty && reply.High-prev.High <= bound && prev.High-reply.High <= bound:
+		// Two replies in a row that agree confirm the jump as far as
+		// both go; two odd ones that differ by more than the bound
+		// confirm nothing.
 		w.High = max(w.High, min(reply.High, prev.High))
 	}
 	return w, true
+}
+
+// reached is the highest high the tail has planned from: it plans up to
+// high − Margin, and its cursor is one past that. 0 before the first split.
+func reached(p planRow) int64 {
+	if !p.TailNext.Valid {
+		return 0
+	}
+	planned := min(p.TailNext.Int64-1, grouplease.MaxArticle)
+	return planned + min(p.Margin, grouplease.MaxArticle-planned) // at most MaxArticle
 }
 
 // highJump is how far above the trusted high one GROUP reply's high is

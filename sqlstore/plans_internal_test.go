@@ -43,7 +43,12 @@ func TestTrust(t *testing.T) {
 		{"high jumps past the bound", trusted(1, 1000), w(1, 1101), w(1, 1000), true},
 		{"high of 2^62", trusted(1, 1000), w(1, max), w(1, 1000), true},
 		{"2^62 confirmed", pending(trusted(1, 1000), 1, max), w(1, max), w(1, max), true},
-		{"2^62 then less, confirmed as less", pending(trusted(1, 1000), 1, max), w(1, 5000), w(1, 5000), true},
+		{"2^62 then less: they differ, nothing confirmed", pending(trusted(1, 1000), 1, max), w(1, 5000), w(1, 1000), true},
+		{"5000 confirmed by 5050", pending(trusted(1, 1000), 1, 5000), w(1, 5050), w(1, 5000), true},
+		{"2^62 then 2^62 - 12345: they differ", pending(trusted(1, 1000), 1, max), w(1, max-12345), w(1, 1000), true},
+		{"a lower high, then the real one: no jump from the tail's reach", planRow{Low: n(1), High: n(5), TailNext: n(100001)}, w(1, 100050), w(1, 100050), true},
+		{"the tail's reach counts its margin", planRow{Low: n(1), High: n(5), TailNext: n(1001), Margin: 50}, w(1, 1120), w(1, 1120), true},
+		{"a margin near MaxArticle", planRow{Low: n(1), High: n(5), TailNext: n(1001), Margin: max}, w(1, 1120), w(1, 1120), true},
 		{"2^62 then normal", pending(trusted(1, 1000), 1, max), w(1, 1050), w(1, 1050), true},
 		{"empty then 2^62", pending(trusted(1, 1000), 500000, 499999), w(1, max), w(1, 1000), true},
 		{"high falls", trusted(1, 1000), w(1, 10), w(1, 10), true},
@@ -106,4 +111,94 @@ func TestHighJump(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &grouplease.Watermarks{Low: 1, High: 201}, p.Held, "a jump of 51 is held")
 	require.Empty(t, p.Ranges)
+}
+
+// planStore is a SQLite store with group g (ranges of 100) and plan.
+func planStore(t *testing.T, cfg Config, plan grouplease.GroupPlan) (*Store, int64) {
+	t.Helper()
+	s, err := Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "db"), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	g, err := s.AddGroup(t.Context(), grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+	require.NoError(t, err)
+	require.NoError(t, s.SetPlan(t.Context(), "g", plan))
+	return s, g.ID
+}
+
+func planOf(t *testing.T, s *Store) grouplease.PlanStatus {
+	t.Helper()
+	ps, err := s.Plans(t.Context())
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	return ps[0]
+}
+
+// A server that alternates a lagging reply (1..5) with the real one, as
+// one stale backend behind a balancer does, must not stop the tail: the
+// lower high was trusted at once, and the real one then looked like a
+// jump from it, so the trusted high stayed 5 and the lag 0 for good.
+func TestTrustAlternatingLaggingReply(t *testing.T) {
+	t.Parallel()
+	s, id := planStore(t, Config{PlanAhead: 4}, grouplease.GroupPlan{Tail: true}) // bound 10 × 100 × 4
+	_, err := s.PlanRanges(t.Context(), id, 1, 100000)
+	require.NoError(t, err)
+	real := int64(100000)
+	for range 20 {
+		_, err = s.PlanRanges(t.Context(), id, 1, 5)
+		require.NoError(t, err)
+		real += 100
+		_, err = s.PlanRanges(t.Context(), id, 1, real)
+		require.NoError(t, err)
+	}
+	p := planOf(t, s)
+	require.Equal(t, real, p.High, "the real high is trusted")
+	require.Nil(t, p.Held)
+	require.Equal(t, real-100000, p.Lag, "the new articles wait for the tail (4 ranges ahead at most)")
+}
+
+// Two odd replies in a row that differ (2^62, then 2^62 − 12345) confirm
+// nothing: nothing is planned past the real end.
+func TestTrustTwoOddReplies(t *testing.T) {
+	t.Parallel()
+	s, id := planStore(t, Config{PlanAhead: 4}, grouplease.GroupPlan{Tail: true})
+	_, err := s.PlanRanges(t.Context(), id, 1, 1000)
+	require.NoError(t, err)
+	for _, high := range []int64{grouplease.MaxArticle, grouplease.MaxArticle - 12345} {
+		p, err := s.PlanRanges(t.Context(), id, 1, high)
+		require.NoError(t, err)
+		require.Empty(t, p.Ranges, "nothing planned for a high of %d", high)
+	}
+	planned, err := s.PlanRanges(t.Context(), id, 1, 1010)
+	require.NoError(t, err)
+	require.Len(t, planned.Ranges, 1)
+	require.Equal(t, [2]int64{1001, 1010}, [2]int64{planned.Ranges[0].Start, planned.Ranges[0].End}, "the real new articles")
+	p := planOf(t, s)
+	require.Equal(t, int64(1010), p.High)
+	require.Equal(t, int64(1011), p.TailNext)
+}
+
+// A reset of a plan with a history bound plans every article above the
+// group's ranges: the new split's history reaches down to them, so none
+// between the old ranges and the new split is left unplanned.
+func TestResetPlanLeavesNoGap(t *testing.T) {
+	t.Parallel()
+	s, id := planStore(t, Config{PlanAhead: 1000}, grouplease.GroupPlan{Tail: true, History: true, HistoryBack: 500})
+	_, err := s.PlanRanges(t.Context(), id, 1, 1000)
+	require.NoError(t, err)
+	_, err = s.ResetPlan(t.Context(), "g")
+	require.NoError(t, err)
+	_, err = s.PlanRanges(t.Context(), id, 1, 5000)
+	require.NoError(t, err)
+	rs, err := s.Ranges(t.Context(), grouplease.RangeFilter{Group: "g", Limit: 10000})
+	require.NoError(t, err)
+	covered := map[int64]bool{}
+	for _, r := range rs {
+		for n := r.Start; n <= r.End; n++ {
+			require.False(t, covered[n], "article %d planned twice", n)
+			covered[n] = true
+		}
+	}
+	for n := int64(501); n <= 5000; n++ { // 1..500: below the history bound of the first split
+		require.True(t, covered[n], "article %d is planned", n)
+	}
 }

@@ -239,15 +239,16 @@ func testPlanHighJump(t *testing.T, e *env) {
 	require.Equal(t, int64(1000+100*planAhead), e.maxEnd(t, "g"), "nothing planned past the highs trusted")
 }
 
-// testPlanHighConfirmed: a huge high that a second poll confirms is
-// trusted, as far as both polls agree, and planning past it still stops at
-// planAhead unfinished ranges.
+// testPlanHighConfirmed: a huge high that the next poll confirms (within
+// the jump bound of it) is trusted, as far as both polls agree, and
+// planning past it still stops at planAhead unfinished ranges.
 func testPlanHighConfirmed(t *testing.T, e *env) {
 	g := e.plan(t, "g", grouplease.GroupPlan{Tail: true})
 	e.poll(t, g.ID, 1, 1000)
 	require.NotNil(t, e.poll(t, g.ID, 1, grouplease.MaxArticle).Held)
+	require.NotNil(t, e.poll(t, g.ID, 1, 5_000_000).Held, "two odd highs that differ confirm nothing")
 	p := e.poll(t, g.ID, 1, 5_000_000)
-	require.Nil(t, p.Held, "both polls report at least 5,000,000")
+	require.Nil(t, p.Held, "two polls agree on 5,000,000")
 	require.Equal(t, int64(5_000_000), p.Trusted.High)
 	require.Len(t, p.Ranges, planAhead)
 	require.Equal(t, int64(1001+100*planAhead-1), e.maxEnd(t, "g"))
