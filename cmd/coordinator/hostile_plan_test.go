@@ -103,13 +103,17 @@ func indexed(t *testing.T, db, group string, extra []nntptest.Group, args ...str
 }
 
 // oneReply makes the server answer group's next GROUP with reply, and
-// later ones from before, until the planner has polled it (held reports
-// that it has); then it answers from lines after. Only the planner sends
+// later ones from before, until the planner has polled it (its log says it
+// held the reply back, or held reports what the reply did); then it
+// answers from lines after. Only the planner sends
 // GROUP meanwhile: every range is done, so nothing is fetched.
 func (h *hostile) oneReply(group, reply string, held func(grouplease.PlanStatus) bool, before, after [][]byte) {
 	h.t.Helper()
 	h.setGroup(group, before, reply, true)
-	require.Eventually(h.t, func() bool { return held(h.plan(group)) }, 30*time.Second, 2*time.Millisecond)
+	require.Eventually(h.t, func() bool {
+		// The log line stays; the plan shows the reply held for one poll.
+		return h.logSays("not trusted until a later poll confirms them", group) || held(h.plan(group))
+	}, 30*time.Second, 5*time.Millisecond)
 	h.setGroup(group, after, "", false)
 }
 
