@@ -200,6 +200,20 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 	var mu sync.Mutex
 	stored := 0
 	var last int64 // the size of the last chunk stored: the room to wait for
+	// The ranges a chunk the source cannot make was counted against in
+	// this pass: one attempt a range a pass, however many of its chunks
+	// the source refuses, so that a few seconds of a provider's garbage
+	// cannot fail a range at once.
+	corrupt := map[int64]bool{}
+	countOnce := func(id int64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if corrupt[id] {
+			return false
+		}
+		corrupt[id] = true
+		return true
+	}
 	for _, t := range targets {
 		leased := t.Range.State == lease.StateLeased
 		first, ok := lease.SpanAt(t.Range.Start, t.Range.End, t.ChunkSize, t.Range.Next)
@@ -212,6 +226,12 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 			}
 			if p.has(t, span) {
 				continue
+			}
+			mu.Lock()
+			counted := corrupt[t.Range.ID]
+			mu.Unlock()
+			if counted {
+				break // the range's next attempt is the next pass's
 			}
 			if !InCorpus(t.Range, p.cfg.Corpus) {
 				if leased {
@@ -226,7 +246,7 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 				}
 			}
 			g.Go(func() error {
-				n, err := p.fetch(gctx, t, span)
+				n, err := p.fetch(gctx, t, span, countOnce)
 				if err != nil {
 					p.cfg.Logger.Warn("prefetch", "range", t.Range.ID, "group", t.Range.Group, "from", span.From, "to", span.To, "err", err)
 					return nil // the chunk is tried again at the next pass
@@ -253,8 +273,10 @@ func (p *Prefetcher) has(t Target, span lease.Span) bool {
 }
 
 // fetch claims, fetches and stores one chunk; it returns the chunk's size,
-// or 0 when another coordinator holds the claim.
-func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int, error) {
+// or 0 when another coordinator holds the claim. A chunk the source cannot
+// make counts against its range when countOnce(range) says this pass has
+// not counted one yet.
+func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, countOnce func(int64) bool) (int, error) {
 	id := t.Range.ID
 	ok, err := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
 	if err != nil || !ok {
@@ -282,7 +304,7 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span) (int,
 			return 0, nil
 		}
 	}
-	if cc, ok := p.cfg.Claims.(CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) {
+	if cc, ok := p.cfg.Claims.(CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) && countOnce(id) {
 		// The source cannot make this chunk: count it against the range,
 		// which frees the claim for the next pass, and fails the range at
 		// the store's maximum.

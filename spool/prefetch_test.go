@@ -327,3 +327,26 @@ func TestPrefetchBadChunkCountsAttempt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(sqlstore.DefaultMaxAttempts), bad.Load(), "a failed range is fetched no more")
 }
+
+// A pass counts one attempt of a range however many of its chunks the
+// source refuses: a few seconds of a provider's garbage must not fail a
+// range of five chunks at once (it did: five attempts in one pass).
+func TestPrefetchBadChunksOneAttemptAPass(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	cfg := e.config("c1")
+	cfg.Targets = onlyLeased{e.store}
+	cfg.Source = spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+		return nil, fmt.Errorf("fetch %s %d-%d: more than N bytes: %w", g, s.From, s.To, overview.ErrBadChunk)
+	}}
+	p, err := spool.NewPrefetcher(cfg)
+	require.NoError(t, err)
+	for pass := 1; pass <= 2; pass++ {
+		_, err = p.Pass(t.Context())
+		require.NoError(t, err)
+		rg, err := e.store.Range(t.Context(), e.leased.Range.ID)
+		require.NoError(t, err)
+		require.Equal(t, pass, rg.Attempts, "one attempt a pass")
+		require.Equal(t, lease.StateLeased, rg.State)
+	}
+}

@@ -235,8 +235,10 @@ var _ spool.CorruptClaims = (*Store)(nil)
 // range as a worker's corrupt report does. The range keeps its state
 // (pending, or leased to the worker waiting for the chunk) and is fetched
 // again at the next pass, until MaxAttempts: then it is failed, with
-// reason, and leased to no one. Owner's claim of the chunk is dropped. A
-// range that is neither pending nor leased is returned as it is.
+// reason, and leased to no one. Owner's claim of the chunk is dropped; an
+// attempt is counted only when owner still held it (unexpired), so a
+// fetch that outlived its claim counts nothing. A range that is neither
+// pending nor leased is returned as it is.
 func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span, owner, reason string) (lease.Range, error) {
 	defer s.held.forget(rangeID) // a failed range is no longer its holder's
 	var out lease.Range
@@ -249,7 +251,18 @@ func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span
 		if err != nil {
 			return fmt.Errorf("chunk corrupt: %w", err)
 		}
-		if r.State == string(lease.StatePending) || r.State == string(lease.StateLeased) {
+		// Only the holder of the chunk's claim counts: a fetch that outlived
+		// its claim, which another coordinator took since, counts nothing.
+		res, err := tx.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ? AND from_n = ? AND owner = ? AND expires_us >= {now}"),
+			rangeID, span.From, owner, s.now())
+		if err != nil {
+			return fmt.Errorf("chunk corrupt: %w", err)
+		}
+		held, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("chunk corrupt: %w", err)
+		}
+		if held == 1 && (r.State == string(lease.StatePending) || r.State == string(lease.StateLeased)) {
 			if reason == "" {
 				reason = "the source refused the chunk"
 			}
@@ -261,10 +274,6 @@ func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span
 			if err := tx.GetContext(ctx, &r, s.q("UPDATE ranges SET "+set+" WHERE id = ? RETURNING "+rangeCols), reason, rangeID); err != nil {
 				return fmt.Errorf("chunk corrupt: %w", err)
 			}
-		}
-		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM chunk_claims WHERE range_id = ? AND from_n = ? AND owner = ?"),
-			rangeID, span.From, owner); err != nil {
-			return fmt.Errorf("chunk corrupt: %w", err)
 		}
 		out, _, err = s.toRange(ctx, tx, r)
 		return err

@@ -101,3 +101,38 @@ func onEachBackend(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
 		})
 	}
 }
+
+// A coordinator whose fetch outlived its chunk's claim, which another took
+// and fetched since, counts no attempt when it finds the chunk bad.
+func TestChunkCorruptNeedsTheClaim(t *testing.T) {
+	t.Parallel()
+	onEachBackend(t, func(t *testing.T, s *sqlstore.Store) {
+		ctx := t.Context()
+		_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+		require.NoError(t, err)
+		rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
+		require.NoError(t, err)
+		id, span := rs[0].ID, lease.Span{From: 1, To: 100}
+		ok, err := s.ClaimChunk(ctx, id, span, "A", 50*time.Millisecond)
+		require.NoError(t, err)
+		require.True(t, ok)
+		time.Sleep(100 * time.Millisecond) // A's fetch outlasts its claim
+		ok, err = s.ClaimChunk(ctx, id, span, "B", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok, "B takes the claim that ran out")
+		require.NoError(t, s.ChunkFetched(ctx, id, span, "B"))
+		r, err := s.ChunkCorrupt(ctx, id, span, "A", "too large")
+		require.NoError(t, err)
+		require.Zero(t, r.Attempts, "A no longer held the claim")
+		ok, err = s.ClaimChunk(ctx, id, span, "C", time.Minute)
+		require.NoError(t, err)
+		require.False(t, ok, "B's claim stands")
+
+		ok, err = s.ClaimChunk(ctx, id, lease.Span{From: 1, To: 100}, "B", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		r, err = s.ChunkCorrupt(ctx, id, span, "B", "too large")
+		require.NoError(t, err)
+		require.Equal(t, 1, r.Attempts, "the holder's verdict counts")
+	})
+}
