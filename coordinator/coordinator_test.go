@@ -64,7 +64,7 @@ func newHarness(t *testing.T, url string, tweak func(*coordinator.Config)) *harn
 func newHarnessServer(t *testing.T, url string, tweak func(*coordinator.Config), serverTweak func(*http.Server)) *harness {
 	t.Helper()
 	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, url, sqlstore.Config{})
+	st, err := sqlstore.Open(ctx, url, sqlstore.Config{RetryDelay: time.Millisecond}) // a corrupt range waits 1 ms
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	return newHarnessOn(t, st, tweak, serverTweak)
@@ -415,6 +415,7 @@ func TestCorruptAndRelease(t *testing.T) {
 		require.True(t, h.spool.Has(l.Range.ID, lease.Span{From: 51, To: 75}))
 		require.Equal(t, http.StatusConflict, h.do("POST", path+"/corrupt", h.token, l.Token, strings.NewReader(`{"from": 26}`)).status)
 
+		time.Sleep(5 * time.Millisecond) // the range's retry delay
 		l2 := h.lease(h.token2)
 		require.Equal(t, l.Range.ID, l2.Range.ID)
 		r = h.do("GET", path+"/stream", h.token, l.Token, nil)

@@ -24,7 +24,7 @@ import (
 
 // prefetchEnv is a real SQLite store with ranges 1..50 (leased, capture
 // off), 51..100 (pending), 101..150 (pending, capture), chunks of 10, a
-// disk spool and a corpus.
+// disk spool and a corpus. A range reported corrupt waits 1 ms.
 type prefetchEnv struct {
 	store  *sqlstore.Store
 	spool  *spool.Disk
@@ -36,7 +36,7 @@ type prefetchEnv struct {
 func newPrefetchEnv(t *testing.T) *prefetchEnv {
 	t.Helper()
 	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{RetryDelay: time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	_, err = st.AddGroup(ctx, grouplease.Group{Name: "alt.test", RangeSize: 50, ChunkSize: 10})
@@ -123,9 +123,11 @@ func TestPrefetchPass(t *testing.T) {
 	n, err = other.Pass(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, n, "c1 holds the claim of every chunk")
-	// A chunk reported corrupt is fetched again.
+	// A chunk reported corrupt is fetched again, once its range's retry
+	// delay has passed.
 	_, err = e.store.Corrupt(t.Context(), e.leased.Range.ID, lease.Fence{Node: "w", Token: e.leased.Token}, 1, "bad gzip")
 	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond)
 	n, err = other.Pass(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)

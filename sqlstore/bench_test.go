@@ -140,7 +140,7 @@ func (r *rawCycle) cycle(ctx context.Context, name string, items []batch.Item) e
 	var id, group, start, end, token int64
 	err := r.db.QueryRowContext(ctx, r.q(`UPDATE ranges SET state = 'leased', token = token + 1, node = ?, lane_token = 0, expires_us = {now} + ?
 		WHERE id = (SELECT id FROM ranges {grantindex} WHERE NOT ordered AND state IN ('pending', 'leased') AND (state = 'pending' OR expires_us < {now})
-			ORDER BY attempts, lane_rank, start_n LIMIT 1 {skiplocked})
+			ORDER BY lane_rank, start_n LIMIT 1 {skiplocked})
 		RETURNING id, group_id, start_n, end_n, token`), name, now, int64(60e6), now).Scan(&id, &group, &start, &end, &token)
 	if err != nil {
 		return err

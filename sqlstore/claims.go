@@ -200,9 +200,9 @@ func (s *Store) ForgetChunk(ctx context.Context, rangeID int64, span lease.Span,
 var _ spool.Targets = (*Store)(nil)
 
 // PrefetchTargets implements spool.Targets: the leased ranges, then up to
-// lookahead pending ones in grant order (grantOrder: a range whose chunks
-// were reported corrupt is fetched after the healthy ones, as it is
-// granted after them).
+// lookahead pending ones in grant order, leaving out those that wait out a
+// retry delay (they are not granted either, and fetching one would count
+// another attempt before its time).
 func (s *Store) PrefetchTargets(ctx context.Context, lookahead int) ([]spool.Target, error) {
 	var rows []rangeRow
 	if err := s.rdb.SelectContext(ctx, &rows, s.q("SELECT "+rangeCols+
@@ -212,7 +212,7 @@ func (s *Store) PrefetchTargets(ctx context.Context, lookahead int) ([]spool.Tar
 	if lookahead > 0 {
 		var pending []rangeRow
 		if err := s.rdb.SelectContext(ctx, &pending, s.q("SELECT "+rangeCols+
-			" FROM ranges WHERE state = 'pending' ORDER BY "+grantOrder+" LIMIT ?"), lookahead); err != nil {
+			" FROM ranges WHERE state = 'pending' AND (expires_us IS NULL OR expires_us < {now}) ORDER BY "+grantOrder+" LIMIT ?"), s.now(), lookahead); err != nil {
 			return nil, fmt.Errorf("prefetch targets: %w", err)
 		}
 		rows = append(rows, pending...)
@@ -267,11 +267,20 @@ func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span
 				reason = "the source refused the chunk"
 			}
 			reason = fmt.Sprintf("chunk %d: %s", span.From, reason)
-			set := "attempts = attempts + 1, reason = ?"
-			if r.Attempts+1 >= s.cfg.MaxAttempts {
+			set, args := "attempts = attempts + 1, reason = ?", []any{reason}
+			switch {
+			case r.Attempts+1 >= s.cfg.MaxAttempts:
 				set += ", state = 'failed', node = NULL, expires_us = NULL"
+			case r.State == string(lease.StatePending):
+				// It waits out its retry delay before it is fetched or
+				// granted again; a leased one's worker waits for it.
+				now, err := s.clock(ctx, tx)
+				if err != nil {
+					return fmt.Errorf("chunk corrupt: %w", err)
+				}
+				set, args = set+", expires_us = ?", append(args, s.retryAt(now, r.Attempts+1))
 			}
-			if err := tx.GetContext(ctx, &r, s.q("UPDATE ranges SET "+set+" WHERE id = ? RETURNING "+rangeCols), reason, rangeID); err != nil {
+			if err := tx.GetContext(ctx, &r, s.q("UPDATE ranges SET "+set+" WHERE id = ? RETURNING "+rangeCols), append(args, rangeID)...); err != nil {
 				return fmt.Errorf("chunk corrupt: %w", err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/lease"
@@ -63,31 +64,47 @@ func TestLaneHeadersSaturate(t *testing.T) {
 	})
 }
 
-// The prefetcher fetches pending ranges in grant order: a range reported
-// corrupt goes behind the healthy ones there too, so a chunk that keeps
-// failing is not fetched ahead of the work the workers will be granted.
-func TestPrefetchTargetsGrantOrder(t *testing.T) {
+// The prefetcher leaves out a pending range that waits out its retry
+// delay after a corrupt report, as grants do: fetching it would count
+// another attempt before its time. After the delay it is back in grant
+// order.
+func TestPrefetchTargetsRetryDelay(t *testing.T) {
 	t.Parallel()
-	onEachBackend(t, func(t *testing.T, s *sqlstore.Store) {
-		ctx := t.Context()
-		_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
-		require.NoError(t, err)
-		_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 300, Lane: lease.LaneHistory})
-		require.NoError(t, err)
-		l, err := s.Grant(ctx, "n", time.Minute)
-		require.NoError(t, err)
-		require.Equal(t, int64(1), l.Range.Start)
-		r, err := s.Corrupt(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token}, 1, "bad")
-		require.NoError(t, err)
-		require.Equal(t, lease.StatePending, r.State)
-		targets, err := s.PrefetchTargets(ctx, 10)
-		require.NoError(t, err)
-		var starts []int64
-		for _, tg := range targets {
-			starts = append(starts, tg.Range.Start)
-		}
-		require.Equal(t, []int64{101, 201, 1}, starts, "the corrupt range last")
-	})
+	for _, b := range pgtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			s := open(t, b.URL(t), sqlstore.Config{Clock: clk, RetryDelay: time.Minute})
+			ctx := t.Context()
+			_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+			require.NoError(t, err)
+			_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 300, Lane: lease.LaneHistory})
+			require.NoError(t, err)
+			l, err := s.Grant(ctx, "n", time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, int64(1), l.Range.Start)
+			r, err := s.Corrupt(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token}, 1, "bad")
+			require.NoError(t, err)
+			require.Equal(t, lease.StatePending, r.State)
+			starts := func() []int64 {
+				targets, err := s.PrefetchTargets(ctx, 10)
+				require.NoError(t, err)
+				var out []int64
+				for _, tg := range targets {
+					out = append(out, tg.Range.Start)
+				}
+				return out
+			}
+			require.Equal(t, []int64{101, 201}, starts(), "the corrupt range waits")
+			clk.Advance(59 * time.Second)
+			require.Equal(t, []int64{101, 201}, starts())
+			clk.Advance(2 * time.Second)
+			require.Equal(t, []int64{1, 101, 201}, starts(), "back in grant order after a minute")
+			g, err := s.Grant(ctx, "n", time.Minute)
+			require.NoError(t, err)
+			require.Equal(t, l.Range.ID, g.Range.ID, "and granted first again")
+		})
+	}
 }
 
 // onEachBackend runs fn in parallel subtests, one a backend, each with a

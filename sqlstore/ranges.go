@@ -86,16 +86,26 @@ type grantReq struct {
 }
 
 // grantEligible is the condition of a range a Grant may take.
-const grantEligible = "NOT ordered AND state IN ('pending', 'leased') AND (state = 'pending' OR expires_us < {now})"
+//
+// A leased range is eligible once its lease expired. A pending one is
+// eligible unless it waits out a retry delay: a range reported corrupt is
+// pending with expires_us at the time it may be granted again (retryAt).
+const grantEligible = "NOT ordered AND state IN ('pending', 'leased') AND (expires_us IS NULL OR expires_us < {now})"
 
-// grantOrder is the order Grant takes eligible ranges in: the fewest
-// attempts first (a range that was reported corrupt goes behind every
-// healthy one, so one that keeps failing cannot take every grant until it
-// fails), then tail lanes, then the lowest start. The ranges_grant index
-// (migration 0006) has these columns, so a grant walks it in this order and
-// stops at the first rows it can lock. Neither a heartbeat nor a batch
-// writes attempts, so their updates stay HOT.
-const grantOrder = "attempts, lane_rank, start_n"
+// grantOrder is the order Grant takes eligible ranges in: tail lanes
+// first, then the lowest start. The ranges_grant index has these columns,
+// so a grant walks it in this order and stops at the first rows it can
+// lock. A range whose chunk keeps failing does not come first every time:
+// it waits out a retry delay after each attempt (grantEligible).
+const grantOrder = "lane_rank, start_n"
+
+// retryAt is when a range that has had attempts (counting the one just
+// made) may be granted or fetched again, in microseconds after now: the
+// retry delay, doubled for each attempt after the first, at most 2^10 times.
+func (s *Store) retryAt(now int64, attempts int) int64 {
+	d := s.cfg.RetryDelay << min(max(attempts-1, 0), 10)
+	return now + d.Microseconds()
+}
 
 // grantGroup grants a group of Grants at once: on PostgreSQL with one
 // statement, on SQLite in one transaction. The earliest call gets the first
@@ -355,9 +365,18 @@ func (s *Store) Corrupt(ctx context.Context, rangeID int64, f lease.Fence, from 
 		if r.Attempts+1 >= s.cfg.MaxAttempts {
 			state = lease.StateFailed
 		}
+		// A pending range waits out its retry delay; a failed one has none.
+		var retry sql.NullInt64
+		if state == lease.StatePending {
+			now, err := s.clock(ctx, tx)
+			if err != nil {
+				return fmt.Errorf("corrupt: %w", err)
+			}
+			retry = sql.NullInt64{Int64: s.retryAt(now, r.Attempts+1), Valid: true}
+		}
 		err = tx.GetContext(ctx, &r, s.q(`
-			UPDATE ranges SET state = ?, attempts = attempts + 1, reason = ?, node = NULL, expires_us = NULL
-			WHERE id = ? RETURNING `+rangeCols), string(state), reason, rangeID)
+			UPDATE ranges SET state = ?, attempts = attempts + 1, reason = ?, node = NULL, expires_us = ?
+			WHERE id = ? RETURNING `+rangeCols), string(state), reason, retry, rangeID)
 		if err != nil {
 			return fmt.Errorf("corrupt: %w", err)
 		}

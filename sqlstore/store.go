@@ -56,6 +56,10 @@ const (
 	// DefaultPlanAhead is how many unfinished ranges planning keeps in a
 	// lane: it plans more as they finish.
 	DefaultPlanAhead = 256
+	// DefaultRetryDelay is how long a range whose chunk was found corrupt
+	// waits before it is granted or fetched again, the first time; each
+	// further attempt doubles it (10s, 20s, 40s, 80s before the fifth).
+	DefaultRetryDelay = 10 * time.Second
 )
 
 // Config tunes a Store. The zero Config is ready to use.
@@ -83,6 +87,11 @@ type Config struct {
 	// 10 × the group's range size × PlanAhead: ten times what planning
 	// keeps ahead, far more than a real group grows between polls.
 	HighJump int64
+	// RetryDelay is how long a range reported corrupt (by a worker, or by
+	// the prefetcher when the source cannot make a chunk) waits before it
+	// is granted or fetched again, doubling with each attempt, as River
+	// schedules a job's retry. Zero means DefaultRetryDelay.
+	RetryDelay time.Duration
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -99,6 +108,9 @@ func (c Config) withDefaults() Config {
 	if c.PlanAhead == 0 {
 		c.PlanAhead = DefaultPlanAhead
 	}
+	if c.RetryDelay == 0 {
+		c.RetryDelay = DefaultRetryDelay
+	}
 	return c
 }
 
@@ -108,8 +120,8 @@ func (c Config) validate() error {
 		return lease.Invalidf("sqlstore: MaxAttempts %d, RepairTries %d and PlanAhead %d must be at least 1, RepairDelay %s not negative",
 			c.MaxAttempts, c.RepairTries, c.PlanAhead, c.RepairDelay)
 	}
-	if c.HighJump < 0 {
-		return lease.Invalidf("sqlstore: HighJump %d must not be negative", c.HighJump)
+	if c.HighJump < 0 || c.RetryDelay < 0 {
+		return lease.Invalidf("sqlstore: HighJump %d and RetryDelay %s must not be negative", c.HighJump, c.RetryDelay)
 	}
 	return nil
 }

@@ -201,6 +201,7 @@ func testCorrupt(t *testing.T, e *env) {
 		require.Equal(t, int64(21), r.Next, "next is kept")
 		if attempt < 5 {
 			require.Equal(t, lease.StatePending, r.State)
+			e.clock.Advance(retryWait)
 			l = e.grant(t, "a")
 			continue
 		}

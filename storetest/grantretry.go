@@ -15,18 +15,22 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// testGrantCorruptBehind: a range reported corrupt goes behind every
-// healthy range, of its own unordered group and of others, even one that
-// comes earlier in the grant order otherwise (a tail range); among ranges
-// with attempts the fewest go first. It is still granted when it is the
-// only work, and it ends failed after the store's maximum attempts (5
-// here), which the lane's status counts.
+// retryWait is longer than any backend's wait before a range reported
+// corrupt is granted again (sqlstore: 10 s, doubling with each attempt).
+const retryWait = 3 * time.Hour
+
+// testGrantCorruptBehind: a range reported corrupt waits out a retry delay
+// before it is granted again: healthy ranges of its own unordered group
+// and of others are granted meanwhile, even ones after it in the grant
+// order, and when it is the only work there is none until the delay
+// passes. Then it comes back in its place (tail first), and it ends failed
+// after the store's maximum attempts (5 here), which the lane's status
+// counts.
 func testGrantCorruptBehind(t *testing.T, e *env) {
 	e.group(t, "bad", false)
 	e.group(t, "good", false)
 	e.ranges(t, "bad", 1, 100, lease.LaneTail) // tail: first in grant order
 	e.ranges(t, "bad", 101, 200, lease.LaneHistory)
-	e.ranges(t, "bad", 201, 300, lease.LaneHistory)
 	e.ranges(t, "good", 1, 100, lease.LaneHistory)
 
 	corrupt := func(l lease.Lease) lease.Range {
@@ -40,40 +44,43 @@ func testGrantCorruptBehind(t *testing.T, e *env) {
 		e.fill(t, l, 100)
 		require.NoError(t, e.Finish(e.ctx, l.Range.ID, fence(l)))
 	}
+	noWork := func(why string) {
+		t.Helper()
+		_, err := e.Grant(e.ctx, "a", ttl)
+		require.ErrorIs(t, err, lease.ErrNoWork, why)
+	}
 	tail := e.grant(t, "a")
-	require.Equal(t, lease.LaneTail, tail.Range.Lane, "tail first while nothing has failed")
-	require.Equal(t, 1, corrupt(tail).Attempts)
+	require.Equal(t, lease.LaneTail, tail.Range.Lane, "tail first")
+	r := corrupt(tail)
+	require.Equal(t, 1, r.Attempts)
+	require.Equal(t, lease.StatePending, r.State)
 
-	good := e.grant(t, "a") // held to the end: the other group's work
-	require.Equal(t, "good", good.Range.Group, "the corrupt tail range goes behind the other group's healthy range")
-	h1 := e.grant(t, "a")
-	require.Equal(t, int64(101), h1.Range.Start, "and behind its own group's")
-	require.Equal(t, 1, corrupt(h1).Attempts)
+	good := e.grant(t, "a")
+	require.Equal(t, "good", good.Range.Group, "the corrupt tail range waits; the other group's history goes first")
+	finish(good)
+	other := e.grant(t, "a")
+	require.Equal(t, int64(101), other.Range.Start, "and its own group's")
+	finish(other)
+	noWork("the corrupt range is the only work, and it waits out its delay")
 
-	h2 := e.grant(t, "a")
-	require.Equal(t, int64(201), h2.Range.Start, "the healthy range goes before both that have an attempt")
-	finish(h2)
-
-	l := e.grantID(t, "a", tail.Range.ID) // one attempt each: tail first, as among healthy ranges
-	require.Equal(t, 2, corrupt(l).Attempts)
-	finish(e.grantID(t, "a", h1.Range.ID)) // one attempt goes before two
-
-	// The corrupt range is now the only work (the good one is held): it is
-	// granted, and fails at the fifth attempt.
-	for attempt := 3; attempt <= 5; attempt++ {
+	// Past the delay it comes back; each attempt is followed by a wait,
+	// until it fails at the fifth.
+	for attempt := 2; attempt <= 5; attempt++ {
+		e.clock.Advance(retryWait)
 		l := e.grant(t, "a")
-		require.Equal(t, tail.Range.ID, l.Range.ID, "the only work is granted, attempts or not")
+		require.Equal(t, tail.Range.ID, l.Range.ID, "the range is granted again once its delay passed")
 		r := corrupt(l)
 		require.Equal(t, attempt, r.Attempts)
 		if attempt < 5 {
 			require.Equal(t, lease.StatePending, r.State)
+			noWork("it waits again")
 			continue
 		}
 		require.Equal(t, lease.StateFailed, r.State, "failed after its tries")
 		require.Contains(t, r.Reason, "frame too large")
 	}
-	_, err := e.Grant(e.ctx, "a", ttl)
-	require.ErrorIs(t, err, lease.ErrNoWork, "a failed range is not granted")
+	e.clock.Advance(retryWait)
+	noWork("a failed range is not granted")
 
 	lanes, err := e.Lanes(e.ctx, "bad")
 	require.NoError(t, err)
@@ -82,13 +89,12 @@ func testGrantCorruptBehind(t *testing.T, e *env) {
 		byLane[ln.Lane] = ln.Ranges
 	}
 	require.Equal(t, map[lease.State]int64{lease.StateFailed: 1}, byLane[lease.LaneTail], "status counts the failed range")
-	require.Equal(t, map[lease.State]int64{lease.StateDone: 2}, byLane[lease.LaneHistory])
+	require.Equal(t, map[lease.State]int64{lease.StateDone: 1}, byLane[lease.LaneHistory])
 	failed, err := e.Ranges(e.ctx, grouplease.RangeFilter{Group: "bad", State: lease.StateFailed})
 	require.NoError(t, err)
 	require.Len(t, failed, 1)
 	require.Equal(t, 5, failed[0].Attempts)
 	require.Equal(t, tail.Range.ID, failed[0].ID)
-	require.Equal(t, lease.StateLeased, e.get(t, good.Range.ID).State, "the healthy range held meanwhile is untouched")
 }
 
 // grantID grants nodeName a range and checks it is range id.
@@ -100,8 +106,8 @@ func (e *env) grantID(t *testing.T, nodeName string, id int64) lease.Lease {
 }
 
 // testGrantCorruptBehindTogether: grants made together (on PostgreSQL one
-// statement locks a range for each) take the healthy ranges before one
-// that was reported corrupt, as single grants do.
+// statement locks a range for each) leave a range reported corrupt to wait
+// out its delay, as single grants do.
 func testGrantCorruptBehindTogether(t *testing.T, e *env) {
 	e.group(t, "g", false)
 	e.ranges(t, "g", 1, 300, lease.LaneHistory)
@@ -122,7 +128,10 @@ func testGrantCorruptBehindTogether(t *testing.T, e *env) {
 		starts = append(starts, got[i].Range.Start)
 	}
 	slices.Sort(starts)
-	require.Equal(t, []int64{101, 201}, starts, "the healthy ranges first")
+	require.Equal(t, []int64{101, 201}, starts, "the healthy ranges")
+	_, err = e.Grant(e.ctx, "a", ttl)
+	require.ErrorIs(t, err, lease.ErrNoWork, "not the corrupt one before its delay")
+	e.clock.Advance(retryWait)
 	require.Equal(t, first.Range.ID, e.grant(t, "a").Range.ID, "then the corrupt one")
 }
 
@@ -133,8 +142,8 @@ type thenGranter interface {
 }
 
 // testGrantCorruptBehindHandOver: the lease handed over with a final
-// batch follows the grant order too: a healthy range of another group
-// before one that was reported corrupt. Backends without PutThenGrant, or
+// batch leaves a range reported corrupt to wait out its delay too: a
+// healthy range of another group is handed over instead. Backends without PutThenGrant, or
 // that did not try the grant there, skip it.
 func testGrantCorruptBehindHandOver(t *testing.T, e *env) {
 	tg, ok := e.Backend.(thenGranter)

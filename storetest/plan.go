@@ -340,6 +340,7 @@ func testRepairOrderedAndExpired(t *testing.T, e *env) {
 		if rg.State == lease.StateFailed {
 			break
 		}
+		e.clock.Advance(retryWait)
 		r = e.grant(t, "b")
 	}
 	e.clock.Advance(repairDelay)

@@ -87,7 +87,7 @@ func (h *hostile) mustCLI(args ...string) string {
 // it (workers first) when the test ends.
 func (h *hostile) start(args ...string) {
 	h.t.Helper()
-	base := []string{"--db", h.db, "--source", h.srv.URL(), "--poll", "20ms", "--repair-delay", "10ms"}
+	base := []string{"--db", h.db, "--source", h.srv.URL(), "--poll", "20ms", "--repair-delay", "10ms", "--retry-delay", "20ms"}
 	h.serve = startServe(h.t, h.data, append(base, args...)...)
 	h.t.Cleanup(func() {
 		h.stopWorkers()

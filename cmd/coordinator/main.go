@@ -1,7 +1,7 @@
 // Command coordinator runs the edgeindex coordinator and manages its state.
 //
 //	coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
-//	                   [--repair-tries 3] [--repair-delay 5m] [--lease-ttl 60s] [--id NAME]
+//	                   [--repair-tries 3] [--repair-delay 5m] [--retry-delay 10s] [--lease-ttl 60s] [--id NAME]
 //	coordinator node add NAME | node rm NAME | node list
 //	coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
 //	coordinator group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset [--repair-tries 3]
