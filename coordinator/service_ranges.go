@@ -15,9 +15,9 @@ import (
 	"github.com/edgeindex/edgeindex/spool"
 )
 
-// Grant grants node a range of an unordered group (the fewest attempts
-// first, then the tail lane, then the lowest start), and kicks the
-// prefetcher. It fails with lease.ErrNoWork when no range is eligible.
+// Grant grants node a range of an unordered group (the tail lane first,
+// then the lowest start; a range reported corrupt waits out its retry
+// delay first), and kicks the prefetcher. It fails with lease.ErrNoWork when no range is eligible.
 func (s *Service) Grant(ctx context.Context, node string) (api.Lease, error) {
 	l, err := s.cfg.Store.Grant(ctx, node, s.cfg.LeaseTTL)
 	if err != nil {

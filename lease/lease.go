@@ -154,8 +154,8 @@ type Fence struct {
 // transaction as its write, and returns ErrLeaseLost when either is stale.
 type Store interface {
 	// Grant leases one pending or expired range of an unordered group to
-	// node: the fewest attempts first (a range reported corrupt goes behind
-	// every healthy one), then tail before history, then the lowest start.
+	// node: tail before history, then the lowest start. A range reported
+	// corrupt may wait a while (a retry delay) before it is eligible again.
 	// It returns ErrNoWork when there is none. A re-granted range keeps its
 	// Next.
 	Grant(ctx context.Context, node string, ttl time.Duration) (Lease, error)
