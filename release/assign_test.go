@@ -102,3 +102,19 @@ func TestAssignBytesSaturate(t *testing.T) {
 	require.Len(t, ch.New, 1)
 	require.Equal(t, int64(math.MaxInt64), ch.New[0].Bytes, "a release's sum saturates")
 }
+
+// TestAssignTotalBounded: a node's item may claim any total; a file's
+// counts as collate.MaxTotal at most, so a release's expected parts (their
+// sum) cannot wrap negative.
+func TestAssignTotalBounded(t *testing.T) {
+	t.Parallel()
+	day := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	f := func(key string) release.File {
+		return release.FromBinary(key, collate.Binary{Subject: `"rel.part1.rar" yEnc (1/2)`, Poster: "p", Total: math.MaxInt64,
+			Date: day.Format(time.RFC1123Z), Parts: []collate.Part{{N: 1, MessageID: "<" + key + ">", Bytes: 10}}})
+	}
+	ch := release.Assign(release.Update{Window: time.Hour, Files: []release.File{f("a"), f("b")}}, nil, nil, day)
+	require.Len(t, ch.New, 1)
+	require.Equal(t, int64(2*collate.MaxTotal), ch.New[0].PartsExpected, "was -2")
+	require.GreaterOrEqual(t, ch.New[0].Completion(), 0.0)
+}

@@ -270,7 +270,8 @@ func (b *Builder) apply(ctx context.Context, p page) (n int, moved bool, err err
 
 // update turns a page of the feed into an Update: items decoded as
 // binaries and merged by key, in the order of their first item. Items that
-// are not a binary with parts are skipped.
+// are not a binary with parts, or claim more parts than a subject can
+// (collate.MaxTotal), are skipped.
 func (b *Builder) update(after string, page batch.Page) (Update, int) {
 	u := Update{Consumer: b.cfg.Consumer, After: after, Next: page.Next, Items: len(page.Results), Window: b.cfg.Window}
 	at := make(map[string]int, len(page.Results))
@@ -278,7 +279,7 @@ func (b *Builder) update(after string, page batch.Page) (Update, int) {
 	var now time.Time
 	for _, it := range page.Results {
 		var bin collate.Binary
-		if err := DecodeBinary(it.Value, &bin); err != nil || len(bin.Parts) == 0 || bin.Total < 1 {
+		if err := DecodeBinary(it.Value, &bin); err != nil || len(bin.Parts) == 0 || bin.Total < 1 || bin.Total > collate.MaxTotal {
 			skipped++
 			continue
 		}

@@ -49,10 +49,12 @@ type File struct {
 }
 
 // FromBinary makes a File of one item of the results feed. A date that
-// does not parse is the zero time.
+// does not parse is the zero time. A total past collate.MaxTotal, which no
+// subject can give, counts as MaxTotal: totals are summed into a
+// release's, which must not wrap.
 func FromBinary(key string, b collate.Binary) File {
 	f := File{Key: key, Subject: validText(b.Subject), Name: validText(b.Name), Poster: validText(b.Poster),
-		Total: b.Total, Complete: b.Complete, Parts: b.Parts}
+		Total: min(b.Total, collate.MaxTotal), Complete: b.Complete, Parts: b.Parts}
 	if b.Group != "" {
 		f.Groups = []string{b.Group}
 	}
