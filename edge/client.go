@@ -54,7 +54,10 @@ type Config struct {
 	// Logger logs retries. Nil means no logging.
 	Logger *slog.Logger
 	// MaxFrame is the largest stream frame accepted; 0 means
-	// edgeframe.DefaultMaxFrame (64 MiB).
+	// edgeframe.DefaultMaxFrame (64 MiB). A worker reports a chunk whose
+	// frame is larger corrupt, which counts an attempt of its range: set
+	// it no lower than the coordinator's chunk bound (its NNTP source's
+	// maxchunk, 16 MiB by default), or healthy ranges fail.
 	MaxFrame int
 	// MaxSnapshot is the largest snapshot GetSnapshot reads; 0 means 64 MiB.
 	MaxSnapshot int64

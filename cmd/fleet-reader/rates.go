@@ -65,6 +65,9 @@ func newSample(hosts []hostRead, maxLanes int) *sample {
 		s.at[h.Host] = h.Fleet.At
 		for _, g := range h.Fleet.Groups {
 			for _, l := range g.Lanes {
+				if l.Headers < 0 {
+					continue // no counter: a step from or to it would wrap
+				}
 				k := laneKey{host: h.Host, groupID: g.ID, group: g.Name, lane: l.Lane}
 				ls := laneSample{headers: l.Headers}
 				if l.Lane == lease.LaneTail && g.Plan != nil && g.Plan.Polled {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -318,4 +319,16 @@ func TestFormatRate(t *testing.T) {
 	require.Equal(t, "-1,000", groupDigits(-1000))
 	require.Equal(t, "999", groupDigits(999))
 	require.True(t, strings.HasPrefix(formatRate(0.5), "0.50"))
+}
+
+// TestRatesNegativeHeaders: a coordinator that answers a negative headers
+// counter gives that lane no sample, so no step from or to it wraps
+// (MinInt64 then MaxInt64 made a rate of -1).
+func TestRatesNegativeHeaders(t *testing.T) {
+	t.Parallel()
+	a := keep(t, okRead(t, "h", fleetAt(t0, group(1, "g", nil, lane(lease.LaneTail, math.MinInt64)))), nil, 60)
+	b := keep(t, okRead(t, "h", fleetAt(t0.Add(time.Second), group(1, "g", nil, lane(lease.LaneTail, math.MaxInt64)))), a, 60)
+	require.Len(t, b.rates.Lanes, 1)
+	require.Nil(t, b.rates.Lanes[0].ArticlesPerSecond, "no rate from a negative counter")
+	require.Nil(t, b.rates.Hosts["h"].ArticlesPerSecond)
 }
