@@ -51,7 +51,9 @@ type chunkReq struct {
 type chunkKey struct{ rangeID, from int64 }
 
 // claimSet is ClaimChunk's upsert without its VALUES.
-const claimSet = `ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.owner, expires_us = excluded.expires_us, fetched = FALSE
+// A renewal by the owner of a chunk it has not fetched keeps since_us.
+const claimSet = `ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.owner, expires_us = excluded.expires_us, fetched = FALSE,
+		since_us = CASE WHEN chunk_claims.owner = excluded.owner AND NOT chunk_claims.fetched THEN chunk_claims.since_us ELSE excluded.since_us END
 	WHERE chunk_claims.owner = excluded.owner OR chunk_claims.expires_us < {now}`
 
 // claimGroup writes a group of claims: on PostgreSQL with one statement,
@@ -67,8 +69,8 @@ func (s *Store) claimGroup(ctx context.Context, group []*call[chunkReq, bool]) {
 			for _, c := range group {
 				q := c.req
 				var got string
-				err := tx.GetContext(ctx, &got, s.q(`INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us)
-					VALUES (?, ?, ?, ?, {now} + ?) `+claimSet+` RETURNING owner`), q.rangeID, q.span.From, q.span.To, q.owner, now, q.ttlUS, now)
+				err := tx.GetContext(ctx, &got, s.q(`INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us, since_us)
+					VALUES (?, ?, ?, ?, {now} + ?, {now}) `+claimSet+` RETURNING owner`), q.rangeID, q.span.From, q.span.To, q.owner, now, q.ttlUS, now, now)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return fmt.Errorf("claim chunk: %w", err)
 				}
@@ -105,12 +107,12 @@ func (s *Store) claimPostgres(ctx context.Context, group []*call[chunkReq, bool]
 		RangeID int64 `db:"range_id"`
 		From    int64 `db:"from_n"`
 	}
-	if err := s.db.SelectContext(ctx, &got, s.q(`INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us)
-		SELECT c.range_id, c.from_n, c.to_n, c.owner, {now} + c.ttl_us
+	if err := s.db.SelectContext(ctx, &got, s.q(`INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us, since_us)
+		SELECT c.range_id, c.from_n, c.to_n, c.owner, {now} + c.ttl_us, {now}
 		FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]))
 			AS c(range_id, from_n, to_n, owner, ttl_us)
 		`+claimSet+` RETURNING range_id, from_n`),
-		now, pq.Array(ids), pq.Array(froms), pq.Array(tos), pq.Array(owners), pq.Array(ttls), now); err != nil {
+		now, now, pq.Array(ids), pq.Array(froms), pq.Array(tos), pq.Array(owners), pq.Array(ttls), now); err != nil {
 		return fmt.Errorf("claim chunk: %w", err)
 	}
 	claimed := make(map[chunkKey]bool, len(got))
@@ -298,9 +300,12 @@ type FetchingClaim struct {
 	Group   string     `json:"group"`
 	Span    lease.Span `json:"span"`
 	Owner   string     `json:"owner"`
-	// ExpiresIn is how long the claim still holds, by the database's clock;
-	// with the claim TTL it tells how long the fetch has run.
+	// ExpiresIn is how long the claim still holds, by the database's clock.
 	ExpiresIn time.Duration `json:"expiresIn"`
+	// RunningFor is how long ago its owner first claimed it, by the same
+	// clock: how long the fetch has run, its retries included. It is -1
+	// for a claim taken before the store kept that (migration 0007).
+	RunningFor time.Duration `json:"runningFor"`
 }
 
 // FetchingClaims lists up to limit unexpired claims whose chunk is not
@@ -314,17 +319,22 @@ func (s *Store) FetchingClaims(ctx context.Context, limit int) ([]FetchingClaim,
 		To      int64  `db:"to_n"`
 		Owner   string `db:"owner"`
 		Left    int64  `db:"left_us"`
+		Ran     int64  `db:"ran_us"`
 	}
 	now := s.now()
-	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT c.range_id, g.name, c.from_n, c.to_n, c.owner, c.expires_us - {now} AS left_us
+	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT c.range_id, g.name, c.from_n, c.to_n, c.owner, c.expires_us - {now} AS left_us,
+			COALESCE({now} - c.since_us, -1) AS ran_us
 		FROM chunk_claims c JOIN ranges r ON r.id = c.range_id JOIN groups g ON g.id = r.group_id
-		WHERE NOT c.fetched AND c.expires_us >= {now} ORDER BY c.expires_us, c.range_id, c.from_n LIMIT ?`), now, now, limit); err != nil {
+		WHERE NOT c.fetched AND c.expires_us >= {now} ORDER BY c.expires_us, c.range_id, c.from_n LIMIT ?`), now, now, now, limit); err != nil {
 		return nil, fmt.Errorf("fetching claims: %w", err)
 	}
 	out := make([]FetchingClaim, len(rows))
 	for i, r := range rows {
 		out[i] = FetchingClaim{RangeID: r.RangeID, Group: r.Group, Span: lease.Span{From: r.From, To: r.To}, Owner: r.Owner,
-			ExpiresIn: time.Duration(r.Left) * time.Microsecond}
+			ExpiresIn: time.Duration(r.Left) * time.Microsecond, RunningFor: time.Duration(r.Ran) * time.Microsecond}
+		if r.Ran < 0 {
+			out[i].RunningFor = -1
+		}
 	}
 	return out, nil
 }

@@ -153,3 +153,51 @@ func TestChunkCorruptNeedsTheClaim(t *testing.T) {
 		require.Equal(t, 1, r.Attempts, "the holder's verdict counts")
 	})
 }
+
+// A fetch's claim is renewed before each retry; FetchingClaims still
+// tells how long the fetch has run since its owner first claimed the
+// chunk. Another owner's claim, or a new claim of a fetched chunk, starts
+// anew.
+func TestFetchingClaimsRunningFor(t *testing.T) {
+	t.Parallel()
+	for _, b := range pgtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			s := open(t, b.URL(t), sqlstore.Config{Clock: clk})
+			ctx := t.Context()
+			_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+			require.NoError(t, err)
+			rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
+			require.NoError(t, err)
+			id, span := rs[0].ID, lease.Span{From: 1, To: 100}
+			claim := func(owner string) {
+				t.Helper()
+				ok, err := s.ClaimChunk(ctx, id, span, owner, time.Minute)
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+			running := func() time.Duration {
+				t.Helper()
+				cs, err := s.FetchingClaims(ctx, 10)
+				require.NoError(t, err)
+				require.Len(t, cs, 1)
+				return cs[0].RunningFor
+			}
+			claim("A")
+			for range 3 { // three tries of 50 s, each renewing the claim
+				clk.Advance(50 * time.Second)
+				claim("A")
+			}
+			require.Equal(t, 150*time.Second, running(), "since A first claimed it")
+			clk.Advance(2 * time.Minute) // A died; B takes the claim that ran out
+			claim("B")
+			require.Zero(t, running())
+			clk.Advance(10 * time.Second)
+			require.NoError(t, s.ChunkFetched(ctx, id, span, "B"))
+			claim("B") // fetched, then claimed again: a new fetch
+			clk.Advance(5 * time.Second)
+			require.Equal(t, 5*time.Second, running())
+		})
+	}
+}

@@ -904,7 +904,7 @@ func (m *Main) status(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	m.commonFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	claimTTL := fs.Duration("claim-ttl", 2*time.Minute, "serve's --claim-ttl, to tell from a chunk claim how long its fetch has run")
+	claimTTL := fs.Duration("claim-ttl", 2*time.Minute, "serve's --claim-ttl, to tell how long a fetch has run from a claim taken before the store kept that")
 	stuckAfter := fs.Duration("stuck", time.Minute, "list the fetches that have run at least this long")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -926,19 +926,19 @@ func (m *Main) status(ctx context.Context, args []string) error {
 		return err
 	}
 	// A fetch stuck on a provider holds its chunk claim, unfetched, for as
-	// long as its coordinator tries (every try is cut at its deadline).
-	type stuckFetch struct {
-		sqlstore.FetchingClaim
-		RunningFor time.Duration `json:"runningFor"`
-	}
+	// long as its coordinator tries (every try is cut at its deadline, and
+	// the claim renewed before the next).
 	claims, err := store.FetchingClaims(ctx, 1000)
 	if err != nil {
 		return err
 	}
-	stuck := []stuckFetch{}
+	stuck := []sqlstore.FetchingClaim{}
 	for _, c := range claims {
-		if ran := *claimTTL - c.ExpiresIn; ran >= *stuckAfter {
-			stuck = append(stuck, stuckFetch{FetchingClaim: c, RunningFor: ran})
+		if c.RunningFor < 0 { // claimed before the store kept when
+			c.RunningFor = *claimTTL - c.ExpiresIn
+		}
+		if c.RunningFor >= *stuckAfter {
+			stuck = append(stuck, c)
 		}
 	}
 	if *asJSON {
