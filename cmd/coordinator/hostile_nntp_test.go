@@ -115,7 +115,9 @@ func TestHostileTrickle(t *testing.T) {
 		}, 60*time.Second, 20*time.Millisecond, "a cut fetch is logged with its group, span, elapsed time and bytes")
 		require.Eventually(t, func() bool { return h.metric(`edgeindex_fetches_cut_total{reason="deadline"}`) > 0 },
 			30*time.Second, 50*time.Millisecond)
-		require.GreaterOrEqual(t, h.metric("edgeindex_fetches_in_flight"), float64(0))
+		require.Eventually(t, func() bool {
+			return h.metric("edgeindex_fetches_in_flight") > 0 && h.metric("edgeindex_fetch_oldest_seconds") > 0
+		}, 30*time.Second, 50*time.Millisecond, "the stuck fetches show on /metrics while they run")
 		require.Eventually(t, func() bool {
 			out := h.mustCLI("status", "--stuck", "2s")
 			return strings.Contains(out, "Fetches running for 2s or more") && strings.Contains(out, stuck)
