@@ -233,8 +233,18 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 func trust(p planRow, reply grouplease.Watermarks, bound int64) (grouplease.Watermarks, bool) {
 	if !p.Low.Valid || !p.High.Valid {
 		// The first poll has nothing to compare against: it is trusted,
-		// unless the group is empty now.
-		return reply, !reply.Empty()
+		// unless the group is empty now. After a reset the watermarks
+		// trusted before it wait as the previous reply: a first reply
+		// more than bound from their high waits for the next poll to
+		// agree with it, so one odd reply does not undo the reset.
+		if reply.Empty() {
+			return reply, false
+		}
+		prev := grouplease.Watermarks{Low: p.PendingLow.Int64, High: p.PendingHigh.Int64}
+		if p.PendingLow.Valid && p.PendingHigh.Valid && !prev.Empty() && (reply.High-prev.High > bound || prev.High-reply.High > bound) {
+			return reply, false
+		}
+		return reply, true
 	}
 	w := grouplease.Watermarks{Low: p.Low.Int64, High: p.High.Int64}
 	// The previous reply, as far as it is known: the one held back, or
@@ -313,8 +323,11 @@ func (s *Store) ResetPlan(ctx context.Context, group string) (int64, error) {
 		if err != nil {
 			return err
 		}
+		// The watermarks trusted until now wait as the previous reply, so
+		// that the first poll after the reset is checked against them
+		// (trust); SET reads the row as it was.
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE plans SET low = NULL, high = NULL, polled_us = NULL, tail_next = NULL,
-			history_next = NULL, history_end = NULL, pending_low = NULL, pending_high = NULL WHERE group_id = ?`), g.ID); err != nil {
+			history_next = NULL, history_end = NULL, pending_low = low, pending_high = high WHERE group_id = ?`), g.ID); err != nil {
 			return err
 		}
 		// Lost before their last try: they fell below the low watermark.

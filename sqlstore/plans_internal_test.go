@@ -34,6 +34,9 @@ func TestTrust(t *testing.T) {
 	}{
 		{"first poll", planRow{}, w(5, 1000), w(5, 1000), true},
 		{"first poll of 2^62", planRow{}, w(1, max), w(1, max), true},
+		{"first poll after a reset, near the old high", pending(planRow{}, 1, 1000), w(1, 1050), w(1, 1050), true},
+		{"first poll after a reset, far from the old high", pending(planRow{}, 1, 1000), w(1, max), w(1, max), false},
+		{"first poll after a reset of an empty plan", pending(planRow{}, 500000, 499999), w(1, max), w(1, max), true},
 		{"first poll empty", planRow{}, w(500000, 499999), w(0, 0), false},
 		{"first poll 0 0", planRow{}, w(0, 0), w(0, 0), false},
 		{"first poll 1 0", planRow{}, w(1, 0), w(0, 0), false},
@@ -201,4 +204,29 @@ func TestResetPlanLeavesNoGap(t *testing.T) {
 	for n := int64(501); n <= 5000; n++ { // 1..500: below the history bound of the first split
 		require.True(t, covered[n], "article %d is planned", n)
 	}
+}
+
+// The first poll after a reset is checked against the watermarks trusted
+// before it: one reply of 2^62 then plans nothing, and the real group is
+// trusted once two polls agree on it.
+func TestResetPlanFirstPollChecked(t *testing.T) {
+	t.Parallel()
+	s, id := planStore(t, Config{PlanAhead: 4}, grouplease.GroupPlan{Tail: true, History: true})
+	_, err := s.PlanRanges(t.Context(), id, 1, 1000)
+	require.NoError(t, err)
+	_, err = s.ResetPlan(t.Context(), "g")
+	require.NoError(t, err)
+	p, err := s.PlanRanges(t.Context(), id, 1, grouplease.MaxArticle)
+	require.NoError(t, err)
+	require.Empty(t, p.Ranges, "one odd reply right after the reset plans nothing")
+	require.NotNil(t, p.Held)
+	p, err = s.PlanRanges(t.Context(), id, 1, 1010)
+	require.NoError(t, err)
+	require.NotNil(t, p.Held, "the odd reply took the place of the old watermarks: two polls must agree")
+	p, err = s.PlanRanges(t.Context(), id, 1, 1010)
+	require.NoError(t, err)
+	require.Nil(t, p.Held)
+	st := planOf(t, s)
+	require.Equal(t, int64(1010), st.High)
+	require.Equal(t, int64(1011), st.TailNext, "split at the real high")
 }

@@ -277,9 +277,10 @@ func testPlanHighConfirmed(t *testing.T, e *env) {
 	require.Equal(t, int64(1200), e.planOf(t, h.ID).High)
 }
 
-// testPlanReset: a reset clears the cursors, the next poll splits the group
-// again and plans every article no range covers, and the articles counted
-// lost by expiry wait for a repair again.
+// testPlanReset: a reset clears the cursors, the next poll that agrees
+// with the watermarks trusted before it splits the group again and plans
+// every article no range covers, and the articles counted lost by expiry
+// wait for a repair again.
 func testPlanReset(t *testing.T, e *env) {
 	g := e.plan(t, "g", grouplease.GroupPlan{Tail: true, History: true})
 	e.poll(t, g.ID, 1, 1000)
@@ -299,7 +300,8 @@ func testPlanReset(t *testing.T, e *env) {
 	require.False(t, st.Polled)
 	require.Zero(t, st.TailNext)
 	require.Zero(t, st.HistoryNext)
-	require.Nil(t, st.Held)
+	require.Equal(t, &grouplease.Watermarks{Low: 1, High: 2000}, st.Held,
+		"the watermarks trusted before the reset wait as the previous reply, for the next one to agree with")
 	require.Equal(t, grouplease.Missing{Waiting: 2}, st.Missing)
 	require.Equal(t, grouplease.GroupPlan{Tail: true, History: true}, st.GroupPlan, "the plan is kept")
 
