@@ -49,7 +49,7 @@ func TestGrantLaneNotHiddenByGroupLock(t *testing.T) {
 // GET /v1/fleet failed for every admin.
 func TestLaneHeadersSaturate(t *testing.T) {
 	t.Parallel()
-	onEachBackend(t, func(t *testing.T, s *sqlstore.Store) {
+	onEachBackend(t, sqlstore.Config{}, func(t *testing.T, s *sqlstore.Store, _ *clock.Manual) {
 		ctx := t.Context()
 		_, err := s.AddGroup(ctx, grouplease.Group{Name: "o", Ordered: true, RangeSize: 1000, ChunkSize: 100})
 		require.NoError(t, err)
@@ -70,51 +70,49 @@ func TestLaneHeadersSaturate(t *testing.T) {
 // order.
 func TestPrefetchTargetsRetryDelay(t *testing.T) {
 	t.Parallel()
-	for _, b := range pgtest.Backends {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-			s := open(t, b.URL(t), sqlstore.Config{Clock: clk, RetryDelay: time.Minute})
-			ctx := t.Context()
-			_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+	onEachBackend(t, sqlstore.Config{RetryDelay: time.Minute}, func(t *testing.T, s *sqlstore.Store, clk *clock.Manual) {
+		ctx := t.Context()
+		_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+		require.NoError(t, err)
+		_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 300, Lane: lease.LaneHistory})
+		require.NoError(t, err)
+		l, err := s.Grant(ctx, "n", time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), l.Range.Start)
+		r, err := s.Corrupt(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token}, 1, "bad")
+		require.NoError(t, err)
+		require.Equal(t, lease.StatePending, r.State)
+		starts := func() []int64 {
+			targets, err := s.PrefetchTargets(ctx, 10)
 			require.NoError(t, err)
-			_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 300, Lane: lease.LaneHistory})
-			require.NoError(t, err)
-			l, err := s.Grant(ctx, "n", time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, int64(1), l.Range.Start)
-			r, err := s.Corrupt(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token}, 1, "bad")
-			require.NoError(t, err)
-			require.Equal(t, lease.StatePending, r.State)
-			starts := func() []int64 {
-				targets, err := s.PrefetchTargets(ctx, 10)
-				require.NoError(t, err)
-				var out []int64
-				for _, tg := range targets {
-					out = append(out, tg.Range.Start)
-				}
-				return out
+			var out []int64
+			for _, tg := range targets {
+				out = append(out, tg.Range.Start)
 			}
-			require.Equal(t, []int64{101, 201}, starts(), "the corrupt range waits")
-			clk.Advance(59 * time.Second)
-			require.Equal(t, []int64{101, 201}, starts())
-			clk.Advance(2 * time.Second)
-			require.Equal(t, []int64{1, 101, 201}, starts(), "back in grant order after a minute")
-			g, err := s.Grant(ctx, "n", time.Minute)
-			require.NoError(t, err)
-			require.Equal(t, l.Range.ID, g.Range.ID, "and granted first again")
-		})
-	}
+			return out
+		}
+		require.Equal(t, []int64{101, 201}, starts(), "the corrupt range waits")
+		clk.Advance(59 * time.Second)
+		require.Equal(t, []int64{101, 201}, starts())
+		clk.Advance(2 * time.Second)
+		require.Equal(t, []int64{1, 101, 201}, starts(), "back in grant order after a minute")
+		g, err := s.Grant(ctx, "n", time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, l.Range.ID, g.Range.ID, "and granted first again")
+	})
 }
 
 // onEachBackend runs fn in parallel subtests, one a backend, each with a
-// store of its own.
-func onEachBackend(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
+// store of its own opened with cfg and a manual clock, which fn gets too.
+func onEachBackend(t *testing.T, cfg sqlstore.Config, fn func(t *testing.T, s *sqlstore.Store, clk *clock.Manual)) {
 	t.Helper()
 	for _, b := range pgtest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			fn(t, open(t, b.URL(t), sqlstore.Config{}))
+			clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			cfg := cfg
+			cfg.Clock = clk
+			fn(t, open(t, b.URL(t), cfg), clk)
 		})
 	}
 }
@@ -123,7 +121,7 @@ func onEachBackend(t *testing.T, fn func(t *testing.T, s *sqlstore.Store)) {
 // and fetched since, counts no attempt when it finds the chunk bad.
 func TestChunkCorruptNeedsTheClaim(t *testing.T) {
 	t.Parallel()
-	onEachBackend(t, func(t *testing.T, s *sqlstore.Store) {
+	onEachBackend(t, sqlstore.Config{}, func(t *testing.T, s *sqlstore.Store, clk *clock.Manual) {
 		ctx := t.Context()
 		_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
 		require.NoError(t, err)
@@ -133,7 +131,7 @@ func TestChunkCorruptNeedsTheClaim(t *testing.T) {
 		ok, err := s.ClaimChunk(ctx, id, span, "A", 50*time.Millisecond)
 		require.NoError(t, err)
 		require.True(t, ok)
-		time.Sleep(100 * time.Millisecond) // A's fetch outlasts its claim
+		clk.Advance(100 * time.Millisecond) // A's fetch outlasts its claim
 		ok, err = s.ClaimChunk(ctx, id, span, "B", time.Minute)
 		require.NoError(t, err)
 		require.True(t, ok, "B takes the claim that ran out")
@@ -160,44 +158,39 @@ func TestChunkCorruptNeedsTheClaim(t *testing.T) {
 // anew.
 func TestFetchingClaimsRunningFor(t *testing.T) {
 	t.Parallel()
-	for _, b := range pgtest.Backends {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-			s := open(t, b.URL(t), sqlstore.Config{Clock: clk})
-			ctx := t.Context()
-			_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+	onEachBackend(t, sqlstore.Config{}, func(t *testing.T, s *sqlstore.Store, clk *clock.Manual) {
+		ctx := t.Context()
+		_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+		require.NoError(t, err)
+		rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
+		require.NoError(t, err)
+		id, span := rs[0].ID, lease.Span{From: 1, To: 100}
+		claim := func(owner string) {
+			t.Helper()
+			ok, err := s.ClaimChunk(ctx, id, span, owner, time.Minute)
 			require.NoError(t, err)
-			rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
+			require.True(t, ok)
+		}
+		running := func() time.Duration {
+			t.Helper()
+			cs, err := s.FetchingClaims(ctx, 10)
 			require.NoError(t, err)
-			id, span := rs[0].ID, lease.Span{From: 1, To: 100}
-			claim := func(owner string) {
-				t.Helper()
-				ok, err := s.ClaimChunk(ctx, id, span, owner, time.Minute)
-				require.NoError(t, err)
-				require.True(t, ok)
-			}
-			running := func() time.Duration {
-				t.Helper()
-				cs, err := s.FetchingClaims(ctx, 10)
-				require.NoError(t, err)
-				require.Len(t, cs, 1)
-				return cs[0].RunningFor
-			}
+			require.Len(t, cs, 1)
+			return cs[0].RunningFor
+		}
+		claim("A")
+		for range 3 { // three tries of 50 s, each renewing the claim
+			clk.Advance(50 * time.Second)
 			claim("A")
-			for range 3 { // three tries of 50 s, each renewing the claim
-				clk.Advance(50 * time.Second)
-				claim("A")
-			}
-			require.Equal(t, 150*time.Second, running(), "since A first claimed it")
-			clk.Advance(2 * time.Minute) // A died; B takes the claim that ran out
-			claim("B")
-			require.Zero(t, running())
-			clk.Advance(10 * time.Second)
-			require.NoError(t, s.ChunkFetched(ctx, id, span, "B"))
-			claim("B") // fetched, then claimed again: a new fetch
-			clk.Advance(5 * time.Second)
-			require.Equal(t, 5*time.Second, running())
-		})
-	}
+		}
+		require.Equal(t, 150*time.Second, running(), "since A first claimed it")
+		clk.Advance(2 * time.Minute) // A died; B takes the claim that ran out
+		claim("B")
+		require.Zero(t, running())
+		clk.Advance(10 * time.Second)
+		require.NoError(t, s.ChunkFetched(ctx, id, span, "B"))
+		claim("B") // fetched, then claimed again: a new fetch
+		clk.Advance(5 * time.Second)
+		require.Equal(t, 5*time.Second, running())
+	})
 }
