@@ -268,21 +268,7 @@ func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span
 			if reason == "" {
 				reason = "the source refused the chunk"
 			}
-			reason = fmt.Sprintf("chunk %d: %s", span.From, reason)
-			set, args := "attempts = attempts + 1, reason = ?", []any{reason}
-			switch {
-			case r.Attempts+1 >= s.cfg.MaxAttempts:
-				set += ", state = 'failed', node = NULL, expires_us = NULL"
-			case r.State == string(lease.StatePending):
-				// It waits out its retry delay before it is fetched or
-				// granted again; a leased one's worker waits for it.
-				now, err := s.clock(ctx, tx)
-				if err != nil {
-					return fmt.Errorf("chunk corrupt: %w", err)
-				}
-				set, args = set+", expires_us = ?", append(args, s.retryAt(now, r.Attempts+1))
-			}
-			if err := tx.GetContext(ctx, &r, s.q("UPDATE ranges SET "+set+" WHERE id = ? RETURNING "+rangeCols), append(args, rangeID)...); err != nil {
+			if err := s.countAttempt(ctx, tx, &r, true, fmt.Sprintf("chunk %d: %s", span.From, reason)); err != nil {
 				return fmt.Errorf("chunk corrupt: %w", err)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -229,4 +230,16 @@ func TestResetPlanFirstPollChecked(t *testing.T) {
 	st := planOf(t, s)
 	require.Equal(t, int64(1010), st.High)
 	require.Equal(t, int64(1011), st.TailNext, "split at the real high")
+}
+
+// retryAt doubles the retry delay with each attempt, at most to a day,
+// without overflow however long the configured delay is.
+func TestRetryAt(t *testing.T) {
+	t.Parallel()
+	s := &Store{cfg: Config{RetryDelay: 10 * time.Second}}
+	for attempts, want := range map[int]time.Duration{0: 10 * time.Second, 1: 10 * time.Second, 2: 20 * time.Second, 5: 160 * time.Second, 30: 24 * time.Hour} {
+		require.Equal(t, want.Microseconds(), s.retryAt(0, attempts), "attempts %d", attempts)
+	}
+	s.cfg.RetryDelay = math.MaxInt64
+	require.Equal(t, (24 * time.Hour).Microseconds(), s.retryAt(0, 5), "a huge delay is a day, not an overflow")
 }

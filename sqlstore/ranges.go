@@ -99,12 +99,39 @@ const grantEligible = "NOT ordered AND state IN ('pending', 'leased') AND (expir
 // it waits out a retry delay after each attempt (grantEligible).
 const grantOrder = "lane_rank, start_n"
 
+// maxRetryDelay bounds the doubled retry delay.
+const maxRetryDelay = 24 * time.Hour
+
 // retryAt is when a range that has had attempts (counting the one just
 // made) may be granted or fetched again, in microseconds after now: the
-// retry delay, doubled for each attempt after the first, at most 2^10 times.
+// retry delay, doubled for each attempt after the first, at most a day.
 func (s *Store) retryAt(now int64, attempts int) int64 {
-	d := s.cfg.RetryDelay << min(max(attempts-1, 0), 10)
+	d := min(s.cfg.RetryDelay, maxRetryDelay)
+	for range min(max(attempts-1, 0), 16) {
+		d = min(2*d, maxRetryDelay) // d <= a day: no overflow
+	}
 	return now + d.Microseconds()
+}
+
+// countAttempt counts one corrupt attempt of r, read and locked in tx,
+// with reason, and updates r: at the store's maximum attempts r fails,
+// leased to no one. Otherwise r becomes pending and waits out its retry
+// delay, unless keepLease and r is leased: then its holder keeps it (a
+// worker waits for the chunk the prefetcher will fetch again).
+func (s *Store) countAttempt(ctx context.Context, tx *sqlx.Tx, r *rangeRow, keepLease bool, reason string) error {
+	set, args := "attempts = attempts + 1, reason = ?", []any{reason}
+	switch {
+	case r.Attempts+1 >= s.cfg.MaxAttempts:
+		set += ", state = 'failed', node = NULL, expires_us = NULL"
+	case keepLease && r.State == string(lease.StateLeased):
+	default:
+		now, err := s.clock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		set, args = set+", state = 'pending', node = NULL, expires_us = ?", append(args, s.retryAt(now, r.Attempts+1))
+	}
+	return tx.GetContext(ctx, r, s.q("UPDATE ranges SET "+set+" WHERE id = ? RETURNING "+rangeCols), append(args, r.ID)...)
 }
 
 // grantGroup grants a group of Grants at once: on PostgreSQL with one
@@ -360,24 +387,7 @@ func (s *Store) Corrupt(ctx context.Context, rangeID int64, f lease.Fence, from 
 		if reason == "" {
 			reason = "corrupt chunk"
 		}
-		reason = fmt.Sprintf("chunk %d: %s", from, reason)
-		state := lease.StatePending
-		if r.Attempts+1 >= s.cfg.MaxAttempts {
-			state = lease.StateFailed
-		}
-		// A pending range waits out its retry delay; a failed one has none.
-		var retry sql.NullInt64
-		if state == lease.StatePending {
-			now, err := s.clock(ctx, tx)
-			if err != nil {
-				return fmt.Errorf("corrupt: %w", err)
-			}
-			retry = sql.NullInt64{Int64: s.retryAt(now, r.Attempts+1), Valid: true}
-		}
-		err = tx.GetContext(ctx, &r, s.q(`
-			UPDATE ranges SET state = ?, attempts = attempts + 1, reason = ?, node = NULL, expires_us = ?
-			WHERE id = ? RETURNING `+rangeCols), string(state), reason, retry, rangeID)
-		if err != nil {
+		if err := s.countAttempt(ctx, tx, &r, false, fmt.Sprintf("chunk %d: %s", from, reason)); err != nil {
 			return fmt.Errorf("corrupt: %w", err)
 		}
 		// The chunk is fetched again.
