@@ -103,14 +103,12 @@ type conn struct {
 	authed   bool         // AUTHINFO succeeded
 	replied  bool         // a status line was read since the pool handed it out
 
-	zr      io.ReadCloser // the zlib reader, reset per compressed response
-	gzr     *gzip.Reader  // the gzip reader, likewise
-	zbuf    *bufio.Reader // buffers the inflated stream
-	long    []byte        // a line longer than the read buffer
-	lines   int           // lines read from the last block
-	skipped int           // lines too long to keep in the last block
-	read    int64         // bytes of blocks read (inflated) since the pool handed it out
-	lim     blockLimits   // the bounds of the next block; zero: overview's
+	zr   io.ReadCloser // the zlib reader, reset per compressed response
+	gzr  *gzip.Reader  // the gzip reader, likewise
+	zbuf *bufio.Reader // buffers the inflated stream
+	long []byte        // a line longer than the read buffer
+	read int64         // bytes of blocks read (inflated) since the pool handed it out
+	lim  blockLimits   // the bounds of the next block; zero: overview's
 }
 
 // blockLimits bounds a multi-line block.
@@ -467,7 +465,6 @@ func (c *conn) over(xover bool, from, to int64, fn func([]byte) error) error {
 	default:
 		return c.replyErr(verb, code, text, nil)
 	}
-	c.lines, c.skipped = 0, 0
 	if err := c.readBody(text, fn); err != nil {
 		c.broken = true
 		return fmt.Errorf("nntp: %s %d-%d: %w", verb, from, to, err)
@@ -569,8 +566,8 @@ var errNoTerminator = errors.New("the block ends without its terminating line")
 // readBlock reads a dot-terminated block from r, calling fn with each line,
 // dot-unstuffed and without its "\r\n" (or bare "\n"). Lines are bytes as
 // sent: nothing assumes UTF-8. The bounds are c.lim's: by default a line
-// longer than overview.MaxLineBytes is read to its end and skipped, counted
-// in c.skipped and told to c.lim.skip as it is skipped, so the connection
+// longer than overview.MaxLineBytes is read to its end and skipped, and
+// told to c.lim.skip as it is skipped, so the connection
 // stays in step with the server without holding the line; with
 // c.lim.refuse it is an error wrapping ErrTooLarge as soon as the line
 // passes the bound. A block past c.lim.total bytes is an error wrapping
@@ -588,7 +585,6 @@ func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
 		if lim.refuse {
 			return fmt.Errorf("%w: a line longer than %d bytes", ErrTooLarge, lim.line)
 		}
-		c.skipped++
 		if lim.skip != nil {
 			return lim.skip()
 		}
@@ -657,7 +653,6 @@ func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
 			}
 			line = line[1:]
 		}
-		c.lines++
 		if err := fn(line); err != nil {
 			return err
 		}
