@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,20 +201,7 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 	var mu sync.Mutex
 	stored := 0
 	var last int64 // the size of the last chunk stored: the room to wait for
-	// The ranges a chunk the source cannot make was counted against in
-	// this pass: one attempt a range a pass, however many of its chunks
-	// the source refuses, so that a few seconds of a provider's garbage
-	// cannot fail a range at once.
-	corrupt := map[int64]bool{}
-	countOnce := func(id int64) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if corrupt[id] {
-			return false
-		}
-		corrupt[id] = true
-		return true
-	}
+	counted := &countedSet{ids: map[int64]bool{}}
 	for _, t := range targets {
 		leased := t.Range.State == lease.StateLeased
 		first, ok := lease.SpanAt(t.Range.Start, t.Range.End, t.ChunkSize, t.Range.Next)
@@ -227,10 +215,7 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 			if p.has(t, span) {
 				continue
 			}
-			mu.Lock()
-			counted := corrupt[t.Range.ID]
-			mu.Unlock()
-			if counted {
+			if counted.has(t.Range.ID) {
 				break // the range's next attempt is the next pass's
 			}
 			if !InCorpus(t.Range, p.cfg.Corpus) {
@@ -246,7 +231,7 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 				}
 			}
 			g.Go(func() error {
-				n, err := p.fetch(gctx, t, span, countOnce)
+				n, err := p.fetch(gctx, t, span, counted)
 				if err != nil {
 					p.cfg.Logger.Warn("prefetch", "range", t.Range.ID, "group", t.Range.Group, "from", span.From, "to", span.To, "err", err)
 					return nil // the chunk is tried again at the next pass
@@ -272,11 +257,35 @@ func (p *Prefetcher) has(t Target, span lease.Span) bool {
 	return p.cfg.Spool.Has(t.Range.ID, span)
 }
 
+// countedSet is the ranges a pass has counted a corrupt attempt against:
+// one a range a pass, however many of its chunks the source refuses, so
+// that a few seconds of a provider's garbage cannot fail a range at once.
+type countedSet struct {
+	mu  sync.Mutex
+	ids map[int64]bool
+}
+
+func (c *countedSet) has(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ids[id]
+}
+
+// add reports whether id was not in the set, and puts it there.
+func (c *countedSet) add(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ids[id] {
+		return false
+	}
+	c.ids[id] = true
+	return true
+}
+
 // fetch claims, fetches and stores one chunk; it returns the chunk's size,
 // or 0 when another coordinator holds the claim. A chunk the source cannot
-// make counts against its range when countOnce(range) says this pass has
-// not counted one yet.
-func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, countOnce func(int64) bool) (int, error) {
+// make counts against its range when the pass has not counted one yet.
+func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, counted *countedSet) (int, error) {
 	id := t.Range.ID
 	ok, err := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
 	if err != nil || !ok {
@@ -304,13 +313,13 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, count
 			return 0, nil
 		}
 	}
-	if cc, ok := p.cfg.Claims.(CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) && countOnce(id) {
+	if cc, ok := p.cfg.Claims.(CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) && counted.add(id) {
 		// The source cannot make this chunk: count it against the range,
 		// which frees the claim for the next pass, and fails the range at
 		// the store's maximum.
 		reason := err.Error()
-		if len(reason) > 300 {
-			reason = reason[:300] + "..."
+		if len(reason) > 300 { // cut on a rune: the database keeps UTF-8
+			reason = strings.ToValidUTF8(reason[:300], "") + "..."
 		}
 		rg, cerr := cc.ChunkCorrupt(context.WithoutCancel(ctx), id, span, p.cfg.Owner, reason)
 		if cerr != nil {

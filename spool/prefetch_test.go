@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -351,4 +353,24 @@ func TestPrefetchBadChunksOneAttemptAPass(t *testing.T) {
 		require.Equal(t, pass, rg.Attempts, "one attempt a pass")
 		require.Equal(t, lease.StateLeased, rg.State)
 	}
+}
+
+// A long reason is cut on a rune, so the store (PostgreSQL keeps UTF-8
+// text) takes it.
+func TestPrefetchBadChunkReasonValidUTF8(t *testing.T) {
+	t.Parallel()
+	e := newPrefetchEnv(t)
+	cfg := e.config("c1")
+	cfg.Targets = onlyLeased{e.store}
+	cfg.Source = spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+		return nil, fmt.Errorf("x%s: %w", strings.Repeat("é", 400), overview.ErrBadChunk) // 300 cuts an é
+	}}
+	p, err := spool.NewPrefetcher(cfg)
+	require.NoError(t, err)
+	_, err = p.Pass(t.Context())
+	require.NoError(t, err)
+	rg, err := e.store.Range(t.Context(), e.leased.Range.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, rg.Attempts)
+	require.True(t, utf8.ValidString(rg.Reason), "%q", rg.Reason)
 }
