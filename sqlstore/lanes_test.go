@@ -123,11 +123,7 @@ func TestChunkCorruptNeedsTheClaim(t *testing.T) {
 	t.Parallel()
 	onEachBackend(t, sqlstore.Config{}, func(t *testing.T, s *sqlstore.Store, clk *clock.Manual) {
 		ctx := t.Context()
-		_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
-		require.NoError(t, err)
-		rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
-		require.NoError(t, err)
-		id, span := rs[0].ID, lease.Span{From: 1, To: 100}
+		id, span := oneChunkRange(t, s)
 		ok, err := s.ClaimChunk(ctx, id, span, "A", 50*time.Millisecond)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -160,11 +156,7 @@ func TestFetchingClaimsRunningFor(t *testing.T) {
 	t.Parallel()
 	onEachBackend(t, sqlstore.Config{}, func(t *testing.T, s *sqlstore.Store, clk *clock.Manual) {
 		ctx := t.Context()
-		_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
-		require.NoError(t, err)
-		rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
-		require.NoError(t, err)
-		id, span := rs[0].ID, lease.Span{From: 1, To: 100}
+		id, span := oneChunkRange(t, s)
 		claim := func(owner string) {
 			t.Helper()
 			ok, err := s.ClaimChunk(ctx, id, span, owner, time.Minute)
@@ -193,4 +185,15 @@ func TestFetchingClaimsRunningFor(t *testing.T) {
 		clk.Advance(5 * time.Second)
 		require.Equal(t, 5*time.Second, running())
 	})
+}
+
+// oneChunkRange adds group g with one range of one chunk, 1..100, and
+// returns the range's id and the chunk's span.
+func oneChunkRange(t *testing.T, s *sqlstore.Store) (int64, lease.Span) {
+	t.Helper()
+	_, err := s.AddGroup(t.Context(), grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 100})
+	require.NoError(t, err)
+	rs, err := s.AddRanges(t.Context(), grouplease.NewRanges{Group: "g", From: 1, To: 100})
+	require.NoError(t, err)
+	return rs[0].ID, lease.Span{From: 1, To: 100}
 }
