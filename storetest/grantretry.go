@@ -19,14 +19,14 @@ import (
 // corrupt is granted again (sqlstore: 10 s, doubling with each attempt).
 const retryWait = 3 * time.Hour
 
-// testGrantCorruptBehind: a range reported corrupt waits out a retry delay
+// testGrantCorruptWaits: a range reported corrupt waits out a retry delay
 // before it is granted again: healthy ranges of its own unordered group
 // and of others are granted meanwhile, even ones after it in the grant
 // order, and when it is the only work there is none until the delay
 // passes. Then it comes back in its place (tail first), and it ends failed
 // after the store's maximum attempts (5 here), which the lane's status
 // counts.
-func testGrantCorruptBehind(t *testing.T, e *env) {
+func testGrantCorruptWaits(t *testing.T, e *env) {
 	e.group(t, "bad", false)
 	e.group(t, "good", false)
 	e.ranges(t, "bad", 1, 100, lease.LaneTail) // tail: first in grant order
@@ -105,10 +105,10 @@ func (e *env) grantID(t *testing.T, nodeName string, id int64) lease.Lease {
 	return l
 }
 
-// testGrantCorruptBehindTogether: grants made together (on PostgreSQL one
+// testGrantCorruptWaitsTogether: grants made together (on PostgreSQL one
 // statement locks a range for each) leave a range reported corrupt to wait
 // out its delay, as single grants do.
-func testGrantCorruptBehindTogether(t *testing.T, e *env) {
+func testGrantCorruptWaitsTogether(t *testing.T, e *env) {
 	e.group(t, "g", false)
 	e.ranges(t, "g", 1, 300, lease.LaneHistory)
 	first := e.grant(t, "a")
@@ -141,11 +141,11 @@ type thenGranter interface {
 	PutThenGrant(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch, ttl time.Duration) (batch.Result, *lease.Lease, bool, error)
 }
 
-// testGrantCorruptBehindHandOver: the lease handed over with a final
+// testGrantCorruptWaitsHandOver: the lease handed over with a final
 // batch leaves a range reported corrupt to wait out its delay too: a
 // healthy range of another group is handed over instead. Backends without PutThenGrant, or
 // that did not try the grant there, skip it.
-func testGrantCorruptBehindHandOver(t *testing.T, e *env) {
+func testGrantCorruptWaitsHandOver(t *testing.T, e *env) {
 	tg, ok := e.Backend.(thenGranter)
 	if !ok {
 		t.Skip("the backend does not grant with a final batch")

@@ -9,8 +9,8 @@
 //
 // The cases live in files by area, as River's driver suite does: groups.go
 // (groups, ranges and their listing), grant.go (grants, expiry, fencing,
-// finish, release, corrupt), grantretry.go (ranges reported corrupt go
-// behind healthy ones), batch.go (the batch rules and the results feed),
+// finish, release, corrupt), grantretry.go (a range reported corrupt
+// waits out a retry delay), batch.go (the batch rules and the results feed),
 // final.go (final batches), lanes.go and fence.go (lanes and their
 // fences), snapshots.go, nodes.go, claims.go (chunk claims), fleet.go (fleet
 // reads), plan.go (planning and repairs) and plan_hostile.go (a provider's
@@ -77,9 +77,9 @@ func Run(t *testing.T, open Open) {
 		{"Finish", testFinish},
 		{"Release", testRelease},
 		{"Corrupt", testCorrupt},
-		{"GrantCorruptBehind", testGrantCorruptBehind},
-		{"GrantCorruptBehindTogether", testGrantCorruptBehindTogether},
-		{"GrantCorruptBehindHandOver", testGrantCorruptBehindHandOver},
+		{"GrantCorruptWaits", testGrantCorruptWaits},
+		{"GrantCorruptWaitsTogether", testGrantCorruptWaitsTogether},
+		{"GrantCorruptWaitsHandOver", testGrantCorruptWaitsHandOver},
 		{"BatchRules", testBatchRules},
 		{"FinalBatch", testFinalBatch},
 		{"FinalBatchFences", testFinalBatchFences},
