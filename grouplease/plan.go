@@ -123,22 +123,26 @@ type PlanStore interface {
 	// more than the store's limit of unfinished ranges per lane.
 	//
 	// One reply is not trusted where it would move a cursor for good or
-	// expire articles: a low above the trusted low, and a high more than
-	// the store's bound above the trusted high, count only as far as the
-	// next poll confirms them (the trusted value becomes the lesser of the
-	// two replies), and an empty group's reply (Watermarks.Empty) never
-	// moves the high or lowers the low. A low or high that falls in a
-	// reply with articles is trusted at once: it moves no cursor back and
-	// expires nothing. The first poll, with nothing to compare against, is
-	// trusted, unless it is an empty group's: then nothing is planned or
-	// set until a poll reports articles. Planning never keeps more than
-	// the store's limit of unfinished ranges per lane ahead, however high
-	// a confirmed high is.
+	// expire articles: a low above the trusted low counts only as far as
+	// the next poll confirms it (the lesser of the two replies); a high
+	// more than the store's bound above the highest high planning relied
+	// on (the trusted one, or the tail's reach) counts only when the next
+	// reply is within the bound of it, and then as far as both go; an
+	// empty group's reply (Watermarks.Empty) never moves the high or
+	// lowers the low. A low or high that falls in a reply with articles is
+	// trusted at once: it moves no cursor back and expires nothing. A new
+	// group's first poll, with nothing to compare against, is trusted,
+	// unless it is an empty group's: then nothing is planned or set until
+	// a poll reports articles. Planning never keeps more than the store's
+	// limit of unfinished ranges per lane ahead, however high a confirmed
+	// high is.
 	PlanRanges(ctx context.Context, groupID int64, low, high int64) (Planned, error)
 	// ResetPlan clears a group's cursors and watermarks, as before its
 	// first poll: the next poll splits the group again from the provider's
 	// watermarks and plans every article that no range of the group
-	// covers. The missing articles counted lost by expiry (before their
+	// covers. The watermarks trusted until then wait as the previous
+	// reply (Held), so that a first reply far from their high waits for
+	// the next poll to agree with it. The missing articles counted lost by expiry (before their
 	// last try) wait for a repair again. It returns how many did.
 	ResetPlan(ctx context.Context, group string) (revived int64, err error)
 	// PlanRepairs turns the missing articles that are due into repair
