@@ -45,10 +45,9 @@ type hostile struct {
 	serve *serving
 	store *sqlstore.Store // the same database, for the checks
 
-	token   string
-	streams atomic.Int64
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
+	token string
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
 
 	// maxFrame is the workers' edge.Config.MaxFrame; 0 means the default.
 	maxFrame int
@@ -115,7 +114,7 @@ func (h *hostile) workers(n int) {
 		require.NoError(h.t, err)
 		cl, err := edge.NewClient(edge.Config{BaseURL: h.serve.base, Token: h.token, MaxFrame: h.maxFrame})
 		require.NoError(h.t, err)
-		w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: counting{h: h, col: col}, Idle: 20 * time.Millisecond,
+		w, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: col, Idle: 20 * time.Millisecond,
 			Lanes: []lease.Lane{lease.LaneTail, lease.LaneHistory}})
 		require.NoError(h.t, err)
 		h.wg.Go(func() { w.Run(ctx) })
@@ -129,20 +128,6 @@ func (h *hostile) stopWorkers() {
 	}
 	h.wg.Wait()
 }
-
-// counting counts each article streamed in its range, then collates it.
-type counting struct {
-	h   *hostile
-	col *collate.Collator
-}
-
-func (c counting) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output, error) {
-	c.h.streams.Add(1)
-	return c.col.HandleChunk(ctx, ch)
-}
-
-func (c counting) SaveWindow() ([]byte, error)   { return c.col.SaveWindow() }
-func (c counting) LoadWindow(state []byte) error { return c.col.LoadWindow(state) }
 
 // plan is the status of a group's plan.
 func (h *hostile) plan(group string) grouplease.PlanStatus {
