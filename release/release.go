@@ -3,7 +3,6 @@ package release
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/mail"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/collate"
+	"github.com/edgeindex/edgeindex/internal/saturate"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -101,17 +101,9 @@ func (f File) binary() collate.Binary {
 func partBytes(parts []collate.Part) int64 {
 	var n int64
 	for _, p := range parts {
-		n = addBytes(n, max(p.Bytes, 0))
+		n = saturate.Add(n, max(p.Bytes, 0))
 	}
 	return n
-}
-
-// addBytes adds two sizes that are not negative, saturating at MaxInt64.
-func addBytes(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }
 
 // unionSorted returns the sorted union of two sorted lists without
@@ -186,7 +178,7 @@ func (r *Release) add(f *File, sign int) {
 	r.PartsSeen += int64(sign * len(f.Parts))
 	r.PartsExpected += int64(sign * f.Total)
 	if sign > 0 {
-		r.Bytes = addBytes(r.Bytes, f.Bytes)
+		r.Bytes = saturate.Add(r.Bytes, f.Bytes)
 	} else {
 		r.Bytes = max(0, r.Bytes-f.Bytes) // both are sizes: no overflow
 	}

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/internal/saturate"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -273,7 +273,7 @@ func tallyLanes(counts []laneCount) map[laneKey]*laneTally {
 			tallies[k] = t
 		}
 		if c.State == string(lease.StateDone) {
-			t.headers = satAdd(t.headers, c.Headers)
+			t.headers = saturate.Add(t.headers, c.Headers) // nodes count headers: no sum may fail a read
 			t.done += c.N
 		}
 		if c.Repair {
@@ -344,14 +344,4 @@ func (s *Store) Lanes(ctx context.Context, group string) ([]grouplease.LaneStatu
 		out = append(out, st)
 	}
 	return out, nil
-}
-
-// satAdd adds two counts that are not negative, saturating at MaxInt64
-// rather than overflowing: headers are counted by nodes, and no sum of
-// them may fail a read.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/internal/saturate"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -123,15 +124,6 @@ func laneStep(prev, cur *sample, k laneKey) (delta int64, dt time.Duration, ok b
 	return b.headers - a.headers, dt, true // both >= 0: no overflow
 }
 
-// addCount adds two counts that are not negative, saturating at MaxInt64:
-// they come from the coordinators, and no sum of them may wrap.
-func addCount(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
-
 // fleetRates is the "rates" of GET /v1/fleet. Every series is aligned with
 // its host's At: one entry per kept read, oldest first; a rate entry is the
 // rate over the step from the read before, null for the first read and for a
@@ -190,7 +182,7 @@ type laneRate struct {
 // addStep counts one step's growth into the series at i.
 func (r *rateSeries) addStep(i int, delta int64, dt time.Duration) {
 	r.Series[i] = ratePtr(float64(delta) / dt.Seconds())
-	r.delta = addCount(r.delta, delta)
+	r.delta = saturate.Add(r.delta, delta)
 	r.span += dt
 }
 
@@ -275,7 +267,7 @@ func (r *fleetRates) addSteps(prev, cur *sample, i int) {
 			a = &acc{dt: dt}
 			hosts[k.host] = a
 		}
-		a.delta = addCount(a.delta, delta)
+		a.delta = saturate.Add(a.delta, delta)
 		if lr := r.byLane[k]; lr != nil {
 			lr.addStep(i, delta, dt)
 		}
