@@ -155,6 +155,14 @@ type Release struct {
 	Complete bool      `json:"complete"`
 	Bytes    int64     `json:"bytes"`   // the sum of its parts' bytes
 	Updated  time.Time `json:"updated"` // when a page of the feed last changed it
+	// Category is its Newznab category (Categorize of its name and
+	// groups): a subcategory such as 5040 (TV HD), or a parent's "other"
+	// such as 8010. The builder sets it whenever the release changes.
+	Category int `json:"category"`
+	// Episode is the TV episode its name gives (ParseEpisode), or nil.
+	Episode *Episode `json:"episode,omitempty"`
+	// Grabs counts the downloads of its NZB through the Newznab API.
+	Grabs int64 `json:"grabs"`
 	// Files are its files, sorted by name, with their parts;
 	// Store.ReleaseByID fills them, a listing leaves them nil.
 	Files []File `json:"files,omitempty"`

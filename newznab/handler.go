@@ -1,0 +1,124 @@
+package newznab
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// Config configures a Handler. The zero value of every field but Store
+// means its default.
+type Config struct {
+	Store Store
+	// URL is the base URL users reach the handler at, as the links in
+	// the feeds and pages carry it ("https://indexer.example/nz"); empty:
+	// http:// and the Host of each request.
+	URL string
+	// Title names the indexer in caps and on the page; "edgeindex".
+	Title string
+	// MaxLimit is the most items a search answers (caps limits max);
+	// DefaultLimit those it answers when no limit is asked for. 100 and
+	// 100; at most release.MaxSearchLimit.
+	MaxLimit, DefaultLimit int
+	// MinCompletion is the share of its parts, in percent, a release
+	// needs to be listed; 0: 100, complete releases only.
+	MinCompletion int
+	// Logger takes what a 900 answer does not tell the client;
+	// slog.Default() when nil.
+	Logger *slog.Logger
+	// Now is the clock the daily limits and maxage count by; time.Now
+	// when nil.
+	Now func() time.Time
+}
+
+// Handler serves the Newznab API and the search page.
+type Handler struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// CookieName is the cookie the search page keeps the key in.
+const CookieName = "edgeindex_apikey"
+
+// New returns a Handler over cfg.Store.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil {
+		return nil, lease.Invalidf("newznab: Config.Store is required")
+	}
+	cfg.Title = cmp.Or(cfg.Title, "edgeindex")
+	cfg.MaxLimit = cmp.Or(cfg.MaxLimit, 100)
+	cfg.DefaultLimit = cmp.Or(cfg.DefaultLimit, min(100, cfg.MaxLimit))
+	cfg.MinCompletion = cmp.Or(cfg.MinCompletion, 100)
+	cfg.URL = strings.TrimSuffix(cfg.URL, "/")
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	switch {
+	case cfg.MaxLimit < 1 || cfg.MaxLimit > 1000:
+		return nil, lease.Invalidf("newznab: MaxLimit %d must be 1 to 1000", cfg.MaxLimit)
+	case cfg.DefaultLimit < 1 || cfg.DefaultLimit > cfg.MaxLimit:
+		return nil, lease.Invalidf("newznab: DefaultLimit %d must be 1 to MaxLimit", cfg.DefaultLimit)
+	case cfg.MinCompletion < 1 || cfg.MinCompletion > 100:
+		return nil, lease.Invalidf("newznab: MinCompletion %d must be 1 to 100", cfg.MinCompletion)
+	}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.mux.HandleFunc("GET /api", h.serveAPI)
+	h.mux.HandleFunc("GET /{$}", h.servePage)
+	h.mux.HandleFunc("GET /details/{id}", h.serveDetails)
+	h.mux.HandleFunc("POST /login", h.serveLogin)
+	h.mux.HandleFunc("POST /logout", h.serveLogout)
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// base is the base URL links carry for request r.
+func (h *Handler) base(r *http.Request) string {
+	if h.cfg.URL != "" {
+		return h.cfg.URL
+	}
+	return "http://" + r.Host
+}
+
+// key returns the API key request r carries: its apikey parameter, else
+// the page's cookie; "" when it has neither.
+func key(r *http.Request) string {
+	if k := r.URL.Query().Get("apikey"); k != "" {
+		return k
+	}
+	if c, err := r.Cookie(CookieName); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// use checks key and counts one request under it.
+func (h *Handler) use(ctx context.Context, key string) (Account, error) {
+	if key == "" {
+		return Account{}, ErrBadKey
+	}
+	return h.cfg.Store.UseKey(ctx, HashKey(key), h.cfg.Now())
+}
+
+// internal reports whether err is none of the errors a client caused:
+// those are logged, and the client is told only that something failed.
+func internal(err error) bool {
+	for _, known := range []error{ErrBadKey, ErrSuspended, ErrRequestLimit, ErrGrabLimit, lease.ErrInvalid, lease.ErrNotFound} {
+		if errors.Is(err, known) {
+			return false
+		}
+	}
+	return true
+}
