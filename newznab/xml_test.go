@@ -327,3 +327,17 @@ func TestHeaderText(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return string([]rune(s)) == s }
+
+// For the external tests (api_test.go, example_test.go), which import
+// sqlstore and so cannot be in this package.
+type (
+	RSSDoc   = rssDoc
+	RSSItem  = rssItem
+	CapsDoc  = capsDocXML
+	ErrorDoc = errorDocXML
+)
+
+func Decode[T any](t testing.TB, doc []byte) T { t.Helper(); return decode[T](t, doc) }
+func XMLLint(t *testing.T, docs ...[]byte)     { t.Helper(); xmllint(t, docs...) }
+func CheckAttrOrder(t testing.TB, doc []byte)  { t.Helper(); checkAttrOrder(t, doc) }
+func ItemAttrs(it rssItem) map[string][]string { return it.attrs() }
