@@ -30,8 +30,9 @@
 //     limit). Only 900, a failure of the server itself, is sent as 500;
 //     its cause goes to Config.Logger, never to the client.
 //   - limit past Config.MaxLimit is clamped to it (NZBHydra2 asks 1000);
-//     offset past release.MaxSearchOffset, maxage past MaxAge days and
-//     negative or non-numeric numbers are 201.
+//     limit=0, offset past release.MaxSearchOffset, maxage past MaxAge
+//     days, sizes past int64, and negative or non-numeric numbers are 201.
+//     maxage=0 means no bound.
 //   - A search that carries an id the index cannot honour (tvdbid, rid,
 //     tvmazeid, imdbid, tmdbid, traktid...), or a q with no word in it,
 //     answers a feed with no items, never the unfiltered list.
