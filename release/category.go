@@ -139,8 +139,8 @@ var categoryRules = []rule{
 	{"installer packages: .msi, .msix, .msixbundle, .appxbundle", func(f *facts) int {
 		return pick(f.has("msi", "msix", "msixbundle", "appxbundle"), CatPC0day)
 	}},
-	{"XXX: a group of erotica, xxx or porn, or the word XXX", func(f *facts) int {
-		if !f.groupHas("erotica", "xxx", "porn") && !f.has("xxx") {
+	{"XXX: a group of erotica, xxx or porn, or the word XXX or a VR headset's (GearVR, VR180, Oculus)", func(f *facts) int {
+		if !f.groupHas("erotica", "xxx", "porn") && !f.has("xxx", "gearvr", "vr180", "vr360", "oculus") {
 			return 0
 		}
 		switch {
@@ -299,6 +299,7 @@ type facts struct {
 	video  bool // a resolution or a video source, codec or container
 	year   bool // a word of 1900 to 2099
 	disc   bool // a full disc or a remux
+	iso    bool // the word ISO
 	issue  bool // "issue" and a number
 	fansub bool // [Group] Title - 08, or a [1A2B3C4D] checksum
 	hashed bool
@@ -360,8 +361,10 @@ func readName(name string, groups []string) facts {
 			f.year = true
 		}
 		switch w {
-		case "bdmv", "bd25", "bd50", "bd66", "bd100", "remux", "bdremux", "bdiso":
+		case "bdmv", "bd25", "bd50", "bd66", "bd100", "remux", "bdremux", "uhdremux", "bdiso":
 			f.disc = true
+		case "iso":
+			f.iso = true
 		case "complete", "full":
 			if i+1 < len(f.words) && (f.words[i+1] == "bluray" || f.words[i+1] == "uhd" && i+2 < len(f.words) && f.words[i+2] == "bluray") {
 				f.disc = true
@@ -372,7 +375,10 @@ func readName(name string, groups []string) facts {
 			}
 		}
 	}
-	if f.res != resNone {
+	if f.iso && f.has("bluray") {
+		f.disc = true
+	}
+	if f.res != resNone || f.disc {
 		f.video = true
 	}
 	f.fansub = fansub(name)
@@ -385,7 +391,7 @@ var videoWords = map[string]bool{}
 
 func init() {
 	for _, w := range strings.Fields(`bluray blu bdrip brrip bd webdl webrip webhd hdtv pdtv sdtv dsr hdrip dvdrip dvd dvdscr
-		xvid divx x264 x265 h264 h265 hevc avc remux bdmv mkv avi mp4 m2ts hdr hdr10 dovi tvrip hdcam cam telesync`) {
+		dvd5 dvd9 dvdr xvid divx x264 x265 h264 h265 hevc avc remux bdmv mkv avi mp4 m2ts hdr hdr10 dovi tvrip hdcam cam telesync`) {
 		videoWords[w] = true
 	}
 }
@@ -395,7 +401,7 @@ func resolution(w string) int {
 	switch w {
 	case "4k", "uhd", "2160p", "4320p":
 		return resUHD
-	case "fhd", "hd1080", "hd720":
+	case "hd", "fhd", "hd1080", "hd720":
 		return resHD
 	case "sd", "sdtv", "pdtv", "dsr", "dvdrip", "xvid", "divx", "tvrip":
 		return resSD
@@ -425,8 +431,8 @@ func resolution(w string) int {
 }
 
 // fansub reports a fansub's name: it starts with a [Group] tag, and has
-// a bracketed 8-digit hex checksum ([26BDA3C9]) or " - " and an episode
-// number or word (" - 08", " - S01E07").
+// a bracketed 8-digit hex checksum ([26BDA3C9]) or " - " (or "_-_") and
+// an episode number or word (" - 08", " - S01E07").
 func fansub(name string) bool {
 	if len(name) < 3 || name[0] != '[' {
 		return false
@@ -442,7 +448,7 @@ func fansub(name string) bool {
 		}
 	}
 	for i := 0; i+3 < len(rest); i++ {
-		if rest[i] != ' ' || rest[i+1] != '-' || rest[i+2] != ' ' {
+		if !fansubSpace(rest[i]) || rest[i+1] != '-' || !fansubSpace(rest[i+2]) {
 			continue
 		}
 		j := i + 3
@@ -460,6 +466,8 @@ func fansub(name string) bool {
 	}
 	return false
 }
+
+func fansubSpace(c byte) bool { return c == ' ' || c == '_' || c == '.' }
 
 // hexWord reports whether w is all hex digits with at least one digit.
 func hexWord(w string) bool {
@@ -479,7 +487,9 @@ func hexWord(w string) bool {
 
 // hashedName reports a name that has no readable word: the name (without
 // quotes and white space around it) is one obfuscated word (see
-// obfuscated), or a UUID or hex digest with dashes.
+// obfuscated), or a UUID or hex digest with dashes, or 3 or more words
+// that each switch between letters and digits at least twice
+// ("aB3c.D4eF.5gH6i").
 func hashedName(name string) bool {
 	s := strings.Trim(name, " \t\"'[]()")
 	if strings.IndexByte(s, '-') > 0 && len(s) >= 16 {
@@ -487,7 +497,30 @@ func hashedName(name string) bool {
 			return true
 		}
 	}
-	return obfuscated(s)
+	if obfuscated(s) {
+		return true
+	}
+	words := splitWords(s, maxWords)
+	if len(words) < 3 {
+		return false
+	}
+	for _, w := range words {
+		if switches(w) < 2 {
+			return false
+		}
+	}
+	return true
+}
+
+// switches counts the changes between letters and digits in a word.
+func switches(w string) int {
+	n := 0
+	for i := 1; i < len(w); i++ {
+		if isDigit(w[i]) != isDigit(w[i-1]) {
+			n++
+		}
+	}
+	return n
 }
 
 // obfuscated reports whether w is one word that looks random rather than
