@@ -105,8 +105,13 @@ func CategoryName(id int) (string, bool) {
 //
 // Movies are names with a year (1900 to 2099), no episode, and a
 // resolution or a video source; full discs (BDMV, BD25, BD50, COMPLETE
-// BLURAY) and remuxes are 2050 BluRay whatever their resolution, and 3D
-// (3D, SBS, HSBS, HOU) is 2060.
+// BLURAY, a BluRay ISO) and remuxes are 2050 BluRay whatever their
+// resolution, and 3D (3D, SBS, HSBS, HOU) is 2060. A name with video words
+// but no year and no episode is no movie (8010, unless a group says).
+//
+// Not given: the Foreign subcategories (2010, 5020), Console's and the
+// rarer PC and XXX subcategories; those releases get the parent or the
+// nearest subcategory (a console game is 1000).
 func Categorize(name string, groups []string) int {
 	f := readName(name, groups)
 	for _, r := range categoryRules {
@@ -157,8 +162,8 @@ var categoryRules = []rule{
 		}
 		return CatXXX
 	}},
-	{"console games: PS3/4/5, PSP, Vita, Xbox, Wii, NSW, NSP, XCI, 3DS, NDS", func(f *facts) int {
-		return pick(f.ep == nil && !f.video && f.has("ps3", "ps4", "ps5", "psp", "vita", "psvita", "xbox", "xbox360",
+	{"console games: PS3/4/5, PSP, PSVita, Xbox, Wii, NSW, NSP, XCI, 3DS, NDS", func(f *facts) int {
+		return pick(f.ep == nil && !f.video && f.has("ps3", "ps4", "ps5", "psp", "psvita", "xbox", "xbox360",
 			"xboxone", "x360", "wii", "wiiu", "nsw", "nsp", "xci", "3ds", "nds"), CatConsole)
 	}},
 	{"software: x64, x86, Win64, Multilingual, Portable, Keygen, macOS; no video", func(f *facts) int {
@@ -253,6 +258,7 @@ var groupRules = []struct {
 	{"tvseries", CatTV},
 	{"movies", 2000},
 	{"dvd", 2000},
+	{"games.pc", CatPCGames},
 	{"games.", CatConsole},
 	{"nintendo", CatConsole},
 	{"sony.psp", CatConsole},

@@ -263,3 +263,16 @@ func BenchmarkCategorize(b *testing.B) {
 		release.Categorize("Some.Show.S01E02.720p.HDTV.x264-GRP", []string{"alt.binaries.hdtv", "alt.binaries.teevee"})
 	}
 }
+
+// TestLongNames: names far longer than any release's stay categorized,
+// and ParseEpisode reads the first 64 words.
+func TestLongNames(t *testing.T) {
+	t.Parallel()
+	long := "Show.S01E02." + strings.Repeat("s1e", 100_000)
+	require.Equal(t, &release.Episode{Season: 1, Episode: 2}, release.ParseEpisode(long))
+	require.Nil(t, release.ParseEpisode(strings.Repeat("word.", 64)+"S01E02"))
+	for _, name := range []string{long, strings.Repeat("[x] - 1", 50_000), strings.Repeat("a1", 100_000), strings.Repeat("\xff", 10_000)} {
+		_, ok := release.CategoryName(release.Categorize(name, []string{strings.Repeat("g", 10_000)}))
+		require.True(t, ok)
+	}
+}
