@@ -79,7 +79,8 @@ func Needs(u Update) Lookup {
 // releases Lookup names (and may hold more). A release's totals, dates and
 // groups follow its files; updated is set to now on every release that
 // changes, and its Category and Episode are set again (Categorize and
-// ParseEpisode of its Name and Groups). Assign changes none of its arguments.
+// ParseEpisode of its Name and Groups). Assign changes none of its
+// arguments.
 func Assign(u Update, stored map[string]Stored, releases []Release, now time.Time) Changes {
 	byID := make(map[int64]*Release, len(releases))
 	bySet := make(map[string][]*Release, len(releases))

@@ -155,6 +155,7 @@ func title(longest, outside string) string {
 	return ""
 }
 
+// readable reports whether t reads as a name: see title.
 func readable(t string) bool {
 	if obfuscated(t) {
 		return false
