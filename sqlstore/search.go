@@ -36,6 +36,13 @@ func (s *Store) SearchReleases(ctx context.Context, q release.Search) (release.F
 		return release.Found{}, fmt.Errorf("search: %w", err)
 	}
 	defer tx.Rollback()
+	if s.d.name == "postgres" {
+		// A search reads a few thousand rows at most: starting parallel
+		// workers cost more than they save (19 ms of a 23 ms search).
+		if _, err := tx.ExecContext(ctx, "SET LOCAL max_parallel_workers_per_gather = 0"); err != nil {
+			return release.Found{}, fmt.Errorf("search: %w", err)
+		}
+	}
 	var rows []releaseRow
 	if err := tx.SelectContext(ctx, &rows, s.bind("SELECT "+releaseCols+" FROM releases"+where+
 		" ORDER BY posted_us DESC, id DESC LIMIT ? OFFSET ?"), append(args, q.Limit, q.Offset)...); err != nil {

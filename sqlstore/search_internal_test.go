@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -205,4 +206,56 @@ func TestSearchWordsAsLexemes(t *testing.T) {
 			require.Equal(t, "'"+w+"'", q, "%q of %q", w, name)
 		}
 	}
+}
+
+// TestSearchEntryOnce changes a release with a later page: it keeps one
+// index entry (FTS5 counts them on SQLite; a search finds it once on
+// both), and a name that changes changes its entry.
+func TestSearchEntryOnce(t *testing.T) {
+	t.Parallel()
+	openEach(t, func(t *testing.T, _ string, s *Store) {
+		day := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+		file := func(key, subject string, n int) release.File {
+			return release.File{Key: key, Subject: subject, Poster: "p", Date: day, Total: 2,
+				Parts: []collate.Part{{N: n, MessageID: fmt.Sprintf("<%s.%d>", key, n), Bytes: 10}}}
+		}
+		put := func(after, next string, files ...release.File) {
+			t.Helper()
+			_, err := s.PutReleases(t.Context(), release.Update{Consumer: "c", After: after, Next: next, Items: len(files),
+				Window: time.Hour, Files: files})
+			require.NoError(t, err)
+		}
+		put("", "0.1", file("a", `[1/2] - "Entry.Once.part1.rar" yEnc`, 1))
+		put("0.1", "0.2", file("b", `[2/2] - "Entry.Once.part2.rar" yEnc`, 1), file("a", `[1/2] - "Entry.Once.part1.rar" yEnc`, 2))
+		put("0.2", "0.3", file("b", `[2/2] - "Entry.Once.part2.rar" yEnc`, 2))
+		f, err := s.SearchReleases(t.Context(), release.Search{Words: []string{"entry", "once"}, MinCompletion: 1})
+		require.NoError(t, err)
+		require.Len(t, f.Releases, 1)
+		require.Equal(t, 1, f.Total)
+		r := f.Releases[0]
+		require.Equal(t, 2, r.FilesSeen)
+		require.True(t, r.Complete)
+		entries := func(match string) int {
+			t.Helper()
+			var n int
+			require.NoError(t, s.db.Get(&n, "SELECT COUNT(*) FROM release_search WHERE release_search MATCH ?", match))
+			return n
+		}
+		if s.d.name == "sqlite" {
+			var n int
+			require.NoError(t, s.db.Get(&n, "SELECT COUNT(*) FROM release_search"))
+			require.Equal(t, 1, n, "one entry for the release changed twice")
+			require.Equal(t, 1, entries(`"entry" "once"`))
+		}
+
+		// A name that changes (none does today) moves its entry.
+		_, err = s.db.Exec(s.q("UPDATE releases SET name = ?, search_words = ? WHERE id = ?"), "Renamed.Thing", searchText("Renamed.Thing"), r.ID)
+		require.NoError(t, err)
+		require.Empty(t, names(t, s, release.Search{Words: []string{"entry"}}))
+		require.Equal(t, []string{"Renamed.Thing"}, names(t, s, release.Search{Words: []string{"renamed", "thing"}}))
+		if s.d.name == "sqlite" {
+			require.Equal(t, 0, entries(`"entry"`))
+			require.Equal(t, 1, entries(`"renamed"`))
+		}
+	})
 }
