@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -147,6 +149,9 @@ func (s *Store) Accounts(ctx context.Context, now time.Time) ([]newznab.Account,
 	for i, r := range rows {
 		out[i] = r.account(r.Requests, r.Grabs)
 	}
+	// By name byte by byte, as SQLite orders them and PostgreSQL's
+	// collation may not.
+	slices.SortFunc(out, func(a, b newznab.Account) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -193,7 +198,7 @@ func (s *Store) UseKey(ctx context.Context, keyHash string, now time.Time) (newz
 		}
 		err = tx.GetContext(ctx, &c, s.q(`INSERT INTO api_usage (user_name, day, requests, grabs) VALUES (?, ?, 1, 0)
 			ON CONFLICT (user_name, day) DO UPDATE SET requests = api_usage.requests + 1
-			WHERE ? = 0 OR api_usage.requests < ? RETURNING requests, grabs`), u.Name, day(now), u.RequestLimit, u.RequestLimit)
+			WHERE CAST(? AS BIGINT) = 0 OR api_usage.requests < ? RETURNING requests, grabs`), u.Name, day(now), u.RequestLimit, u.RequestLimit)
 		if errors.Is(err, sql.ErrNoRows) {
 			acct, err = s.usage(ctx, tx, u, now)
 			if err != nil {
@@ -240,7 +245,7 @@ func (s *Store) Grab(ctx context.Context, user string, id int64, now time.Time) 
 		}
 		err = tx.GetContext(ctx, &c, s.q(`INSERT INTO api_usage (user_name, day, requests, grabs) VALUES (?, ?, 0, 1)
 			ON CONFLICT (user_name, day) DO UPDATE SET grabs = api_usage.grabs + 1
-			WHERE ? = 0 OR api_usage.grabs < ? RETURNING requests, grabs`), u.Name, day(now), u.GrabLimit, u.GrabLimit)
+			WHERE CAST(? AS BIGINT) = 0 OR api_usage.grabs < ? RETURNING requests, grabs`), u.Name, day(now), u.GrabLimit, u.GrabLimit)
 		if errors.Is(err, sql.ErrNoRows) {
 			acct, err = s.usage(ctx, tx, u, now)
 			if err != nil {

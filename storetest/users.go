@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -158,6 +159,12 @@ func testUsersRequestLimit(t *testing.T, e *env) {
 	accts, err = us.Accounts(e.ctx, usersDay)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), accts[0].Requests, "the day before keeps its count")
+
+	// The largest limit there is.
+	huge := e.addUser(t, us, "huge", math.MaxInt64, math.MaxInt64)
+	a, err = us.UseKey(e.ctx, huge, usersDay)
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MaxInt64), a.RequestLimit)
 
 	// No limit.
 	free := e.addUser(t, us, "free", 0, 0)
