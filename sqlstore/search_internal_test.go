@@ -259,3 +259,37 @@ func TestSearchEntryOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestSearchPlans runs searches on SQLite with both plans (the word
+// matches first, and the releases newest first when the words match
+// many): they find the same pages and totals.
+func TestSearchPlans(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), "sqlite://"+t.TempDir()+"/plans.db", Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	var rows []row
+	for i := range 60 {
+		rows = append(rows, row{name: fmt.Sprintf("Plan.%d.Show.S01E%02d.%s", i%7, i%5, []string{"720p", "1080p"}[i%2]),
+			category: 5030 + 10*(i%3)})
+	}
+	insertRows(t, s, rows, true)
+	for _, q := range []release.Search{
+		{Words: []string{"show"}},
+		{Words: []string{"show", "1080p"}, Limit: 7, Offset: 3},
+		{Words: []string{"plan", "3"}, Categories: []int{5040}},
+		{Words: []string{"s01e04", "720p"}, Limit: 2},
+		{Words: []string{"nothing"}},
+		{Words: []string{"show"}, Offset: 59, Limit: 5},
+	} {
+		first, err := s.search(t.Context(), q, 1<<30)
+		require.NoError(t, err)
+		newest, err := s.search(t.Context(), q, 1)
+		require.NoError(t, err)
+		require.Equal(t, first, newest, "%+v", q)
+	}
+	f, err := s.search(t.Context(), release.Search{Words: []string{"show"}, Limit: 10}, 1)
+	require.NoError(t, err)
+	require.Equal(t, 60, f.Total)
+	require.Len(t, f.Releases, 10)
+}
