@@ -156,6 +156,8 @@ func (s *Store) searchFrom(q release.Search, newestFirst bool) (string, []any) {
 		conds = append(conds, "("+strings.Join(or, " OR ")+")")
 	}
 	if q.Episode != nil {
+		// Daily or not, a season and an episode are numbers: a daily
+		// show's year and month*100+day match as they are.
 		conds = append(conds, "season = ?")
 		args = append(args, q.Episode.Season)
 		if q.Episode.Episode != 0 {
@@ -193,7 +195,8 @@ const indexChunk = 500
 // indexChunk releases. Open runs it; once every release has its words it
 // reads one empty index (releases_unindexed) and returns. Processes that
 // run it together write the same values, and each row once: the update
-// only takes a row that has no words yet.
+// only takes a row that has no words yet, and on PostgreSQL each skips
+// the rows another has locked, so they share the work.
 func (s *Store) indexOld(ctx context.Context) error {
 	for {
 		n := 0
@@ -203,7 +206,7 @@ func (s *Store) indexOld(ctx context.Context) error {
 				Name   string `db:"name"`
 				Groups string `db:"group_names"`
 			}
-			if err := tx.SelectContext(ctx, &rows, s.q("SELECT id, name, group_names FROM releases WHERE search_words IS NULL ORDER BY id LIMIT ?"),
+			if err := tx.SelectContext(ctx, &rows, s.q("SELECT id, name, group_names FROM releases WHERE search_words IS NULL ORDER BY id LIMIT ? {skiplocked}"),
 				indexChunk); err != nil {
 				return err
 			}

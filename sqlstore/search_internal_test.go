@@ -293,3 +293,36 @@ func TestSearchPlans(t *testing.T) {
 	require.Equal(t, 60, f.Total)
 	require.Len(t, f.Releases, 10)
 }
+
+// TestSearchTotalCap matches more releases than release.MaxSearchTotal:
+// Total says MaxSearchTotal, and the last pages are still read.
+func TestSearchTotalCap(t *testing.T) {
+	t.Parallel()
+	openEach(t, func(t *testing.T, _ string, s *Store) {
+		rows := make([]row, release.MaxSearchTotal+50)
+		// One statement writes them all (a row at a time is slow under
+		// the race detector on SQLite).
+		_, err := s.db.ExecContext(t.Context(), s.q(`WITH RECURSIVE n (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO releases (set_key, name, poster, group_names, posted_us, last_us, files_seen, files_complete,
+			files_expected, parts_seen, parts_expected, bytes, complete, updated_us, category, search_words)
+			SELECT 'k' || i, 'Many.' || i, 'p', '["g"]', CAST(i AS BIGINT) * 1000000, CAST(i AS BIGINT) * 1000000, 1, 1, 0, 1, 1, 100, ?, 0, 8010, 'many ' || i FROM n`),
+			len(rows)-1, true)
+		require.NoError(t, err)
+		for _, q := range []release.Search{
+			{Words: []string{"many"}},
+			{},
+			{Words: []string{"many"}, Offset: release.MaxSearchOffset, Limit: 100},
+		} {
+			f, err := s.SearchReleases(t.Context(), q)
+			require.NoError(t, err)
+			require.Equal(t, release.MaxSearchTotal, f.Total, "%+v", q)
+			if q.Offset == 0 {
+				require.Len(t, f.Releases, release.DefaultSearchLimit)
+				require.Equal(t, fmt.Sprintf("Many.%d", len(rows)-1), f.Releases[0].Name, "newest first")
+			} else {
+				require.Len(t, f.Releases, 50)
+				require.Equal(t, "Many.0", f.Releases[49].Name)
+			}
+		}
+	})
+}

@@ -223,7 +223,8 @@ func (s *Store) UseKey(ctx context.Context, keyHash string, now time.Time) (newz
 
 // Grab implements newznab.Store. The user's grab is an upsert that adds
 // it only below the limit (as UseKey's requests); the release's is an
-// update of its row; both commit together or not at all.
+// update of its row; both commit together or not at all. An unknown user
+// is newznab.ErrBadKey, a suspended one newznab.ErrSuspended.
 func (s *Store) Grab(ctx context.Context, user string, id int64, now time.Time) (newznab.Account, error) {
 	var acct newznab.Account
 	err := s.countTx(ctx, func(tx *sqlx.Tx) error {
