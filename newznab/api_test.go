@@ -282,6 +282,9 @@ func testCases(t *testing.T, e *apiEnv) {
 		code  int      // an error; 0: a feed
 		items int      // the feed's items, -1: any
 		want  []string // and their titles, in order, when set
+		// match, when set, is which releases the feed must hold (in any
+		// order): by their category or episode, which the name rules give.
+		match func(release.Release) bool
 	}{
 		{raw: "t=search" + k, items: all, want: []string{daily, show, film, nzb.Text(e.evil)}},
 		{raw: "t=search&q=" + k, items: all},
@@ -322,15 +325,15 @@ func testCases(t *testing.T, e *apiEnv) {
 		{raw: "t=search&minsize=-1" + k, code: 201},
 		{raw: "t=search&maxsize=99999999999999999999" + k, code: 201},
 		{raw: "t=search&cat=" + k, items: all},
-		{raw: "t=search&cat=8000" + k, items: -1},
-		{raw: "t=search&cat=5000,2000,8000,5040" + k, items: -1},
-		{raw: "t=search&cat=1000" + k, items: -1},
+		{raw: "t=search&cat=8000" + k, match: inCats(8000)},
+		{raw: "t=search&cat=5000,2000,8000,5040" + k, match: inCats(5000, 2000, 8000)},
+		{raw: "t=search&cat=1000" + k, match: inCats(1000)},
 		{raw: "t=search&cat=tv" + k, code: 201},
 		{raw: "t=search&cat=5000,%3Cscript%3E" + k, code: 201},
 		{raw: "t=search&cat=-5000" + k, code: 201},
 		{raw: "t=search&cat=99999" + k, code: 201},
 		{raw: "t=search&cat=5000&cat=2000" + k, code: 201},
-		{raw: "t=search&cat=" + strings.Repeat("5000,", 2000) + k, items: -1},
+		{raw: "t=search&cat=" + strings.Repeat("5000,", 2000) + k, match: inCats(5000)},
 		{raw: "t=search&extended=1&password=0&o=xml" + k, items: all},
 		{raw: "t=search&password=1" + k, items: all},
 		{raw: "t=search&extended=2" + k, code: 201},
@@ -338,10 +341,10 @@ func testCases(t *testing.T, e *apiEnv) {
 		{raw: "t=search&o=json" + k, code: 203},
 		{raw: "t=search&imdbid=0133093" + k, items: 0},
 		{raw: "t=tvsearch&q=show" + k, items: -1},
-		{raw: "t=tvsearch&q=show&season=1&ep=2" + k, items: -1},
-		{raw: "t=tvsearch&season=S01&ep=E02" + k, items: -1},
-		{raw: "t=tvsearch&season=00" + k, items: -1},
-		{raw: "t=tvsearch&season=2026&ep=11/29" + k, items: -1},
+		{raw: "t=tvsearch&q=show&season=1&ep=2" + k, match: isEpisode(1, 2)},
+		{raw: "t=tvsearch&season=S01&ep=E02" + k, match: isEpisode(1, 2)},
+		{raw: "t=tvsearch&season=00" + k, match: isEpisode(0, 0)},
+		{raw: "t=tvsearch&season=2026&ep=11/29" + k, match: isEpisode(2026, 1129)},
 		{raw: "t=tvsearch&ep=2" + k, code: 200},
 		{raw: "t=tvsearch&season=x" + k, code: 201},
 		{raw: "t=tvsearch&season=-1" + k, code: 201},
@@ -391,6 +394,14 @@ func testCases(t *testing.T, e *apiEnv) {
 				d := e.feed(t, c.raw)
 				got := titles(d)
 				switch {
+				case c.match != nil:
+					var want []string
+					for _, r := range e.byName {
+						if c.match(r) {
+							want = append(want, nzb.Text(r.Name))
+						}
+					}
+					require.ElementsMatch(t, want, got)
 				case c.want != nil:
 					require.Equal(t, c.want, got)
 				case c.items >= 0:
@@ -432,6 +443,25 @@ func testCases(t *testing.T, e *apiEnv) {
 	require.Equal(t, http.StatusMethodNotAllowed, res2.StatusCode)
 	require.Equal(t, newznab.XMLType, res2.Header.Get("Content-Type"))
 	require.Equal(t, "202", newznab.Decode[newznab.ErrorDoc](t, body).Code)
+}
+
+// inCats matches the releases of categories ids or their subcategories.
+func inCats(ids ...int) func(release.Release) bool {
+	return func(r release.Release) bool {
+		for _, id := range ids {
+			if r.Category == id || (id%1000 == 0 && r.Category/1000*1000 == id) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// isEpisode matches the releases of a season (episode 0) or one episode.
+func isEpisode(season, episode int) func(release.Release) bool {
+	return func(r release.Release) bool {
+		return r.Episode != nil && r.Episode.Season == season && (episode == 0 || r.Episode.Episode == episode)
+	}
 }
 
 // checkItems checks each item of d against the release it names.
