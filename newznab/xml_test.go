@@ -2,6 +2,7 @@ package newznab
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -341,3 +342,73 @@ func Decode[T any](t testing.TB, doc []byte) T { t.Helper(); return decode[T](t,
 func XMLLint(t *testing.T, docs ...[]byte)     { t.Helper(); xmllint(t, docs...) }
 func CheckAttrOrder(t testing.TB, doc []byte)  { t.Helper(); checkAttrOrder(t, doc) }
 func ItemAttrs(it rssItem) map[string][]string { return it.attrs() }
+
+// feedparserScript reads a feed from stdin with feedparser, the parser
+// SABnzbd uses, with the newznab namespace mapped and each attr kept by
+// name (the last of a name wins), as SABnzbd does, and prints what it
+// read as JSON.
+const feedparserScript = `
+import json, sys, feedparser
+from feedparser.mixin import _FeedParserMixin as M
+M.namespaces["http://www.newznab.com/DTD/2010/feeds/attributes/"] = "newznab"
+def start_attr(self, attrs):
+    ctx = self._get_context()
+    ctx.setdefault("newznab", {})
+    if "name" in attrs and "value" in attrs:
+        ctx["newznab"][attrs["name"]] = attrs["value"]
+M._start_newznab_attr = start_attr
+d = feedparser.parse(sys.stdin.buffer.read())
+out = {"bozo": int(d.bozo), "entries": []}
+for e in d.entries:
+    enc = e.enclosures[0] if e.enclosures else {}
+    out["entries"].append({"title": e.title, "link": e.link, "url": enc.get("href", ""),
+        "length": enc.get("length", ""), "type": enc.get("type", ""),
+        "published": list(e.published_parsed[:6]), "attrs": e.get("newznab", {})})
+json.dump(out, sys.stdout)
+`
+
+// TestFeedparser: feedparser, as SABnzbd sets it up, reads a feed with a
+// hostile release whole, with its enclosure and newznab attrs. It skips
+// without Debian's python3-feedparser.
+func TestFeedparser(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import feedparser").Run(); err != nil {
+		t.Skipf("no feedparser for %s (apt-get install python3-feedparser): %v", python, err)
+	}
+	hostile := "Evil <b>&amp;</b> \"q\" ]]> \x01 \xff end"
+	daily := sampleRelease(8, "Daily.Show.2026.11.29", "p@x", "alt.binaries.tv")
+	daily.Episode = &release.Episode{Season: 2026, Episode: 1129, Daily: true}
+	doc := feedDoc(feed{Title: "edgeindex", Base: "http://127.0.0.1:5076", Key: "0123abcd", Total: 2,
+		Releases: []release.Release{sampleRelease(7, hostile, hostile, "alt.binaries.tv"), daily}})
+	cmd := exec.Command(python, "-c", feedparserScript)
+	cmd.Stdin = bytes.NewReader(doc)
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s", out)
+	var got struct {
+		Bozo    int
+		Entries []struct {
+			Title, Link, URL, Length, Type string
+			Published                      []int
+			Attrs                          map[string]string
+		}
+	}
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Zero(t, got.Bozo, "feedparser read the feed as well-formed")
+	require.Len(t, got.Entries, 2)
+	e := got.Entries[0]
+	require.Equal(t, nzb.Text(hostile), e.Title)
+	get := "http://127.0.0.1:5076/api?t=get&id=7&apikey=0123abcd"
+	require.Equal(t, get, e.Link)
+	require.Equal(t, get, e.URL)
+	require.Equal(t, "123456789", e.Length)
+	require.Equal(t, nzb.ContentType, e.Type)
+	require.Equal(t, []int{2026, 11, 29, 20, 15, 0}, e.Published)
+	require.Equal(t, "5040", e.Attrs["category"])
+	require.Equal(t, "123456789", e.Attrs["size"])
+	require.Equal(t, nzb.Text(hostile), e.Attrs["poster"])
+	require.Equal(t, "7", e.Attrs["guid"])
+	require.Equal(t, "1", e.Attrs["season"])
+	require.Equal(t, "2", e.Attrs["episode"])
+	require.Equal(t, "2026", got.Entries[1].Attrs["season"])
+	require.Equal(t, "11/29", got.Entries[1].Attrs["episode"])
+}
