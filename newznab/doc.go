@@ -36,6 +36,10 @@
 //   - A search that carries an id the index cannot honour (tvdbid, rid,
 //     tvmazeid, imdbid, tmdbid, traktid...), or a q with no word in it,
 //     answers a feed with no items, never the unfiltered list.
+//   - Searches list the releases of Config.MinCompletion; get and details
+//     serve any release by its id. get counts a grab only for an NZB it
+//     sends: an unknown id, or a release with nothing to download, is
+//     300.
 //   - o=json is not implemented (no *arr client reads it): 203, function
 //     not available.
 //
