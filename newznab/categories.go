@@ -1,6 +1,11 @@
 package newznab
 
-import "slices"
+import (
+	"slices"
+	"strings"
+
+	"github.com/edgeindex/edgeindex/release"
+)
 
 // Category is a Newznab category: a parent, whose id is a multiple of
 // 1000, with its subcategories, or a subcategory.
@@ -10,34 +15,25 @@ type Category struct {
 	Subs []Category
 }
 
-// categories is the Newznab standard list as today's clients number it
-// (an old version of the spec swapped 7000 and 8000). release.Categorize
-// assigns ids from the same list.
-var categories = []Category{
-	{1000, "Console", nil},
-	{2000, "Movies", []Category{
-		{2010, "Foreign", nil}, {2020, "Other", nil}, {2030, "SD", nil}, {2040, "HD", nil},
-		{2045, "UHD", nil}, {2050, "BluRay", nil}, {2060, "3D", nil},
-	}},
-	{3000, "Audio", []Category{
-		{3010, "MP3", nil}, {3020, "Video", nil}, {3030, "Audiobook", nil}, {3040, "Lossless", nil},
-	}},
-	{4000, "PC", []Category{
-		{4010, "0day", nil}, {4050, "Games", nil},
-	}},
-	{5000, "TV", []Category{
-		{5020, "Foreign", nil}, {5030, "SD", nil}, {5040, "HD", nil}, {5045, "UHD", nil},
-		{5050, "Other", nil}, {5060, "Sport", nil}, {5070, "Anime", nil}, {5080, "Documentary", nil},
-	}},
-	{6000, "XXX", []Category{
-		{6010, "DVD", nil}, {6040, "x264", nil},
-	}},
-	{7000, "Books", []Category{
-		{7010, "Magazines", nil}, {7020, "Ebook", nil}, {7030, "Comics", nil},
-	}},
-	{8000, "Other", []Category{
-		{8010, "Misc", nil}, {8020, "Hashed", nil},
-	}},
+// categories is what caps lists: the Newznab categories
+// release.Categorize gives, parents in order with their subcategories.
+// An API advertises only what it serves, so the standard ones it never
+// gives (such as 2010 Movies > Foreign) are left out.
+var categories = fromRelease()
+
+func fromRelease() []Category {
+	var out []Category
+	for _, id := range release.CategoryIDs() {
+		name, _ := release.CategoryName(id)
+		if id%1000 == 0 || len(out) == 0 {
+			out = append(out, Category{ID: id, Name: name})
+			continue
+		}
+		_, sub, _ := strings.Cut(name, " > ")
+		p := &out[len(out)-1]
+		p.Subs = append(p.Subs, Category{ID: id, Name: sub})
+	}
+	return out
 }
 
 // Categories returns the Newznab standard categories caps lists, parents

@@ -218,7 +218,15 @@ func TestCategoryName(t *testing.T) {
 	cats[0].Name = "changed"
 	cats[1].Subs[0].Name = "changed"
 	require.Equal(t, "Console", CategoryName(1000))
-	require.Equal(t, "Movies > Foreign", CategoryName(2010))
+	require.Equal(t, "Movies > SD", CategoryName(2030))
+	require.Equal(t, "Movies", CategoryName(2010), "a standard category no release gets is named by its parent")
+	for _, p := range Categories() {
+		for _, s := range p.Subs {
+			name, ok := release.CategoryName(s.ID)
+			require.True(t, ok, "caps lists %d, which Categorize never gives", s.ID)
+			require.Equal(t, name, CategoryName(s.ID))
+		}
+	}
 }
 
 // sampleRelease is a release as a listing gives it.

@@ -1,6 +1,10 @@
 package release
 
-import "strings"
+import (
+	"maps"
+	"slices"
+	"strings"
+)
 
 // The Newznab categories Categorize gives. The parents are 1000 Console,
 // 2000 Movies, 3000 Audio, 4000 PC, 5000 TV, 6000 XXX, 7000 Books and
@@ -87,6 +91,12 @@ var categoryNames = map[int]string{
 func CategoryName(id int) (string, bool) {
 	n, ok := categoryNames[id]
 	return n, ok
+}
+
+// CategoryIDs returns, in ascending order, every category CategoryName
+// knows: each parent comes before its subcategories.
+func CategoryIDs() []int {
+	return slices.Sorted(maps.Keys(categoryNames))
 }
 
 // Categorize returns the Newznab category of a release by its name and
