@@ -81,9 +81,16 @@ type Main struct {
 	// for the data directory, or s3://BUCKET/PREFIX for a bucket that
 	// coordinators on several machines share.
 	Storage string
+	// Newznab is the address of the Newznab API and the search page
+	// (--newznab; empty: off), NewznabURL the base URL its links carry,
+	// and MinCompletion the percent of its parts a release needs to be
+	// listed there.
+	Newznab, NewznabURL string
+	MinCompletion       int
 
-	// Ready, when set, is told the address serve listens on.
-	Ready func(addr string)
+	// Ready, when set, is told the address serve listens on; NewznabReady
+	// the address of --newznab.
+	Ready, NewznabReady func(addr string)
 
 	store *sqlstore.Store
 }
@@ -170,6 +177,8 @@ func (m *Main) command(ctx context.Context, cmd string, args []string) error {
 		return m.releasesCmd(ctx, args)
 	case "nzb":
 		return m.nzbCmd(ctx, args)
+	case "user":
+		return m.userCmd(ctx, args)
 	case "help":
 		return flag.ErrHelp
 	}
@@ -179,6 +188,7 @@ func (m *Main) command(ctx context.Context, cmd string, args []string) error {
 const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
                    [--repair-tries 3] [--repair-delay 5m] [--retry-delay 10s] [--lease-ttl 60s] [--id NAME] [--storage s3://BUCKET/PREFIX] [--claim-ttl 2m]
                    [--releases=true] [--release-window 6h] [--release-interval 5s]
+                   [--newznab 127.0.0.1:5076] [--newznab-url URL] [--min-completion 100]
 coordinator node add NAME | node rm NAME | node list
 coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
 coordinator group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset [--repair-tries 3]
@@ -188,7 +198,8 @@ coordinator snapshot reset GROUP [--lane history|tail] [--storage s3://BUCKET/PR
 coordinator status [--json]
 coordinator releases [list] [--group G] [--after CURSOR] [--limit N] [--json] | releases build [--once]
 coordinator nzb ID [-o FILE]
-coordinator demo [--articles N] [--workers N] [--range-size N] [--keep]
+coordinator user add NAME [--requests N] [--grabs N] | user rm NAME | user suspend NAME | user resume NAME | user list [--json]
+coordinator demo [--articles N] [--workers N] [--range-size N] [--keep] [--serve] [--newznab 127.0.0.1:5076]
 coordinator help
 
 --source is synthetic (the default) or nntp://[user:pass@]host[:port] (nntps:// for TLS).
@@ -419,6 +430,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.DurationVar(&m.ClaimTTL, "claim-ttl", 2*time.Minute, "how long a chunk claim holds while its fetch runs; a coordinator that dies leaves its chunks to the others after it")
 	m.storageFlag(fs)
 	m.releaseFlags(fs)
+	m.newznabFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -439,6 +451,7 @@ type running struct {
 	http     *http.Server
 	api      *coordinator.Server
 	listener net.Listener
+	newznab  *http.Server // --newznab's, or nil
 	served   chan error
 	bg       chan error // the prefetcher, the planner, the release builder and the chunk listener
 	cancel   context.CancelFunc
@@ -512,7 +525,14 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	if err != nil {
 		return nil, err
 	}
-	r := &running{http: coordinator.HTTPServer(api, log), api: api, listener: l, served: make(chan error, 1),
+	nz, nzl, err := m.listenNewznab(store, log)
+	if err != nil {
+		return nil, err
+	}
+	if nzl != nil {
+		closers = append(closers, nzl.Close)
+	}
+	r := &running{http: coordinator.HTTPServer(api, log), api: api, listener: l, newznab: nz, served: make(chan error, 2),
 		bg: make(chan error, 4), log: log, storage: st, source: src}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel
@@ -521,6 +541,13 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	go func() { r.bg <- m.runReleases(pctx, store, log) }()
 	go func() { r.bg <- listenChunks(pctx, api.Service(), log) }()
 	go func() { r.served <- r.http.Serve(l) }()
+	if nz != nil {
+		go func() { r.served <- nz.Serve(nzl) }()
+		log.Info("newznab API and search page listening", "addr", nzl.Addr().String(), "min_completion", m.MinCompletion)
+		if m.NewznabReady != nil {
+			m.NewznabReady(nzl.Addr().String())
+		}
+	}
 	log.Info("coordinator listening", "addr", l.Addr().String(), "db", redact.URL(m.DB), "data", m.Data,
 		"storage", cmp.Or(blobstore.Redact(m.Storage), "data directory"), "id", owner)
 	if m.Ready != nil {
@@ -548,6 +575,9 @@ func (r *running) stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := r.http.Shutdown(ctx)
+	if r.newznab != nil {
+		r.newznab.Shutdown(ctx)
+	}
 	r.cancel()
 	for range cap(r.bg) {
 		<-r.bg

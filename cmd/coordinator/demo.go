@@ -8,17 +8,22 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeindex/edgeindex/coordinator"
+
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
@@ -46,12 +51,14 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	workers := fs.Int("workers", 4, "workers in this process")
 	rangeSize := fs.Int64("range-size", 10_000, "articles per range")
 	keep := fs.Bool("keep", false, "keep the temporary data directory")
+	serve := fs.Bool("serve", false, "after the summary, serve the Newznab API and the search page over what was indexed until interrupted")
+	nzAddr := fs.String("newznab", "127.0.0.1:5076", "with --serve: the address of the API and the search page")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 || *articles < 1 || *workers < 1 || *rangeSize < 1 {
-		return usagef("demo [--articles N] [--workers N] [--range-size N]: positive numbers, no arguments")
+		return usagef("demo [--articles N] [--workers N] [--range-size N] [--keep] [--serve] [--newznab ADDR]: positive numbers, no arguments")
 	}
 	dir, err := os.MkdirTemp("", "edgeindex-demo-")
 	if err != nil {
@@ -67,10 +74,85 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	fmt.Fprintf(m.Stdout, "\nindexed %d articles of %s in %s: %d ranges, %d headers, %d items, %d binaries (%d complete), %.0f articles/s\n",
 		res.Articles, DemoGroup, res.Elapsed.Round(time.Millisecond), res.Ranges, res.Headers, res.Items, res.Binaries, res.Complete,
 		float64(res.Articles)/res.Elapsed.Seconds())
+	store, err := m.open(ctx)
+	if err != nil {
+		return err
+	}
+	rels, complete, err := buildDemoReleases(ctx, store)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "built %d releases (%d complete) from them\n", rels, complete)
 	if *keep {
 		fmt.Fprintf(m.Stdout, "data kept in %s\n", dir)
 	}
+	if *serve {
+		return serveDemo(ctx, store, *nzAddr, m.Stdout)
+	}
 	return nil
+}
+
+// buildDemoReleases builds releases from the whole results feed and
+// counts them.
+func buildDemoReleases(ctx context.Context, store *sqlstore.Store) (all, complete int, err error) {
+	b, err := release.NewBuilder(release.Config{Store: store})
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := b.Pass(ctx); err != nil {
+		return 0, 0, err
+	}
+	q := release.Query{Limit: release.MaxQueryLimit}
+	for {
+		page, err := store.Releases(ctx, q)
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, r := range page.Releases {
+			all++
+			if r.Complete {
+				complete++
+			}
+		}
+		if len(page.Releases) < q.Limit {
+			return all, complete, nil
+		}
+		q.After = page.Next
+	}
+}
+
+// serveDemo adds a user "demo" and serves the Newznab API and the search
+// page over store on addr until ctx ends, printing where and the key.
+func serveDemo(ctx context.Context, store *sqlstore.Store, addr string, out io.Writer) error {
+	key, err := newznab.NewKey()
+	if err != nil {
+		return err
+	}
+	if err := store.AddUser(ctx, newznab.User{Name: "demo", KeyHash: newznab.HashKey(key)}); err != nil {
+		return err
+	}
+	h, err := newznab.New(newznab.Config{Store: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--newznab: %w", err)
+	}
+	srv := coordinator.HTTPServer(h, nil)
+	base := "http://" + l.Addr().String()
+	fmt.Fprintf(out, "\nsearch page: %s/?apikey=%s\nNewznab API: %s/api?t=search&apikey=%s\nAPI key of user demo: %s\nserving until interrupted (Ctrl-C)\n",
+		base, key, base, key, key)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
 }
 
 // runDemo indexes articles 1..n with workers, writing progress to out.

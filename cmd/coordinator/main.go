@@ -2,6 +2,7 @@
 //
 //	coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
 //	                   [--repair-tries 3] [--repair-delay 5m] [--retry-delay 10s] [--lease-ttl 60s] [--id NAME]
+//	                   [--newznab 127.0.0.1:5076] [--newznab-url URL] [--min-completion 100]
 //	coordinator node add NAME | node rm NAME | node list
 //	coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
 //	coordinator group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset [--repair-tries 3]
@@ -10,8 +11,9 @@
 //	coordinator snapshot reset GROUP [--lane history|tail]
 //	coordinator releases [list | build --once]
 //	coordinator nzb ID [-o FILE]
+//	coordinator user add NAME [--requests N] [--grabs N] | user rm NAME | user suspend NAME | user resume NAME | user list [--json]
 //	coordinator status [--json]
-//	coordinator demo [--articles N] [--workers N] [--range-size N] [--keep]
+//	coordinator demo [--articles N] [--workers N] [--range-size N] [--keep] [--serve] [--newznab ADDR]
 //	coordinator help
 //
 // --source is synthetic (the default) or nntp://[user:pass@]host[:port]
