@@ -320,11 +320,18 @@ func (s *syncBuffer) String() string {
 // startServe runs serve on 127.0.0.1:0 with data and args.
 func startServe(t *testing.T, data string, args ...string) *serving {
 	t.Helper()
+	return startServeWith(t, data, func(*Main) {}, args...)
+}
+
+// startServeWith is startServe with a Main that set has changed.
+func startServeWith(t *testing.T, data string, set func(*Main), args ...string) *serving {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	s := &serving{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	addr := make(chan string, 1)
 	m := NewMain(io.Discard, s.stderr)
 	m.Ready = func(a string) { addr <- a }
+	set(m)
 	go func() {
 		s.done <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data}, args...))
 	}()
