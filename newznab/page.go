@@ -310,7 +310,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, next string)
 	}
 	acc, err := h.use(r.Context(), k)
 	if err != nil {
-		v.Form, v.Next, v.Heading = true, next, "API key"
+		v.Form, v.Next, v.Heading, v.Key = true, next, "API key", "" // links carry no refused key
 		if v.Cookie && (errors.Is(err, ErrBadKey) || errors.Is(err, ErrSuspended)) {
 			http.SetCookie(w, h.clearCookie(r)) // it will not work again
 			v.Cookie = false
@@ -398,9 +398,9 @@ func (h *Handler) row(v *pageView, rel release.Release, now time.Time) rowView {
 		files += "/" + strconv.Itoa(rel.FilesExpected)
 	}
 	id := strconv.FormatInt(rel.ID, 10)
-	nzb := url.Values{"t": {"get"}, "id": {id}}
+	nzb := v.Base + "/api?t=get&id=" + id
 	if v.Key != "" {
-		nzb.Set("apikey", v.Key)
+		nzb += "&apikey=" + url.QueryEscape(v.Key)
 	}
 	details := v.Base + "/details/" + id
 	if v.Key != "" {
@@ -411,7 +411,7 @@ func (h *Handler) row(v *pageView, rel release.Release, now time.Time) rowView {
 		Size: humanBytes(rel.Bytes), Bytes: rel.Bytes, Age: humanAge(now.Sub(rel.Posted)),
 		Posted: rel.Posted.UTC().Format("2006-01-02 15:04 UTC"), FileCount: files,
 		Completion: percent(rel.PartsSeen, rel.PartsExpected), Complete: rel.Complete, Grabs: rel.Grabs,
-		Details: details, NZB: v.Base + "/api?" + nzb.Encode(),
+		Details: details, NZB: nzb,
 	}
 }
 
