@@ -29,8 +29,8 @@ import (
 const (
 	// PageSize is how many releases one page of results lists.
 	PageSize = 50
-	// MaxQuery is the longest search text, in bytes.
-	MaxQuery = 256
+	// MaxSearchText is the longest search text, in bytes.
+	MaxSearchText = 256
 	// maxKey is the longest key the form takes, in bytes; NewKey's are 32.
 	maxKey = 128
 	// maxForm bounds the body of POST /login.
@@ -71,9 +71,10 @@ type searchView struct {
 	Cat        int
 	Categories []categoryOption
 	Rows       []rowView
-	// Total counts the matches ("10000+" past release.MaxSearchTotal);
-	// From and To number the rows shown.
-	Total            string
+	// Total counts the matches, TotalText as shown ("10000+" at
+	// release.MaxSearchTotal); From and To number the rows shown.
+	Total            int
+	TotalText        string
 	Page, Pages      int
 	From, To         int
 	Prev, Next, Self string // links; empty when there is none
@@ -127,7 +128,7 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	q, sv, bad := h.parseSearch(r.URL.Query())
 	if bad != "" {
 		v.Search, v.Heading = sv, "Search"
-		h.fail(w, r, v, http.StatusBadRequest, bad)
+		h.pageFail(w, r, v, http.StatusBadRequest, bad)
 		return
 	}
 	sv.Categories = categoryOptions(sv.Cat)
@@ -141,9 +142,9 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	for _, rel := range found.Releases {
 		sv.Rows = append(sv.Rows, h.row(v, rel, now))
 	}
-	sv.Total = strconv.Itoa(found.Total)
+	sv.Total, sv.TotalText = found.Total, strconv.Itoa(found.Total)
 	if found.Total >= release.MaxSearchTotal {
-		sv.Total = strconv.Itoa(release.MaxSearchTotal) + "+"
+		sv.TotalText += "+"
 	}
 	sv.Pages = max(1, min(maxPage, (found.Total+PageSize-1)/PageSize))
 	sv.From, sv.To = q.Offset+1, q.Offset+len(found.Releases)
@@ -171,9 +172,9 @@ func (h *Handler) parseSearch(p url.Values) (q release.Search, sv *searchView, b
 	sv.Categories = categoryOptions(0)
 	q = release.Search{MinCompletion: h.cfg.MinCompletion, Limit: PageSize}
 	text := p.Get("q")
-	if len(text) > MaxQuery {
+	if len(text) > MaxSearchText {
 		sv.Q = ""
-		return q, sv, fmt.Sprintf("The search is %d bytes long; at most %d are allowed.", len(text), MaxQuery)
+		return q, sv, fmt.Sprintf("The search is %d bytes long; at most %d are allowed.", len(text), MaxSearchText)
 	}
 	q.Words = release.SearchWords(text)
 	if len(q.Words) > release.MaxSearchWords {
@@ -218,12 +219,12 @@ func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Heading = "Release"
 	if err != nil || id < 1 {
-		h.fail(w, r, v, http.StatusBadRequest, fmt.Sprintf("%q is not a release id: ids are whole numbers from 1.", cleanText(shorten(s, 24))))
+		h.pageFail(w, r, v, http.StatusBadRequest, fmt.Sprintf("%q is not a release id: ids are whole numbers from 1.", cleanText(shorten(s, 24))))
 		return
 	}
 	rel, err := h.cfg.Store.ReleaseByID(r.Context(), id)
 	if errors.Is(err, lease.ErrNotFound) {
-		h.fail(w, r, v, http.StatusNotFound, fmt.Sprintf("There is no release %d.", id))
+		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("There is no release %d.", id))
 		return
 	}
 	if err != nil {
@@ -255,12 +256,12 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 	v.Heading = "API key"
 	v.Form = true
 	if crossSite(r) {
-		h.fail(w, r, v, http.StatusForbidden, "The key form must be sent from this site's own page.")
+		h.pageFail(w, r, v, http.StatusForbidden, "The key form must be sent from this site's own page.")
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 	if err := r.ParseForm(); err != nil {
-		h.fail(w, r, v, http.StatusBadRequest, "The form could not be read: it is malformed or too large.")
+		h.pageFail(w, r, v, http.StatusBadRequest, "The form could not be read: it is malformed or too large.")
 		return
 	}
 	v.Next = safeNext(r.PostForm.Get("next"))
@@ -269,10 +270,10 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure(r)}
 	switch {
 	case k == "":
-		h.fail(w, r, v, http.StatusBadRequest, "Enter your API key.")
+		h.pageFail(w, r, v, http.StatusBadRequest, "Enter your API key.")
 		return
 	case len(k) > maxKey || c.Valid() != nil:
-		h.fail(w, r, v, http.StatusBadRequest, "That is not an API key: a key is 32 hexadecimal digits.")
+		h.pageFail(w, r, v, http.StatusBadRequest, "That is not an API key: a key is 32 hexadecimal digits.")
 		return
 	}
 	acc, err := h.use(r.Context(), k)
@@ -290,7 +291,7 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
 	if crossSite(r) {
 		v := h.view(r)
-		h.fail(w, r, v, http.StatusForbidden, "Logging out must be asked from this site's own page.")
+		h.pageFail(w, r, v, http.StatusForbidden, "Logging out must be asked from this site's own page.")
 		return
 	}
 	http.SetCookie(w, h.clearCookie(r))
@@ -327,12 +328,12 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, next string)
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
 	switch {
 	case errors.Is(err, ErrBadKey):
-		h.fail(w, r, v, http.StatusForbidden, "That API key is not known here. Check it and enter it again.")
+		h.pageFail(w, r, v, http.StatusForbidden, "That API key is not known here. Check it and enter it again.")
 	case errors.Is(err, ErrSuspended):
-		h.fail(w, r, v, http.StatusForbidden, "The account of that API key is suspended.")
+		h.pageFail(w, r, v, http.StatusForbidden, "The account of that API key is suspended.")
 	case errors.Is(err, ErrRequestLimit):
 		v.Form = false
-		h.fail(w, r, v, http.StatusTooManyRequests, "This key has reached its daily request limit. It can be used again after midnight UTC.")
+		h.pageFail(w, r, v, http.StatusTooManyRequests, "This key has reached its daily request limit. It can be used again after midnight UTC.")
 	default:
 		h.storeFailed(w, r, v, err)
 	}
@@ -342,16 +343,16 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, v *pageView, er
 // sentence; anything else is logged and the user sees a short 500.
 func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
 	if !internal(err) && errors.Is(err, lease.ErrInvalid) {
-		h.fail(w, r, v, http.StatusBadRequest, "The search was refused: "+cleanText(err.Error()))
+		h.pageFail(w, r, v, http.StatusBadRequest, "The search was refused: "+cleanText(err.Error()))
 		return
 	}
 	h.cfg.Logger.Error("newznab page", "path", r.URL.Path, "err", err)
 	v.Search, v.Release, v.Form = nil, nil, false
-	h.fail(w, r, v, http.StatusInternalServerError, "Something went wrong on the server. Try again in a moment.")
+	h.pageFail(w, r, v, http.StatusInternalServerError, "Something went wrong on the server. Try again in a moment.")
 }
 
-// fail renders v with message as a refusal, under status.
-func (h *Handler) fail(w http.ResponseWriter, r *http.Request, v *pageView, status int, message string) {
+// pageFail renders v with message as a refusal, under status.
+func (h *Handler) pageFail(w http.ResponseWriter, r *http.Request, v *pageView, status int, message string) {
 	v.Message, v.Error = message, true
 	if v.Heading == "" {
 		v.Heading = http.StatusText(status)
@@ -572,8 +573,8 @@ var (
 	}
 )
 
-// categoryName names a parent category; "" when id is none.
-func categoryName(id int) string {
+// parentName names a parent category; "" when id is none.
+func parentName(id int) string {
 	for _, p := range categoryParents {
 		if p.id == id/1000*1000 {
 			return p.name
@@ -585,12 +586,12 @@ func categoryName(id int) string {
 // knownCategory reports whether id is a parent or a subcategory of the table.
 func knownCategory(id int) bool {
 	_, sub := categorySubs[id]
-	return sub || (id%1000 == 0 && categoryName(id) != "")
+	return sub || (id%1000 == 0 && parentName(id) != "")
 }
 
 // categoryLabel names category id as "TV > HD", "TV", or its number.
 func categoryLabel(id int) string {
-	parent := categoryName(id)
+	parent := parentName(id)
 	if parent == "" {
 		return strconv.Itoa(id)
 	}
