@@ -342,7 +342,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, v *pageView, er
 // storeFailed answers an error of the store: bad input a 400 with its
 // sentence; anything else is logged and the user sees a short 500.
 func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
-	if !internal(err) && errors.Is(err, lease.ErrInvalid) {
+	if errors.Is(err, lease.ErrInvalid) {
 		h.pageFail(w, r, v, http.StatusBadRequest, "The search was refused: "+cleanText(err.Error()))
 		return
 	}
