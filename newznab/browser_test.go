@@ -149,8 +149,9 @@ func (b tab) cookie(base string) *network.Cookie {
 }
 
 // screenshot writes a full-page PNG to EDGEINDEX_SCREENSHOT, or to a
-// temporary file, for a person to look at.
-func (b tab) screenshot() {
+// temporary file, for a person to look at; a suffix ("-phone") goes
+// before the extension.
+func (b tab) screenshot(suffix string) {
 	b.t.Helper()
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	require.NoError(b.t, err)
@@ -158,6 +159,7 @@ func (b tab) screenshot() {
 	if path == "" {
 		path = filepath.Join(b.t.TempDir(), "newznab-page.png")
 	}
+	path = strings.TrimSuffix(path, ".png") + suffix + ".png"
 	require.NoError(b.t, os.WriteFile(path, png, 0o644))
 	b.t.Logf("screenshot: %s", path)
 }
@@ -180,7 +182,7 @@ func TestSearchPageBrowser(t *testing.T) {
 	require.Empty(t, jsCookie, "a script cannot read the key")
 	// The first page lists the newest releases: what a person sees first.
 	require.Equal(t, newznab.PageSize, b.count(`tr.release`))
-	b.screenshot()
+	b.screenshot("")
 
 	// Two words: the two Ocean releases, newest first.
 	b.search("ocean x264")
@@ -259,6 +261,18 @@ func TestSearchPageBrowser(t *testing.T) {
 	require.NoError(t, xml.Unmarshal(body, &nzb))
 	require.Equal(t, "nzb", nzb.XMLName.Local)
 	require.Len(t, nzb.Files, 2)
+
+	// On a phone's width nothing is wider than the screen, not even the
+	// long hostile name.
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	for _, path := range []string{"/", "/?q=ocean", fmt.Sprintf("/details/%d", w.release(t, evilName).ID)} {
+		b.do(chromedp.Navigate(w.srv.URL + path))
+		width, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+		require.NoError(t, err)
+		require.LessOrEqual(t, width, 390, path)
+	}
+	b.screenshot("-phone")
+	b.do(chromedp.EmulateViewport(1280, 900))
 
 	// Logout: the form again, and the cookie is gone.
 	b.load(chromedp.Click(chromedp.CSS(`header form button`)))
