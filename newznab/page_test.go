@@ -217,8 +217,8 @@ func (w *pageWorld) requests(t *testing.T) int64 {
 
 var rowTitle = regexp.MustCompile(`<td class="title"><a href="[^"]*">([^<]*)</a>`)
 
-// titles lists the result rows' titles, unescaped as a browser shows them.
-func titles(body string) []string {
+// rowTitles lists the result rows' titles, unescaped as a browser shows them.
+func rowTitles(body string) []string {
 	var out []string
 	for _, m := range rowTitle.FindAllStringSubmatch(body, -1) {
 		out = append(out, htmlUnescape(m[1]))
@@ -249,7 +249,7 @@ func TestPageSearch(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, body)
 		require.Equal(t, before+1, w.requests(t), "a page view is a request under the key")
 		// Newest first: the drama is 5 hours old, the documentary 3 days.
-		require.Equal(t, []string{"Ocean.Drama.S01E02.720p.HDTV.x264-GRP", "Ocean.Documentary.2024.1080p.WEB.x264-GRP"}, titles(body))
+		require.Equal(t, []string{"Ocean.Drama.S01E02.720p.HDTV.x264-GRP", "Ocean.Documentary.2024.1080p.WEB.x264-GRP"}, rowTitles(body))
 		require.Contains(t, body, `1–2 of 2 releases`)
 
 		doc := w.release(t, "Ocean.Documentary.2024.1080p.WEB.x264-GRP")
@@ -267,7 +267,7 @@ func TestPageSearch(t *testing.T) {
 		// A search no release matches says so.
 		code, body = w.get(t, "/?q=nothing+matches+this", true)
 		require.Equal(t, http.StatusOK, code)
-		require.Empty(t, titles(body))
+		require.Empty(t, rowTitles(body))
 		require.Contains(t, body, "No releases found for “nothing matches this”")
 	})
 }
@@ -312,7 +312,7 @@ func TestPageCategoryFilter(t *testing.T) {
 			}
 			code, body := w.get(t, fmt.Sprintf("/?q=ocean&cat=%d", cat), true)
 			require.Equal(t, http.StatusOK, code)
-			require.ElementsMatch(t, want, titles(body), "cat=%d", cat)
+			require.ElementsMatch(t, want, rowTitles(body), "cat=%d", cat)
 			require.Contains(t, body, fmt.Sprintf(`<option value="%d" selected>`, cat), "the select keeps the choice")
 		}
 		// A category no release has lists nothing.
@@ -324,7 +324,7 @@ func TestPageCategoryFilter(t *testing.T) {
 			if !used[parent] {
 				code, body := w.get(t, fmt.Sprintf("/?cat=%d", parent), true)
 				require.Equal(t, http.StatusOK, code)
-				require.Empty(t, titles(body), "cat=%d", parent)
+				require.Empty(t, rowTitles(body), "cat=%d", parent)
 				require.Contains(t, body, "No releases found")
 				break
 			}
@@ -340,7 +340,7 @@ func TestPagePaging(t *testing.T) {
 	forBackends(t, func(t *testing.T, w *pageWorld) {
 		code, body := w.get(t, "/?q=paging+series", true)
 		require.Equal(t, http.StatusOK, code)
-		got := titles(body)
+		got := rowTitles(body)
 		require.Len(t, got, newznab.PageSize)
 		require.Equal(t, "Paging.Series.E01.480p", got[0], "newest first")
 		require.Contains(t, body, "1–50 of 55 releases")
@@ -352,7 +352,7 @@ func TestPagePaging(t *testing.T) {
 
 		code, body = w.get(t, htmlUnescape(next[1]), false)
 		require.Equal(t, http.StatusOK, code)
-		got2 := titles(body)
+		got2 := rowTitles(body)
 		require.Len(t, got2, 5)
 		require.Equal(t, "Paging.Series.E55.480p", got2[4])
 		require.Contains(t, body, "51–55 of 55 releases")
@@ -367,7 +367,7 @@ func TestPagePaging(t *testing.T) {
 		// Past the last page: no rows, a notice, no error.
 		code, body = w.get(t, "/?q=paging+series&page=9", true)
 		require.Equal(t, http.StatusOK, code)
-		require.Empty(t, titles(body))
+		require.Empty(t, rowTitles(body))
 		require.Contains(t, body, "Page 9 is past the last page, 2.")
 	})
 }
@@ -399,7 +399,7 @@ func TestPageLogin(t *testing.T) {
 		require.Equal(t, http.StatusOK, res.StatusCode)
 		require.Contains(t, body, `<form class="key card" method="post" action="/login">`)
 		require.Contains(t, body, `name="apikey"`)
-		require.Empty(t, titles(body))
+		require.Empty(t, rowTitles(body))
 
 		// A wrong key: the form again, with why, and no cookie.
 		before := w.requests(t)
@@ -442,7 +442,7 @@ func TestPageLogin(t *testing.T) {
 		body = read(t, res)
 		require.Equal(t, http.StatusOK, res.StatusCode)
 		desert := w.release(t, "Desert.Movie.2023.2160p.UHD.BluRay-GRP")
-		require.Equal(t, []string{desert.Name}, titles(body))
+		require.Equal(t, []string{desert.Name}, rowTitles(body))
 		require.Contains(t, body, fmt.Sprintf(`href="/api?t=get&amp;id=%d"`, desert.ID))
 		require.NotContains(t, body, w.key, "the key is nowhere in the page")
 		require.Contains(t, body, `action="/logout"`)
@@ -593,7 +593,7 @@ func TestPageHostileNames(t *testing.T) {
 		evil := w.release(t, evilName)
 		code, body := w.get(t, "/?q=evil+script", true)
 		require.Equal(t, http.StatusOK, code)
-		require.Len(t, titles(body), 1)
+		require.Len(t, rowTitles(body), 1)
 		code, details := w.get(t, fmt.Sprintf("/details/%d", evil.ID), true)
 		require.Equal(t, http.StatusOK, code)
 		for _, page := range []string{body, details} {
