@@ -408,7 +408,7 @@ func (h *Handler) row(v *pageView, rel release.Release, now time.Time) rowView {
 		details += "?" + url.Values{"apikey": {v.Key}}.Encode()
 	}
 	return rowView{
-		ID: rel.ID, Title: cleanText(rel.Name), Category: categoryLabel(rel.Category),
+		ID: rel.ID, Title: cleanText(rel.Name), Category: CategoryName(rel.Category),
 		Size: humanBytes(rel.Bytes), Bytes: rel.Bytes, Age: humanAge(now.Sub(rel.Posted)),
 		Posted: rel.Posted.UTC().Format("2006-01-02 15:04 UTC"), FileCount: files,
 		Completion: percent(rel.PartsSeen, rel.PartsExpected), Complete: rel.Complete, Grabs: rel.Grabs,
@@ -554,62 +554,20 @@ func percent(seen, expected int64) string {
 	return fmt.Sprintf("%d.%d%%", tenths/10, tenths%10)
 }
 
-// The Newznab categories the page names and filters by. (A small table of
-// the standard ones; the API's caps table replaces it when the two are
-// merged.)
-var (
-	categoryParents = []struct {
-		id   int
-		name string
-	}{{1000, "Console"}, {2000, "Movies"}, {3000, "Audio"}, {4000, "PC"}, {5000, "TV"}, {6000, "XXX"}, {7000, "Books"}, {8000, "Other"}}
-	categorySubs = map[int]string{
-		2010: "Foreign", 2020: "Other", 2030: "SD", 2040: "HD", 2045: "UHD", 2050: "BluRay", 2060: "3D",
-		3010: "MP3", 3020: "Video", 3030: "Audiobook", 3040: "Lossless",
-		4010: "0day", 4050: "Games",
-		5020: "Foreign", 5030: "SD", 5040: "HD", 5045: "UHD", 5050: "Other", 5060: "Sport", 5070: "Anime", 5080: "Documentary",
-		6010: "DVD", 6040: "x264",
-		7010: "Magazines", 7020: "Ebook", 7030: "Comics",
-		8010: "Misc", 8020: "Hashed",
-	}
-)
-
-// parentName names a parent category; "" when id is none.
-func parentName(id int) string {
-	for _, p := range categoryParents {
-		if p.id == id/1000*1000 {
-			return p.name
-		}
-	}
-	return ""
-}
-
-// knownCategory reports whether id is a parent or a subcategory of the table.
+// knownCategory reports whether id is a category of the list: a parent
+// or one of its subcategories.
 func knownCategory(id int) bool {
-	_, sub := categorySubs[id]
-	return sub || (id%1000 == 0 && parentName(id) != "")
-}
-
-// categoryLabel names category id as "TV > HD", "TV", or its number.
-func categoryLabel(id int) string {
-	parent := parentName(id)
-	if parent == "" {
-		return strconv.Itoa(id)
-	}
-	if sub, ok := categorySubs[id]; ok {
-		return parent + " > " + sub
-	}
-	return parent
+	p, sub, ok := lookup(id)
+	return ok && (id == p.ID || id == sub.ID)
 }
 
 // categoryOptions lists the select's options, selected marking one.
 func categoryOptions(selected int) []categoryOption {
 	var out []categoryOption
-	for _, p := range categoryParents {
-		out = append(out, categoryOption{ID: p.id, Name: p.name, Selected: p.id == selected})
-		for id := p.id + 1; id < p.id+1000; id++ {
-			if name, ok := categorySubs[id]; ok {
-				out = append(out, categoryOption{ID: id, Name: p.name + " > " + name, Sub: true, Selected: id == selected})
-			}
+	for _, p := range categories {
+		out = append(out, categoryOption{ID: p.ID, Name: p.Name, Selected: p.ID == selected})
+		for _, sub := range p.Subs {
+			out = append(out, categoryOption{ID: sub.ID, Name: p.Name + " > " + sub.Name, Sub: true, Selected: sub.ID == selected})
 		}
 	}
 	return out

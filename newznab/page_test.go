@@ -22,14 +22,11 @@ import (
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
-	"github.com/edgeindex/edgeindex/internal/testmain"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
-
-func TestMain(m *testing.M) { testmain.Main(m) }
 
 // now is the tests' clock: release ages and the daily counts go by it.
 var now = time.Date(2026, 6, 10, 12, 0, 0, 0, time.UTC)
@@ -272,16 +269,8 @@ func TestPageSearch(t *testing.T) {
 	})
 }
 
-// categoryText is how the page names a category.
-func categoryText(id int) string {
-	parents := map[int]string{1000: "Console", 2000: "Movies", 3000: "Audio", 4000: "PC", 5000: "TV", 6000: "XXX", 7000: "Books", 8000: "Other"}
-	subs := map[int]string{2040: "HD", 2045: "UHD", 2050: "BluRay", 5030: "SD", 5040: "HD", 5045: "UHD", 5080: "Documentary", 8010: "Misc"}
-	name := parents[id/1000*1000]
-	if sub, ok := subs[id]; ok {
-		return name + " > " + sub
-	}
-	return name
-}
+// categoryText is how the page names a category: as the API does.
+func categoryText(id int) string { return newznab.CategoryName(id) }
 
 func htmlEscape(s string) string { return strings.NewReplacer(">", "&gt;", "<", "&lt;").Replace(s) }
 
