@@ -1,21 +1,574 @@
 package newznab
 
-import "net/http"
+import (
+	"bytes"
+	_ "embed" // the page's templates
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
-// The search page. (Stubs until the page lands.)
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/release"
+)
 
+// The search page: server-rendered HTML over the Store, for people. It
+// needs no JavaScript and sends none: every value goes through
+// html/template, and the Content-Security-Policy forbids scripts anyway.
+// The key is typed once into a form that keeps it in an HttpOnly cookie;
+// ?apikey= works too, and then every link of the page carries it.
+
+// Bounds of what the page is asked.
+const (
+	// PageSize is how many releases one page of results lists.
+	PageSize = 50
+	// MaxSearchText is the longest search text, in bytes.
+	MaxSearchText = 256
+	// maxKey is the longest key the form takes, in bytes; NewKey's are 32.
+	maxKey = 128
+	// maxForm bounds the body of POST /login.
+	maxForm = 4 << 10
+	// maxPage is the last page a search can show (release.MaxSearchOffset).
+	maxPage = release.MaxSearchOffset/PageSize + 1
+	// cookieAge is how long the key cookie lasts.
+	cookieAge = 365 * 24 * time.Hour
+)
+
+//go:embed page.html
+var pageHTML string
+
+var pageTemplate = template.Must(template.New("page.html").Parse(pageHTML))
+
+// pageView is what the template renders: one of Search, Release, Form or
+// only Message.
+type pageView struct {
+	Title   string // the indexer's name
+	Heading string // the page's name, in <title>
+	Base    string // the prefix of every link
+	Message string // why the request was refused, or a notice
+	Error   bool   // Message is a refusal
+	// Form shows the key form; Next is where it returns to.
+	Form bool
+	Next string
+	// Key is the key when it came as ?apikey=: the links carry it.
+	// Cookie says the key came in the cookie: the page offers logout.
+	Key     string
+	Cookie  bool
+	Account *Account
+	Search  *searchView
+	Release *detailView
+}
+
+type searchView struct {
+	Q          string
+	Cat        int
+	Categories []categoryOption
+	Rows       []rowView
+	// Total counts the matches, TotalText as shown ("10000+" at
+	// release.MaxSearchTotal); From and To number the rows shown.
+	Total            int
+	TotalText        string
+	Page, Pages      int
+	From, To         int
+	Prev, Next, Self string // links; empty when there is none
+}
+
+type categoryOption struct {
+	ID       int
+	Name     string
+	Sub      bool
+	Selected bool
+}
+
+// rowView is one release as the results list it.
+type rowView struct {
+	ID         int64
+	Title      string
+	Category   string
+	Size       string
+	Bytes      int64
+	Age        string
+	Posted     string // UTC, to the minute
+	FileCount  string // seen/expected
+	Completion string // percent
+	Complete   bool
+	Grabs      int64
+	Details    string // link
+	NZB        string // link
+}
+
+type detailView struct {
+	rowView
+	Poster string
+	Groups []string
+	Parts  string // seen/expected
+	Files  []fileView
+}
+
+type fileView struct {
+	Name     string
+	Size     string
+	Parts    string // seen/total
+	Complete bool
+}
+
+// servePage answers GET /: the key form, or a search and its results.
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not yet", http.StatusNotImplemented)
+	v, ok := h.authorize(w, r, "/")
+	if !ok {
+		return
+	}
+	q, sv, bad := h.parseSearch(r.URL.Query())
+	if bad != "" {
+		v.Search, v.Heading = sv, "Search"
+		h.pageFail(w, r, v, http.StatusBadRequest, bad)
+		return
+	}
+	sv.Categories = categoryOptions(sv.Cat)
+	v.Search = sv
+	found, err := h.cfg.Store.SearchReleases(r.Context(), q)
+	if err != nil {
+		h.storeFailed(w, r, v, err)
+		return
+	}
+	now := h.cfg.Now()
+	for _, rel := range found.Releases {
+		sv.Rows = append(sv.Rows, h.row(v, rel, now))
+	}
+	sv.Total, sv.TotalText = found.Total, strconv.Itoa(found.Total)
+	if found.Total >= release.MaxSearchTotal {
+		sv.TotalText += "+"
+	}
+	sv.Pages = max(1, min(maxPage, (found.Total+PageSize-1)/PageSize))
+	sv.From, sv.To = q.Offset+1, q.Offset+len(found.Releases)
+	if sv.Page > 1 {
+		sv.Prev = h.searchLink(v, sv.Q, sv.Cat, sv.Page-1)
+	}
+	if sv.Page < sv.Pages {
+		sv.Next = h.searchLink(v, sv.Q, sv.Cat, sv.Page+1)
+	}
+	if len(found.Releases) == 0 && found.Total > 0 {
+		v.Message = fmt.Sprintf("Page %d is past the last page, %d.", sv.Page, sv.Pages)
+	}
+	v.Heading = "Search"
+	if sv.Q != "" {
+		v.Heading = sv.Q
+	}
+	h.render(w, r, v, http.StatusOK)
 }
 
+// parseSearch reads the page's parameters q, cat and page into a Search.
+// The view it returns echoes them back; bad says what is wrong with them,
+// "" when nothing is.
+func (h *Handler) parseSearch(p url.Values) (q release.Search, sv *searchView, bad string) {
+	sv = &searchView{Q: cleanText(p.Get("q")), Page: 1}
+	sv.Categories = categoryOptions(0)
+	q = release.Search{MinCompletion: h.cfg.MinCompletion, Limit: PageSize}
+	text := p.Get("q")
+	if len(text) > MaxSearchText {
+		sv.Q = ""
+		return q, sv, fmt.Sprintf("The search is %d bytes long; at most %d are allowed.", len(text), MaxSearchText)
+	}
+	q.Words = release.SearchWords(text)
+	if len(q.Words) > release.MaxSearchWords {
+		return q, sv, fmt.Sprintf("The search has %d words; at most %d are allowed.", len(q.Words), release.MaxSearchWords)
+	}
+	for _, word := range q.Words {
+		if len(word) > release.MaxSearchWord {
+			return q, sv, fmt.Sprintf("A word of the search is %d bytes long; at most %d are allowed.", len(word), release.MaxSearchWord)
+		}
+	}
+	if c := p.Get("cat"); c != "" && c != "0" {
+		id, err := strconv.Atoi(c)
+		if err != nil || !knownCategory(id) {
+			return q, sv, fmt.Sprintf("The category %q is not one of the list.", cleanText(shorten(c, 20)))
+		}
+		sv.Cat = id
+		q.Categories = []int{id}
+	}
+	if s := p.Get("page"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxPage {
+			return q, sv, fmt.Sprintf("The page %q is not a number from 1 to %d.", cleanText(shorten(s, 20)), maxPage)
+		}
+		sv.Page = n
+	}
+	q.Offset = (sv.Page - 1) * PageSize
+	return q, sv, ""
+}
+
+// serveDetails answers GET /details/{id}: one release with its files. It
+// is the permalink of the API's guid.
 func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not yet", http.StatusNotImplemented)
+	s := r.PathValue("id")
+	id, err := strconv.ParseInt(s, 10, 64)
+	next := "/"
+	if err == nil && id > 0 {
+		next = "/details/" + strconv.FormatInt(id, 10)
+	}
+	v, ok := h.authorize(w, r, next)
+	if !ok {
+		return
+	}
+	v.Heading = "Release"
+	if err != nil || id < 1 {
+		h.pageFail(w, r, v, http.StatusBadRequest, fmt.Sprintf("%q is not a release id: ids are whole numbers from 1.", cleanText(shorten(s, 24))))
+		return
+	}
+	rel, err := h.cfg.Store.ReleaseByID(r.Context(), id)
+	if errors.Is(err, lease.ErrNotFound) {
+		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("There is no release %d.", id))
+		return
+	}
+	if err != nil {
+		h.storeFailed(w, r, v, err)
+		return
+	}
+	d := &detailView{rowView: h.row(v, rel, h.cfg.Now()), Poster: cleanText(rel.Poster),
+		Parts: fmt.Sprintf("%d/%d", rel.PartsSeen, rel.PartsExpected)}
+	for _, g := range rel.Groups {
+		d.Groups = append(d.Groups, cleanText(g))
+	}
+	for _, f := range rel.Files {
+		name := f.Name
+		if name == "" {
+			name = f.Subject
+		}
+		d.Files = append(d.Files, fileView{Name: cleanText(name), Size: humanBytes(f.Bytes),
+			Parts: fmt.Sprintf("%d/%d", len(f.Parts), f.Total), Complete: f.Complete})
+	}
+	v.Release = d
+	v.Heading = d.Title
+	h.render(w, r, v, http.StatusOK)
 }
 
+// serveLogin answers POST /login: it checks the form's key, keeps it in
+// the cookie and sends the browser back to the page (303).
 func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not yet", http.StatusNotImplemented)
+	v := h.view(r)
+	v.Heading = "API key"
+	v.Form = true
+	if crossSite(r) {
+		h.pageFail(w, r, v, http.StatusForbidden, "The key form must be sent from this site's own page.")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		h.pageFail(w, r, v, http.StatusBadRequest, "The form could not be read: it is malformed or too large.")
+		return
+	}
+	v.Next = safeNext(r.PostForm.Get("next"))
+	k := strings.TrimSpace(r.PostForm.Get("apikey"))
+	c := &http.Cookie{Name: CookieName, Value: k, Path: h.cookiePath(), MaxAge: int(cookieAge / time.Second),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure(r)}
+	switch {
+	case k == "":
+		h.pageFail(w, r, v, http.StatusBadRequest, "Enter your API key.")
+		return
+	case len(k) > maxKey || c.Valid() != nil:
+		h.pageFail(w, r, v, http.StatusBadRequest, "That is not an API key: a key is 32 hexadecimal digits.")
+		return
+	}
+	acc, err := h.use(r.Context(), k)
+	if err != nil {
+		h.refuse(w, r, v, err)
+		return
+	}
+	h.cfg.Logger.Debug("newznab page login", "user", acc.Name)
+	http.SetCookie(w, c)
+	http.Redirect(w, r, h.pageBase()+v.Next, http.StatusSeeOther)
 }
 
+// serveLogout answers POST /logout: it clears the cookie and sends the
+// browser back to the page (303).
 func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not yet", http.StatusNotImplemented)
+	if crossSite(r) {
+		v := h.view(r)
+		h.pageFail(w, r, v, http.StatusForbidden, "Logging out must be asked from this site's own page.")
+		return
+	}
+	http.SetCookie(w, h.clearCookie(r))
+	http.Redirect(w, r, h.pageBase()+"/", http.StatusSeeOther)
+}
+
+// authorize checks and counts the key of request r (use). Without a key it
+// renders the key form; with a refused one the form and why. It returns
+// the view to fill, and false when it has answered already.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, next string) (*pageView, bool) {
+	v := h.view(r)
+	k := key(r)
+	if k == "" {
+		v.Form, v.Next, v.Heading = true, next, "API key"
+		h.render(w, r, v, http.StatusOK)
+		return nil, false
+	}
+	acc, err := h.use(r.Context(), k)
+	if err != nil {
+		v.Form, v.Next, v.Heading, v.Key = true, next, "API key", "" // links carry no refused key
+		if v.Cookie && (errors.Is(err, ErrBadKey) || errors.Is(err, ErrSuspended)) {
+			http.SetCookie(w, h.clearCookie(r)) // it will not work again
+			v.Cookie = false
+		}
+		h.refuse(w, r, v, err)
+		return nil, false
+	}
+	v.Account = &acc
+	return v, true
+}
+
+// refuse renders why the key was refused: the form again for a wrong or
+// suspended key, a notice for a limit, a short 500 for anything else.
+func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
+	switch {
+	case errors.Is(err, ErrBadKey):
+		h.pageFail(w, r, v, http.StatusForbidden, "That API key is not known here. Check it and enter it again.")
+	case errors.Is(err, ErrSuspended):
+		h.pageFail(w, r, v, http.StatusForbidden, "The account of that API key is suspended.")
+	case errors.Is(err, ErrRequestLimit):
+		v.Form = false
+		h.pageFail(w, r, v, http.StatusTooManyRequests, "This key has reached its daily request limit. It can be used again after midnight UTC.")
+	default:
+		h.storeFailed(w, r, v, err)
+	}
+}
+
+// storeFailed answers an error of the store: bad input a 400 with its
+// sentence; anything else is logged and the user sees a short 500.
+func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
+	if errors.Is(err, lease.ErrInvalid) {
+		h.pageFail(w, r, v, http.StatusBadRequest, "The search was refused: "+cleanText(err.Error()))
+		return
+	}
+	h.cfg.Logger.Error("newznab page", "path", r.URL.Path, "err", err)
+	v.Search, v.Release, v.Form = nil, nil, false
+	h.pageFail(w, r, v, http.StatusInternalServerError, "Something went wrong on the server. Try again in a moment.")
+}
+
+// pageFail renders v with message as a refusal, under status.
+func (h *Handler) pageFail(w http.ResponseWriter, r *http.Request, v *pageView, status int, message string) {
+	v.Message, v.Error = message, true
+	if v.Heading == "" {
+		v.Heading = http.StatusText(status)
+	}
+	h.render(w, r, v, status)
+}
+
+// render writes v as the page, under status. The page is rendered whole
+// before anything is written, so a template error is a clean 500.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, v *pageView, status int) {
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, v); err != nil {
+		h.cfg.Logger.Error("newznab page: render", "path", r.URL.Path, "err", err)
+		http.Error(w, "Something went wrong on the server.", http.StatusInternalServerError)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	// No script runs, nothing is framed, and the key in a link's URL is
+	// neither cached nor sent on as a referrer.
+	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; frame-ancestors 'none'")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// view starts the view of request r.
+func (h *Handler) view(r *http.Request) *pageView {
+	v := &pageView{Title: h.cfg.Title, Base: h.pageBase()}
+	if k := r.URL.Query().Get("apikey"); k != "" {
+		v.Key = k
+	} else if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
+		v.Cookie = true
+	}
+	return v
+}
+
+// row formats one release for the results and the details.
+func (h *Handler) row(v *pageView, rel release.Release, now time.Time) rowView {
+	files := strconv.Itoa(rel.FilesSeen)
+	if rel.FilesExpected > 0 {
+		files += "/" + strconv.Itoa(rel.FilesExpected)
+	}
+	id := strconv.FormatInt(rel.ID, 10)
+	nzb := v.Base + "/api?t=get&id=" + id
+	if v.Key != "" {
+		nzb += "&apikey=" + url.QueryEscape(v.Key)
+	}
+	details := v.Base + "/details/" + id
+	if v.Key != "" {
+		details += "?" + url.Values{"apikey": {v.Key}}.Encode()
+	}
+	return rowView{
+		ID: rel.ID, Title: cleanText(rel.Name), Category: CategoryName(rel.Category),
+		Size: humanBytes(rel.Bytes), Bytes: rel.Bytes, Age: humanAge(now.Sub(rel.Posted)),
+		Posted: rel.Posted.UTC().Format("2006-01-02 15:04 UTC"), FileCount: files,
+		Completion: percent(rel.PartsSeen, rel.PartsExpected), Complete: rel.Complete, Grabs: rel.Grabs,
+		Details: details, NZB: nzb,
+	}
+}
+
+// searchLink is the link to page n of a search.
+func (h *Handler) searchLink(v *pageView, q string, cat, n int) string {
+	p := url.Values{}
+	if q != "" {
+		p.Set("q", q)
+	}
+	if cat != 0 {
+		p.Set("cat", strconv.Itoa(cat))
+	}
+	if n > 1 {
+		p.Set("page", strconv.Itoa(n))
+	}
+	if v.Key != "" {
+		p.Set("apikey", v.Key)
+	}
+	if len(p) == 0 {
+		return v.Base + "/"
+	}
+	return v.Base + "/?" + p.Encode()
+}
+
+// pageBase is the prefix of the page's links: Config.URL, or nothing, so
+// that links are relative to the host the browser asked.
+func (h *Handler) pageBase() string { return h.cfg.URL }
+
+// cookiePath is the path of Config.URL, or "/".
+func (h *Handler) cookiePath() string {
+	if u, err := url.Parse(h.cfg.URL); err == nil && u.Path != "" {
+		return u.Path
+	}
+	return "/"
+}
+
+// secure reports whether the cookie must be Secure: the request came over
+// TLS, or the configured URL is https (TLS ends at a proxy).
+func (h *Handler) secure(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(h.cfg.URL, "https:")
+}
+
+func (h *Handler) clearCookie(r *http.Request) *http.Cookie {
+	return &http.Cookie{Name: CookieName, Value: "", Path: h.cookiePath(), MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure(r)}
+}
+
+// crossSite reports whether the browser says another site sent the form.
+// (A SameSite=Lax cookie is not sent with such a POST, but a login form
+// sent from elsewhere could still log the browser in under another key.)
+func crossSite(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Site") == "cross-site"
+}
+
+var detailsPath = regexp.MustCompile(`^/details/[1-9][0-9]{0,18}$`)
+
+// safeNext is where the key form may return to: the page or a release's
+// details; anything else is the page.
+func safeNext(s string) string {
+	if detailsPath.MatchString(s) {
+		return s
+	}
+	return "/"
+}
+
+// cleanText makes s safe to show: invalid UTF-8 and control characters
+// become U+FFFD. (html/template escapes markup; this keeps bytes that are
+// no text from reaching the page at all.)
+func cleanText(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError || (unicode.Is(unicode.Cf, r) && r != '\u200d') {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
+// shorten cuts s to at most n bytes, on a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// humanBytes writes a size in decimal units: "1.2 GB", "880 MB", "512 B".
+func humanBytes(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d B", max(n, 0))
+	}
+	v := float64(n)
+	for _, unit := range []string{"kB", "MB", "GB", "TB", "PB"} {
+		v /= 1000
+		if v < 999.95 || unit == "PB" {
+			if v < 99.95 {
+				return fmt.Sprintf("%.1f %s", v, unit)
+			}
+			return fmt.Sprintf("%.0f %s", v, unit)
+		}
+	}
+	panic("unreachable")
+}
+
+// humanAge writes how long ago something was: "5 minutes", "3 hours",
+// "3 days". A date in the future (a poster's wrong clock) is "now".
+func humanAge(d time.Duration) string {
+	plural := func(n int64, unit string) string {
+		if n == 1 {
+			return "1 " + unit
+		}
+		return strconv.FormatInt(n, 10) + " " + unit + "s"
+	}
+	switch {
+	case d < time.Minute:
+		return "now"
+	case d < time.Hour:
+		return plural(int64(d/time.Minute), "minute")
+	case d < 48*time.Hour:
+		return plural(int64(d/time.Hour), "hour")
+	default:
+		return plural(int64(d/(24*time.Hour)), "day")
+	}
+}
+
+// percent writes seen of expected as a percentage, rounded down so that
+// only a complete release shows 100%.
+func percent(seen, expected int64) string {
+	if expected <= 0 {
+		return "–"
+	}
+	if seen >= expected {
+		return "100%"
+	}
+	tenths := seen * 1000 / expected
+	return fmt.Sprintf("%d.%d%%", tenths/10, tenths%10)
+}
+
+// knownCategory reports whether id is a category of the list: a parent
+// or one of its subcategories.
+func knownCategory(id int) bool {
+	p, sub, ok := lookup(id)
+	return ok && (id == p.ID || id == sub.ID)
+}
+
+// categoryOptions lists the select's options, selected marking one.
+func categoryOptions(selected int) []categoryOption {
+	var out []categoryOption
+	for _, p := range categories {
+		out = append(out, categoryOption{ID: p.ID, Name: p.Name, Selected: p.ID == selected})
+		for _, sub := range p.Subs {
+			out = append(out, categoryOption{ID: sub.ID, Name: p.Name + " > " + sub.Name, Sub: true, Selected: sub.ID == selected})
+		}
+	}
+	return out
 }
