@@ -35,4 +35,11 @@
 // Store.Releases pages through releases by an opaque cursor and
 // Store.ReleaseByID returns one with its files: package nzb writes it as an
 // NZB file. sqlstore implements Store on SQLite and PostgreSQL.
+//
+// A release's Name is the name people search by: a readable title in
+// the subject wins over an obfuscated file name (ParseSet). Assign gives
+// each release a Newznab category (Categorize, a table of rules over the
+// name's words and the groups) and its TV episode (ParseEpisode) whenever
+// it changes. Searcher is the search a store answers: every word of
+// SearchWords must match, newest first.
 package release

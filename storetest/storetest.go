@@ -13,8 +13,10 @@
 // waits out a retry delay), batch.go (the batch rules and the results feed),
 // final.go (final batches), lanes.go and fence.go (lanes and their
 // fences), snapshots.go, nodes.go, claims.go (chunk claims), fleet.go (fleet
-// reads), plan.go (planning and repairs) and plan_hostile.go (a provider's
-// odd watermarks); helpers.go holds what they share. RunConcurrent and
+// reads), plan.go (planning and repairs), plan_hostile.go (a provider's
+// odd watermarks), releases.go (building releases), search.go (searching
+// them) and users.go (the Newznab API's users, keys and limits);
+// helpers.go holds what they share. RunConcurrent and
 // RunFencingRace (concurrent.go) and RunLinearizable (linearize*.go) are
 // suites of their own.
 package storetest
