@@ -7,9 +7,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -242,4 +244,18 @@ func (r rss) titles() []string {
 		ts = append(ts, it.Title)
 	}
 	return ts
+}
+
+// enclosureID returns the release id of an NZB link of the API (t=get),
+// checking that it carries key.
+func enclosureID(t *testing.T, link, key string) int64 {
+	t.Helper()
+	u, err := url.Parse(link)
+	require.NoError(t, err)
+	q := u.Query()
+	require.Equal(t, "get", q.Get("t"), link)
+	require.Equal(t, key, q.Get("apikey"), "%s carries the key", link)
+	id, err := strconv.ParseInt(q.Get("id"), 10, 64)
+	require.NoError(t, err, link)
+	return id
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -135,12 +136,13 @@ func TestNZBGetFeedRebuildsEpisodes(t *testing.T) {
 		"NZBGet fetches its feed when it starts")
 	t.Logf("NZBGet's first fetch: an empty feed")
 
+	releases := map[string]release.Release{} // by name, as the store has them
 	// seen collects every name NZBGet's queue and history ever showed.
 	seen := map[string]bool{}
 	watch := func() []nzbgettest.Item {
 		h := nz.History(t)
 		for _, it := range append(nz.Queue(t), h...) {
-			seen[it.NZBName+it.Name+" "+it.URL] = true
+			seen[cmp.Or(it.NZBName, it.Name)+" <"+it.URL+">"] = true
 		}
 		return h
 	}
@@ -159,6 +161,7 @@ func TestNZBGetFeedRebuildsEpisodes(t *testing.T) {
 			return false
 		}, 45*time.Second, 100*time.Millisecond, "NZBGet downloads %s from the feed", up.name)
 		require.True(t, strings.HasPrefix(done.Status, "SUCCESS"), "%+v\n%s", done, nz.Log())
+		require.Equal(t, releases[up.name].ID, enclosureID(t, done.URL, feedKey), "NZBGet fetched the feed's enclosure: %q", done.URL)
 		require.Equal(t, sums(up), nzbgettest.Files(t, done.DestDir), "NZBGet rebuilt %s's files with the posted bytes; its log:\n%s",
 			up.name, nz.Log())
 		t.Logf("NZBGet rebuilt %s from the feed (%s, %s): %d files, every SHA-256 the original's", up.name, done.Status,
@@ -185,7 +188,6 @@ func TestNZBGetFeedRebuildsEpisodes(t *testing.T) {
 	require.Equal(t, []string{e02.name}, tv.titles(), "cat=5000 keeps the movie out")
 	require.Equal(t, []string{"5000", "5040"}, tv.Items[0].attr("category"))
 	require.Equal(t, 1, tv.Response.Total)
-	releases := map[string]release.Release{}
 	for _, it := range found.Items {
 		id, err := strconv.ParseInt(it.attr("guid")[0], 10, 64)
 		require.NoError(t, err)
@@ -213,6 +215,12 @@ func TestNZBGetFeedRebuildsEpisodes(t *testing.T) {
 		return len(ep.Items) > 0
 	}, 45*time.Second, 100*time.Millisecond, "the tail indexes the new episode")
 	require.Equal(t, []string{e03.name}, ep.titles(), "season 1 episode 3 alone")
+	id, err := strconv.ParseInt(ep.Items[0].attr("guid")[0], 10, 64)
+	require.NoError(t, err)
+	releases[e03.name], err = store.ReleaseByID(t.Context(), id)
+	require.NoError(t, err)
+	require.Equal(t, 5040, releases[e03.name].Category)
+	require.Equal(t, &release.Episode{Season: 1, Episode: 3}, releases[e03.name].Episode)
 	require.Equal(t, []string{"1"}, ep.Items[0].attr("season"))
 	require.Equal(t, []string{"3"}, ep.Items[0].attr("episode"))
 	require.Equal(t, []string{e02.name}, search(t, api+"t=tvsearch&q=some+show&season=1&ep=2", "tvsearch2.xml").titles())
@@ -225,6 +233,7 @@ func TestNZBGetFeedRebuildsEpisodes(t *testing.T) {
 	// Nothing but the episodes was ever queued, and the store counted
 	// NZBGet's two grabs.
 	watch()
+	t.Logf("NZBGet's queue and history showed: %v", keys(seen))
 	for s := range seen {
 		require.True(t, strings.Contains(s, e02.name) || strings.Contains(s, e03.name), "NZBGet queued only the episodes: %q", s)
 		require.NotContains(t, s, movie.name)
