@@ -1,8 +1,158 @@
 package newznab
 
-import "net/http"
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"strings"
 
-// serveAPI answers GET /api. (A stub until the API lands.)
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/nzb"
+	"github.com/edgeindex/edgeindex/release"
+)
+
+// serveAPI answers GET /api. The query is parsed and checked whole before
+// the key is counted, so a malformed request answers its error and counts
+// nothing; then the key is checked and counted (caps needs none), then
+// the function runs.
 func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
-	http.Error(w, "not yet", http.StatusNotImplemented)
+	req, e := parseRequest(r.URL.RawQuery, limits{
+		Max: h.cfg.MaxLimit, Default: h.cfg.DefaultLimit,
+		MinCompletion: h.cfg.MinCompletion, Now: h.cfg.Now(),
+	})
+	if e != nil {
+		h.fail(w, r, e, nil)
+		return
+	}
+	if req.Function == "caps" {
+		writeDoc(w, XMLType, http.StatusOK, capsDoc(capsInfo{
+			Title: h.cfg.Title, Base: h.base(r), Max: h.cfg.MaxLimit, Default: h.cfg.DefaultLimit}))
+		return
+	}
+	k := key(r)
+	acct, err := h.use(r.Context(), k)
+	if err != nil {
+		h.fail(w, r, nil, err)
+		return
+	}
+	f := feed{Title: h.cfg.Title, Base: h.base(r), Key: k, Account: acct}
+	switch req.Function {
+	case "get":
+		h.get(w, r, acct, req.ID)
+		return
+	case "details":
+		rel, err := h.cfg.Store.ReleaseByID(r.Context(), req.ID)
+		if err != nil {
+			h.fail(w, r, nil, err)
+			return
+		}
+		rel.Files = nil
+		f.Releases, f.Total = []release.Release{rel}, 1
+	default:
+		f.Offset = req.Search.Offset
+		if !req.NoItems {
+			found, err := h.cfg.Store.SearchReleases(r.Context(), req.Search)
+			if err != nil {
+				h.fail(w, r, nil, err)
+				return
+			}
+			f.Releases, f.Total = found.Releases, found.Total
+		}
+	}
+	writeDoc(w, FeedType, http.StatusOK, feedDoc(f))
+}
+
+// get answers t=get: the NZB of release id, counted as a grab. The
+// release is read and its NZB written to memory first, so that a grab is
+// counted only for an NZB that is sent.
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, acct Account, id int64) {
+	ctx := r.Context()
+	rel, err := h.cfg.Store.ReleaseByID(ctx, id)
+	if err == nil {
+		err = nzb.Check(rel)
+	}
+	var doc bytes.Buffer
+	if err == nil {
+		err = nzb.Write(&doc, rel)
+	}
+	if err == nil {
+		_, err = h.cfg.Store.Grab(ctx, acct.Name, id, h.cfg.Now())
+	}
+	if err != nil {
+		h.fail(w, r, nil, err)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Disposition", nzb.ContentDisposition(rel.Name))
+	hd.Set("X-DNZB-Name", headerText(rel.Name))
+	hd.Set("X-DNZB-Category", CategoryName(rel.Category))
+	writeDoc(w, nzb.ContentType, http.StatusOK, doc.Bytes())
+}
+
+// headerText is s as a header value can carry it: nzb.Text of it with
+// every control character a space, at most nzb.MaxFileName bytes.
+func headerText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, nzb.Text(s))
+	if len(s) > nzb.MaxFileName {
+		s = strings.ToValidUTF8(s[:nzb.MaxFileName], "")
+	}
+	return strings.TrimSpace(s)
+}
+
+// writeDoc sends a whole document.
+func writeDoc(w http.ResponseWriter, contentType string, status int, doc []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(doc)
+}
+
+// apiErrorOf maps an error of the store to its Newznab error; internal
+// errors are 900.
+func apiErrorOf(err error) *apiError {
+	switch {
+	case errors.Is(err, ErrBadKey):
+		return errorf(codeBadKey, "Incorrect user credentials")
+	case errors.Is(err, ErrSuspended):
+		return errorf(codeSuspended, "Account suspended")
+	case errors.Is(err, ErrRequestLimit):
+		return errorf(codeRequestLimit, "Request limit reached")
+	case errors.Is(err, ErrGrabLimit):
+		return errorf(codeGrabLimit, "Download limit reached")
+	case errors.Is(err, lease.ErrNotFound):
+		return errorf(codeNoItem, "No such item")
+	case errors.Is(err, lease.ErrInvalid):
+		return errorf(codeIncorrect, "Incorrect parameter")
+	}
+	return errorf(codeUnknown, "Unknown error")
+}
+
+// fail answers an error: e, or the Newznab error of err. Every Newznab
+// error is sent with HTTP status 200, as most indexers do and clients
+// expect (they read the code in the body), except 900, an error of the
+// server itself, which is 500. What a 900 hides is logged.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, e *apiError, err error) {
+	if e == nil {
+		e = apiErrorOf(err)
+		if internal(err) {
+			h.cfg.Logger.ErrorContext(r.Context(), "newznab: api", "t", r.URL.Query().Get("t"), "err", err)
+		}
+	}
+	status := http.StatusOK
+	if e.Code == codeUnknown {
+		status = http.StatusInternalServerError
+	}
+	writeDoc(w, XMLType, status, errorDoc(e))
+}
+
+// serveAPIMethod answers /api asked with a method other than GET or HEAD:
+// status 405, with the XML error clients read.
+func (h *Handler) serveAPIMethod(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", "GET, HEAD")
+	writeDoc(w, XMLType, http.StatusMethodNotAllowed, errorDoc(errorf(codeNoFunction, "No such function (the API answers GET only)")))
 }

@@ -17,6 +17,32 @@
 // searches, <caps> for caps, an NZB for get, and <error code
 // description/> for every refusal, never HTML.
 //
+// The API's rules, as clients are served:
+//
+//   - A query is checked whole before its key is counted: a malformed
+//     request answers its error and changes nothing. Parameters a
+//     function does not read are ignored; an empty one counts as absent;
+//     one given twice must have the same value both times, else it is
+//     201, incorrect parameter.
+//   - Every Newznab error is sent with HTTP status 200, as most indexers
+//     do: clients read the code in the body, and Sonarr and NZBHydra2 act
+//     on it (100-199 as credentials, "Request limit reached" as a rate
+//     limit). Only 900, a failure of the server itself, is sent as 500;
+//     its cause goes to Config.Logger, never to the client.
+//   - limit past Config.MaxLimit is clamped to it (NZBHydra2 asks 1000);
+//     limit=0, offset past release.MaxSearchOffset, maxage past MaxAge
+//     days, sizes past int64, and negative or non-numeric numbers are 201.
+//     maxage=0 means no bound.
+//   - A search that carries an id the index cannot honour (tvdbid, rid,
+//     tvmazeid, imdbid, tmdbid, traktid...), or a q with no word in it,
+//     answers a feed with no items, never the unfiltered list.
+//   - Searches list the releases of Config.MinCompletion; get and details
+//     serve any release by its id. get counts a grab only for an NZB it
+//     sends: an unknown id, or a release with nothing to download, is
+//     300.
+//   - o=json is not implemented (no *arr client reads it): 203, function
+//     not available.
+//
 // Users hold API keys: random, 128 bits, stored only as their SHA-256
 // (HashKey). Each key may have a daily request and grab limit; a key's use
 // is counted in the store, so several servers sharing a database share

@@ -72,6 +72,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /api", h.serveAPI)
+	h.mux.HandleFunc("/api", h.serveAPIMethod)
 	h.mux.HandleFunc("GET /{$}", h.servePage)
 	h.mux.HandleFunc("GET /details/{id}", h.serveDetails)
 	h.mux.HandleFunc("POST /login", h.serveLogin)

@@ -78,7 +78,9 @@ func Needs(u Update) Lookup {
 // stored holds the page's stored files by key; releases holds the stored
 // releases Lookup names (and may hold more). A release's totals, dates and
 // groups follow its files; updated is set to now on every release that
-// changes. Assign changes none of its arguments.
+// changes, and its Category and Episode are set again (Categorize and
+// ParseEpisode of its Name and Groups). Assign changes none of its
+// arguments.
 func Assign(u Update, stored map[string]Stored, releases []Release, now time.Time) Changes {
 	byID := make(map[int64]*Release, len(releases))
 	bySet := make(map[string][]*Release, len(releases))
@@ -134,14 +136,23 @@ func Assign(u Update, stored map[string]Stored, releases []Release, now time.Tim
 	for id := int64(-1); id > next; id-- {
 		r := byID[id]
 		r.settle()
+		r.classify()
 		ch.New = append(ch.New, *r)
 	}
 	for _, id := range changed {
 		r := byID[id]
 		r.settle()
+		r.classify()
 		ch.Changed = append(ch.Changed, *r)
 	}
 	return ch
+}
+
+// classify sets the release's category and episode from its name and
+// groups; a changed release is classified again, as its groups can grow.
+func (r *Release) classify() {
+	r.Category = Categorize(r.Name, r.Groups)
+	r.Episode = ParseEpisode(r.Name)
 }
 
 // join widens the release's dates and groups to the file's.

@@ -12,7 +12,9 @@ type Set struct {
 	// Name is the release's name for people: the stem of the first quoted
 	// file name ("My.Show.S01E02" for "My.Show.S01E02.part01.rar"), else
 	// the stem of the longest word that names a file, else Key's text in
-	// its original case.
+	// its original case. When the quoted stem is obfuscated (one random
+	// looking word: "x7k2q9", see ParseSet) and the text outside the
+	// quotes is a readable name, that title wins.
 	Name string
 	// Key is the normalized subject that every file of the release shares:
 	// the subject without file counters, sizes, "yEnc", separators and the
@@ -45,6 +47,18 @@ type Set struct {
 //   - empty quotes and brackets, and words of punctuation alone ("-"), go;
 //   - white space is collapsed; Key is in lower case.
 //
+// Name is the first quoted file's stem, unless that stem is obfuscated:
+// one word of ASCII letters and digits only (no dot, dash, space or
+// underscore), of at least 6, that is a hex digest (16 or more hex
+// digits), or 16 or more with a digit, or has letters and digits that
+// alternate at least 4 times ("x7k2q9", and not an episode like
+// S01E02E03), or 16 or more letters with at most one vowel in 8. Then the
+// title outside the quotes wins when it is readable: the longest file
+// name there, else all the text outside the quotes, when it has 3 letters
+// and a separator between letters or digits ("My.Show.S01E01.720p" in
+// `My.Show.S01E01.720p [1/2] - "x7k2q9.part1.rar"`). Only Name changes:
+// Key is the same for every file of the posting either way.
+//
 // The file counters:
 //
 //	[01/15]  (1/40)  {1/5}  [1 of 5]  [1\5]  (01 von 20)  File 1 of 15  1 of 15  01/15
@@ -57,9 +71,9 @@ func ParseSet(subject string) Set {
 	// Quoted names, then the other words (split at white space and
 	// brackets): each one that is a file name becomes its stem.
 	s = strings.ReplaceAll(s, "&quot;", `"`)
-	var b strings.Builder
+	var b, outside strings.Builder
 	b.Grow(len(s))
-	quoted, longest := "", ""
+	quoted, longest, longestOutside := "", "", ""
 	for i := 0; i < len(s); {
 		if s[i] == '"' {
 			k := strings.IndexByte(s[i+1:], '"')
@@ -84,6 +98,7 @@ func ParseSet(subject string) Set {
 		}
 		if isDelim(s[i]) {
 			b.WriteByte(s[i])
+			outside.WriteByte(s[i])
 			i++
 			continue
 		}
@@ -96,12 +111,21 @@ func ParseSet(subject string) Set {
 		if stem != word && len(stem) > len(longest) {
 			longest = stem
 		}
+		if stem != word && len(stem) > len(longestOutside) {
+			longestOutside = stem
+		}
 		b.WriteString(stem)
+		outside.WriteString(stem)
 		i = j
 	}
 	s = tidy(b.String())
 	set.Key = strings.ToLower(s)
 	switch {
+	case quoted != "" && obfuscated(quoted):
+		set.Name = quoted
+		if t := title(longestOutside, outside.String()); t != "" {
+			set.Name = t
+		}
 	case quoted != "":
 		set.Name = quoted
 	case longest != "":
@@ -114,6 +138,39 @@ func ParseSet(subject string) Set {
 		set.Name = strings.TrimSpace(validText(subject))
 	}
 	return set
+}
+
+// title returns the readable name outside the quotes of a subject whose
+// quoted file name is obfuscated: the longest file name there (its stem),
+// else the whole text outside the quotes, tidied, when it is readable: at
+// least 3 letters, a separator (dot, dash, underscore or space) between
+// two of its letters or digits, and not itself obfuscated. Else "".
+func title(longest, outside string) string {
+	if longest != "" && !obfuscated(longest) && readable(longest) {
+		return longest
+	}
+	if t := tidy(outside); readable(t) {
+		return t
+	}
+	return ""
+}
+
+// readable reports whether t reads as a name: see title.
+func readable(t string) bool {
+	if obfuscated(t) {
+		return false
+	}
+	letters, sep := 0, false
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if isLetter(c) {
+			letters++
+		}
+		if (c == '.' || c == '-' || c == '_' || c == ' ') && i > 0 && i+1 < len(t) && isAlnum(t[i-1]) && isAlnum(t[i+1]) {
+			sep = true
+		}
+	}
+	return letters >= 3 && sep
 }
 
 // isDelim reports whether c ends a word for ParseSet.

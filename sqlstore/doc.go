@@ -29,4 +29,12 @@
 // has ended, so a reader paging by cursor never skips an item that commits
 // late. The price: a transaction held open anywhere in the database holds the
 // feed back until it ends.
+//
+// Releases (release.Store) are searched by the words of their names
+// (release.Searcher): a GIN index over to_tsvector('simple', words) on
+// PostgreSQL, an FTS5 table on SQLite, both written in the transaction
+// that writes the release. The users of the Newznab API and their daily
+// counts (newznab.Store, newznab.Users) are counted by upserts that add a
+// request or a grab only below the user's limit, so processes that share
+// the database let exactly the limit through.
 package sqlstore

@@ -29,3 +29,11 @@ func TestMigrationVersions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 2}, v)
 }
+
+func TestForDialect(t *testing.T) {
+	t.Parallel()
+	body := "A;\n-- dialect: postgres\nP;\n-- dialect: sqlite\nS;\n  -- dialect: all\nB;\n"
+	require.Equal(t, "A;\nP;\nB;\n", forDialect(body, "postgres"))
+	require.Equal(t, "A;\nS;\nB;\n", forDialect(body, "sqlite"))
+	require.Equal(t, "A;\n", forDialect("A;\n-- dialect: other\nX;\n", "sqlite"), "a dialect no store is")
+}

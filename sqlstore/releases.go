@@ -21,25 +21,30 @@ import (
 var _ release.Store = (*Store)(nil)
 
 const releaseCols = `id, set_key, name, poster, group_names, posted_us, last_us, files_seen, files_complete, files_expected,
-	parts_seen, parts_expected, bytes, complete, updated_us`
+	parts_seen, parts_expected, bytes, complete, updated_us, category, season, episode, episode_daily, grabs`
 
 // releaseRow is a row of releases.
 type releaseRow struct {
-	ID            int64  `db:"id"`
-	SetKey        string `db:"set_key"`
-	Name          string `db:"name"`
-	Poster        string `db:"poster"`
-	Groups        string `db:"group_names"`
-	PostedUS      int64  `db:"posted_us"`
-	LastUS        int64  `db:"last_us"`
-	FilesSeen     int    `db:"files_seen"`
-	FilesComplete int    `db:"files_complete"`
-	FilesExpected int    `db:"files_expected"`
-	PartsSeen     int64  `db:"parts_seen"`
-	PartsExpected int64  `db:"parts_expected"`
-	Bytes         int64  `db:"bytes"`
-	Complete      bool   `db:"complete"`
-	UpdatedUS     int64  `db:"updated_us"`
+	ID            int64         `db:"id"`
+	SetKey        string        `db:"set_key"`
+	Name          string        `db:"name"`
+	Poster        string        `db:"poster"`
+	Groups        string        `db:"group_names"`
+	PostedUS      int64         `db:"posted_us"`
+	LastUS        int64         `db:"last_us"`
+	FilesSeen     int           `db:"files_seen"`
+	FilesComplete int           `db:"files_complete"`
+	FilesExpected int           `db:"files_expected"`
+	PartsSeen     int64         `db:"parts_seen"`
+	PartsExpected int64         `db:"parts_expected"`
+	Bytes         int64         `db:"bytes"`
+	Complete      bool          `db:"complete"`
+	UpdatedUS     int64         `db:"updated_us"`
+	Category      int           `db:"category"`
+	Season        sql.NullInt64 `db:"season"`
+	Episode       sql.NullInt64 `db:"episode"`
+	Daily         sql.NullBool  `db:"episode_daily"`
+	Grabs         int64         `db:"grabs"`
 }
 
 func (r releaseRow) release() (release.Release, error) {
@@ -47,7 +52,10 @@ func (r releaseRow) release() (release.Release, error) {
 		Posted: time.UnixMicro(r.PostedUS).UTC(), Last: time.UnixMicro(r.LastUS).UTC(),
 		FilesSeen: r.FilesSeen, FilesComplete: r.FilesComplete, FilesExpected: r.FilesExpected,
 		PartsSeen: r.PartsSeen, PartsExpected: r.PartsExpected, Bytes: r.Bytes, Complete: r.Complete,
-		Updated: time.UnixMicro(r.UpdatedUS).UTC()}
+		Updated: time.UnixMicro(r.UpdatedUS).UTC(), Category: r.Category, Grabs: r.Grabs}
+	if r.Season.Valid {
+		out.Episode = &release.Episode{Season: int(r.Season.Int64), Episode: int(r.Episode.Int64), Daily: r.Daily.Bool}
+	}
 	if err := json.Unmarshal([]byte(r.Groups), &out.Groups); err != nil {
 		return out, fmt.Errorf("release %d: groups: %w", r.ID, err)
 	}
@@ -312,18 +320,52 @@ func (s *Store) releaseCandidates(ctx context.Context, tx *sqlx.Tx, need release
 	return out, nil
 }
 
-// releaseWriteCols are the columns writeReleases writes, id aside.
-const releaseWriteCols = `set_key, name, poster, group_names, posted_us, last_us, files_seen, files_complete, files_expected,
-	parts_seen, parts_expected, bytes, complete, updated_us`
+// releaseWriteCols are the columns writeReleases writes, id aside, and
+// releaseWriteN counts them. The grabs are the API's to count, never the
+// builder's.
+const (
+	releaseWriteCols = `set_key, name, poster, group_names, posted_us, last_us, files_seen, files_complete, files_expected,
+	parts_seen, parts_expected, bytes, complete, updated_us, category, season, episode, episode_daily, search_words`
+	releaseWriteN = 19
+)
 
-// releaseArgs appends r's values for releaseWriteCols.
+// releaseArgs appends r's values for releaseWriteCols. A release the
+// builder gave no category gets release.Categorize's, and one without an
+// episode release.ParseEpisode's, so that a search finds what the rules
+// say whether or not the builder set them.
 func releaseArgs(args []any, r release.Release) ([]any, error) {
 	gs, err := json.Marshal(nonNil(r.Groups))
 	if err != nil {
 		return nil, err
 	}
+	cat, season, episode, daily := classify(r)
 	return append(args, r.Key, r.Name, r.Poster, string(gs), r.Posted.UnixMicro(), r.Last.UnixMicro(), r.FilesSeen,
-		r.FilesComplete, r.FilesExpected, r.PartsSeen, r.PartsExpected, r.Bytes, r.Complete, r.Updated.UnixMicro()), nil
+		r.FilesComplete, r.FilesExpected, r.PartsSeen, r.PartsExpected, r.Bytes, r.Complete, r.Updated.UnixMicro(),
+		cat, season, episode, daily, searchText(r.Name)), nil
+}
+
+// classify returns the category and episode columns of r.
+func classify(r release.Release) (category int, season, episode sql.NullInt64, daily sql.NullBool) {
+	category = r.Category
+	if category == 0 {
+		category = release.Categorize(r.Name, r.Groups)
+	}
+	ep := r.Episode
+	if ep == nil {
+		ep = release.ParseEpisode(r.Name)
+	}
+	if ep != nil {
+		season = sql.NullInt64{Int64: int64(ep.Season), Valid: true}
+		episode = sql.NullInt64{Int64: int64(ep.Episode), Valid: true}
+		daily = sql.NullBool{Bool: ep.Daily, Valid: true}
+	}
+	return category, season, episode, daily
+}
+
+// searchText is what the search index holds of a name: its SearchWords,
+// joined by spaces.
+func searchText(name string) string {
+	return strings.Join(release.SearchWords(name), " ")
 }
 
 // rowsOf returns n rows of k placeholders for a VALUES list.
@@ -336,7 +378,7 @@ func rowsOf(n, k int) string {
 // changed ones, in both dialects). It returns the id of each new release
 // by its placeholder id.
 func (s *Store) writeReleases(ctx context.Context, tx *sqlx.Tx, ch release.Changes) (map[int64]int64, error) {
-	const perStmt = 250 // 15 parameters a row, well under both dialects' limits
+	const perStmt = 250 // 20 parameters a row, well under both dialects' limits
 	ids := make(map[int64]int64, len(ch.New))
 	// New releases of one page differ in key or in posting date by more
 	// than the window, so (key, posted) names each one in RETURNING.
@@ -353,14 +395,14 @@ func (s *Store) writeReleases(ctx context.Context, tx *sqlx.Tx, ch release.Chang
 	}
 	var groups []any // group_name, release_id pairs
 	for part := range slices.Chunk(ch.New, perStmt) {
-		args := make([]any, 0, 14*len(part))
+		args := make([]any, 0, releaseWriteN*len(part))
 		for _, r := range part {
 			var err error
 			if args, err = releaseArgs(args, r); err != nil {
 				return nil, err
 			}
 		}
-		rows, err := tx.QueryContext(ctx, s.bind("INSERT INTO releases ("+releaseWriteCols+") VALUES "+rowsOf(len(part), 14)+
+		rows, err := tx.QueryContext(ctx, s.bind("INSERT INTO releases ("+releaseWriteCols+") VALUES "+rowsOf(len(part), releaseWriteN)+
 			" RETURNING id, set_key, posted_us"), args...)
 		if err != nil {
 			return nil, err
@@ -388,7 +430,7 @@ func (s *Store) writeReleases(ctx context.Context, tx *sqlx.Tx, ch release.Chang
 		}
 	}
 	for part := range slices.Chunk(ch.Changed, perStmt) {
-		args := make([]any, 0, 15*len(part))
+		args := make([]any, 0, (releaseWriteN+1)*len(part))
 		for _, r := range part {
 			args = append(args, r.ID)
 			var err error
@@ -399,11 +441,13 @@ func (s *Store) writeReleases(ctx context.Context, tx *sqlx.Tx, ch release.Chang
 				groups = append(groups, g, r.ID)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO releases (id, "+releaseWriteCols+") VALUES "+rowsOf(len(part), 15)+
+		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO releases (id, "+releaseWriteCols+") VALUES "+rowsOf(len(part), releaseWriteN+1)+
 			` ON CONFLICT (id) DO UPDATE SET group_names = excluded.group_names, posted_us = excluded.posted_us,
 			last_us = excluded.last_us, files_seen = excluded.files_seen, files_complete = excluded.files_complete,
 			files_expected = excluded.files_expected, parts_seen = excluded.parts_seen, parts_expected = excluded.parts_expected,
-			bytes = excluded.bytes, complete = excluded.complete, updated_us = excluded.updated_us`), args...); err != nil {
+			bytes = excluded.bytes, complete = excluded.complete, updated_us = excluded.updated_us,
+			name = excluded.name, category = excluded.category, season = excluded.season, episode = excluded.episode,
+			episode_daily = excluded.episode_daily, search_words = excluded.search_words`), args...); err != nil {
 			return nil, err
 		}
 	}

@@ -235,6 +235,10 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.indexOld(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if s.d.name == "postgres" {
 		var schema string
 		if err := s.db.GetContext(ctx, &schema, "SELECT current_schema()"); err != nil {
@@ -402,7 +406,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("sqlstore: migrations: %w", err)
 		}
-		ddl := strings.NewReplacer("{{ID}}", s.d.id, "{{BLOB}}", s.d.blob).Replace(string(body))
+		ddl := strings.NewReplacer("{{ID}}", s.d.id, "{{BLOB}}", s.d.blob).Replace(forDialect(string(body), s.d.name))
 		if err := s.tx(ctx, func(tx *sqlx.Tx) error {
 			if s.d.name == "postgres" {
 				if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext(current_schema()))"); err != nil {
@@ -429,6 +433,25 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// forDialect keeps the lines of a migration that are for the dialect
+// named: a line "-- dialect: NAME" starts lines for that dialect only,
+// "-- dialect: all" lines for both again.
+func forDialect(body, name string) string {
+	var out strings.Builder
+	keep := true
+	for line := range strings.Lines(body) {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(line), "-- dialect:"); ok {
+			d = strings.TrimSpace(d)
+			keep = d == "all" || d == name
+			continue
+		}
+		if keep {
+			out.WriteString(line)
+		}
+	}
+	return out.String()
 }
 
 // migrationVersions sorts names and reads each one's version from its file

@@ -114,6 +114,10 @@ func Run(t *testing.T, open Open) {
 		{"RepairOrderedAndExpired", testRepairOrderedAndExpired},
 		{"MissingBadInput", testMissingBadInput},
 		{"ReleasesBuild", testReleasesBuild}, {"ReleasesExactlyOnce", testReleasesExactlyOnce}, {"ReleasesPaging", testReleasesPaging}, {"ReleasesBadInput", testReleasesBadInput},
+		{"SearchWords", testSearchWords}, {"SearchFilters", testSearchFilters}, {"SearchPaging", testSearchPaging},
+		{"SearchIndexedOnce", testSearchIndexedOnce}, {"SearchHostileNames", testSearchHostileNames}, {"SearchBadQueries", testSearchBadQueries},
+		{"UsersManage", testUsersManage}, {"UsersRequestLimit", testUsersRequestLimit}, {"UsersGrab", testUsersGrab},
+		{"UsersConcurrentLimit", testUsersConcurrentLimit},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
