@@ -21,10 +21,13 @@ import (
 
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/inntest"
 	"github.com/edgeindex/edgeindex/internal/nzbgettest"
 	"github.com/edgeindex/edgeindex/internal/yenctest"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
 // The helpers the Newznab tests with real clients (NZBGet, feedparser)
@@ -258,4 +261,33 @@ func enclosureID(t *testing.T, link, key string) int64 {
 	id, err := strconv.ParseInt(q.Get("id"), 10, 64)
 	require.NoError(t, err, link)
 	return id
+}
+
+// settled reports whether serve has indexed every group of want up to its
+// article count (every range done, nothing missing) and the release
+// builder has consumed every item of the feed, so that no release
+// changes any more.
+func settled(t *testing.T, store *sqlstore.Store, want map[string]int64) bool {
+	t.Helper()
+	ctx := t.Context()
+	plans, err := store.Plans(ctx)
+	require.NoError(t, err)
+	if len(plans) != len(want) {
+		return false
+	}
+	for _, p := range plans {
+		if p.High != want[p.Group] || p.Lag != 0 || p.Missing.Waiting+p.Missing.Repairing > 0 {
+			return false
+		}
+		rs, err := store.Ranges(ctx, grouplease.RangeFilter{Group: p.Group, Limit: 10000})
+		require.NoError(t, err)
+		for _, r := range rs {
+			if r.State != lease.StateDone {
+				return false
+			}
+		}
+	}
+	cur, err := store.ReleaseCursor(ctx, release.DefaultConsumer)
+	require.NoError(t, err)
+	return cur.Items == int64(len(readFeed(t, store, "")))
 }

@@ -178,11 +178,9 @@ func TestNZBGetFeedRebuildsEpisodes(t *testing.T) {
 	arts := append(releaseArticles(rng, e02, 4_000, start.Add(time.Minute)), releaseArticles(rng, movie, 4_000, start.Add(2*time.Minute))...)
 	rng.Shuffle(len(arts), func(i, j int) { arts[i], arts[j] = arts[j], arts[i] })
 	inn.Post(t, arts)
-	var found rss
-	require.Eventually(t, func() bool {
-		found = search(t, api+"t=search", "search.xml")
-		return len(found.Items) == 2
-	}, 45*time.Second, 100*time.Millisecond, "both releases are indexed and built")
+	require.Eventually(t, func() bool { return settled(t, store, map[string]int64{group: int64(texts + len(arts))}) },
+		45*time.Second, 50*time.Millisecond, "the tail indexes both releases and the builder builds them")
+	found := search(t, api+"t=search", "search.xml")
 	require.Equal(t, []string{movie.name, e02.name}, found.titles(), "newest first")
 	tv := search(t, api+"t=search&cat=5000", "tv.xml")
 	require.Equal(t, []string{e02.name}, tv.titles(), "cat=5000 keeps the movie out")
