@@ -134,6 +134,7 @@ func TestNZBGetFeedRebuildsEpisodes(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { n, _ := requests(); return n >= 1 }, 30*time.Second, 50*time.Millisecond,
 		"NZBGet fetches its feed when it starts")
+	require.Empty(t, nz.Queue(t), "the feed had no item")
 	t.Logf("NZBGet's first fetch: an empty feed")
 
 	releases := map[string]release.Release{} // by name, as the store has them
@@ -245,6 +246,8 @@ func TestNZBGetFeedRebuildsEpisodes(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{e02.name: "1", e03.name: "1", movie.name: "0"}, got, "grabs")
 	nz.Shutdown(t)
+	require.Equal(t, []string{e03.name, e02.name}, search(t, tvFeed, "nzbget-feed.xml").titles(),
+		"the feed NZBGet reads: the episodes, newest first")
 
 	// Every NZB the feed points to is well-formed and valid NZB 1.1.
 	dtd, err := filepath.Abs("../../nzb/testdata/nzb-1.1.dtd")
