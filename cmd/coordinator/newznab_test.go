@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -83,4 +85,48 @@ func TestUserCommands(t *testing.T) {
 
 	_, err = run(t, data, "serve", "--newznab", "127.0.0.1:0", "--min-completion", "0")
 	require.ErrorIs(t, err, errUsage)
+}
+
+// demo --serve builds releases from the synthetic group and stays up
+// with the API and the search page on the URL and key it prints, until
+// interrupted.
+func TestDemoServe(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- NewMain(out, io.Discard).Run(ctx, []string{"demo", "--articles", "20000", "--range-size", "5000", "--serve", "--newznab", "127.0.0.1:0"})
+	}()
+	var page string
+	require.Eventually(t, func() bool {
+		_, rest, ok := strings.Cut(out.String(), "search page: ")
+		page, _, _ = strings.Cut(rest, "\n")
+		return ok && strings.Contains(rest, "serving until interrupted")
+	}, 2*time.Minute, 20*time.Millisecond, "demo never printed its URL: %s", out)
+	require.Contains(t, out.String(), "built 20 releases (20 complete)", "one synthetic release per 1000 articles")
+
+	get := func(url string) string {
+		t.Helper()
+		resp, err := http.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+		return string(b)
+	}
+	require.Contains(t, get(page), "1–20 of 20 releases", "the printed URL opens the search page with the key")
+	base, key, ok := strings.Cut(page, "/?apikey=")
+	require.True(t, ok, page)
+	feed := get(base + "/api?t=search&apikey=" + key)
+	require.Contains(t, feed, `<newznab:response offset="0" total="20"/>`)
+	require.Contains(t, feed, `<newznab:attr name="category" value="2000"/>`, "the synthetic movies are categorized")
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("demo --serve did not stop when interrupted")
+	}
 }
