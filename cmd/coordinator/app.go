@@ -567,17 +567,26 @@ func (r *running) wait(ctx context.Context) error {
 	return r.stop()
 }
 
-// stop ends streams with an error frame, then shuts the server down
-// within 10 s, then stops the prefetcher.
+// stop ends streams with an error frame, then shuts the servers down
+// within 10 s (the node API and --newznab's at once, each cut off if it is
+// not done by then), then stops the prefetcher.
 func (r *running) stop() error {
 	r.log.Info("coordinator shutting down")
 	r.api.Drain()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	nzDone := make(chan struct{})
+	go func() {
+		defer close(nzDone)
+		if r.newznab != nil && r.newznab.Shutdown(ctx) != nil {
+			r.newznab.Close()
+		}
+	}()
 	err := r.http.Shutdown(ctx)
-	if r.newznab != nil {
-		r.newznab.Shutdown(ctx)
+	if err != nil {
+		r.http.Close()
 	}
+	<-nzDone
 	r.cancel()
 	for range cap(r.bg) {
 		<-r.bg
