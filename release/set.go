@@ -182,17 +182,11 @@ func isDelim(c byte) bool {
 	return false
 }
 
-// tidy drops empty quotes and brackets (with only white space inside) and
-// words of punctuation, and collapses white space.
+// tidy drops empty quotes and brackets (with only white space inside, once
+// the empty pairs inside them are gone) and words of punctuation, and
+// collapses white space.
 func tidy(s string) string {
-	for {
-		t := dropEmptyPairs(s)
-		if t == s {
-			break
-		}
-		s = t
-	}
-	words := strings.Fields(s)
+	words := strings.Fields(dropEmptyPairs(s))
 	kept := words[:0]
 	for _, w := range words {
 		if strings.Trim(w, "-_=~|:;,.+*#/\\") == "" {
@@ -205,49 +199,54 @@ func tidy(s string) string {
 }
 
 // dropEmptyPairs replaces each pair of quotes or brackets with only white
-// space between them by a space. Quotes pair in order: in `"a" "b"` the
-// quotes around the space are a closing and an opening one.
+// space between them by a space, and then the pairs that leaves empty, as
+// in "[ ( ) ]": one pass, in linear time. Quotes pair in order: in
+// `"a" "b"` the quotes around the space are a closing and an opening one.
+//
+// The pass keeps a stack of the openers that may still be dropped: those
+// with only white space (and dropped pairs) after them. Any other byte
+// makes every opener on the stack stay; a closer that matches the top of
+// the stack drops the pair.
 func dropEmptyPairs(s string) string {
-	var b []byte
-	open := false // inside quotes
-	last := 0     // s[last:i] is still to copy
+	var stack []int32 // where the openers are in b
+	b := make([]byte, 0, len(s))
+	quotes := 0 // quotes seen: an even one opens, an odd one closes
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		var closer byte
-		switch c {
-		case '"':
-			if open {
-				open = false
-				continue
-			}
-			closer = '"'
-		case '[':
-			closer = ']'
-		case '(':
-			closer = ')'
-		case '{':
-			closer = '}'
-		case '<':
-			closer = '>'
-		default:
-			continue
-		}
-		j := skipSpace(s, i+1)
-		if j < len(s) && s[j] == closer {
-			b = append(b, s[last:i]...)
-			b = append(b, ' ')
-			last = j + 1
-			i = j
-			continue
-		}
+		opens := c == '[' || c == '(' || c == '{' || c == '<'
 		if c == '"' {
-			open = true
+			quotes++
+			opens = quotes%2 == 1
 		}
+		switch {
+		case opens:
+			stack = append(stack, int32(len(b)))
+		case isSpace(c):
+		case len(stack) > 0 && closerOf(b[stack[len(stack)-1]]) == c:
+			b = append(b[:stack[len(stack)-1]], ' ')
+			stack = stack[:len(stack)-1]
+			continue
+		default:
+			stack = stack[:0]
+		}
+		b = append(b, c)
 	}
-	if b == nil {
-		return s
+	return string(b)
+}
+
+// closerOf returns the byte that closes the quote or bracket c.
+func closerOf(c byte) byte {
+	switch c {
+	case '[':
+		return ']'
+	case '(':
+		return ')'
+	case '{':
+		return '}'
+	case '<':
+		return '>'
 	}
-	return string(append(b, s[last:]...))
+	return c // '"'
 }
 
 // counters removes the file counters of s and records the first in set.
