@@ -14,12 +14,14 @@ type Set struct {
 	// the stem of the longest word that names a file, else Key's text in
 	// its original case. When the quoted stem is obfuscated (one random
 	// looking word: "x7k2q9", see ParseSet) and the text outside the
-	// quotes is a readable name, that title wins.
+	// quotes is a readable name, that title wins. At most MaxNameBytes
+	// long.
 	Name string
 	// Key is the normalized subject that every file of the release shares:
 	// the subject without file counters, sizes, "yEnc", separators and the
 	// extensions of file names, white space collapsed, lower case. Files of
 	// one poster with the same Key are one release (within a time window).
+	// At most MaxKeyBytes long.
 	Key string
 	// File and Files are the subject's file counter, [File/Files] or one
 	// of its other forms, or 0 and 0 when it has none.
@@ -28,9 +30,10 @@ type Set struct {
 
 // ParseSet reads the release a binary belongs to out of its subject: the
 // binary's normalized subject as collate.ParseSubject returns it (Base,
-// without the part counter). It never panics, whatever the bytes, and
-// takes time linear in the subject's length (no regular expressions: it
-// runs for every binary the builder consumes).
+// without the part counter). It never panics, whatever the bytes. It reads
+// only the subject's first MaxSubjectBytes (cut at a UTF-8 boundary), and
+// takes time linear in what it reads (no regular expressions, no rule that
+// rescans: it runs for every binary the builder consumes).
 //
 // The rules follow NNTmux's generic collection cleaning, so that every file
 // of one posting cleans to one Key:
@@ -64,8 +67,8 @@ type Set struct {
 //	[01/15]  (1/40)  {1/5}  [1 of 5]  [1\5]  (01 von 20)  File 1 of 15  1 of 15  01/15
 func ParseSet(subject string) Set {
 	var set Set
-	s := validText(subject)
-	s = counters(s, &set)
+	subject = validText(cutText(subject, MaxSubjectBytes))
+	s := counters(subject, &set)
 	s = sizesAndNoise(s)
 
 	// Quoted names, then the other words (split at white space and
@@ -119,7 +122,7 @@ func ParseSet(subject string) Set {
 		i = j
 	}
 	s = tidy(b.String())
-	set.Key = strings.ToLower(s)
+	set.Key = cutText(strings.ToLower(s), MaxKeyBytes)
 	switch {
 	case quoted != "" && obfuscated(quoted):
 		set.Name = quoted
@@ -134,10 +137,48 @@ func ParseSet(subject string) Set {
 		set.Name = s
 	}
 	if set.Key == "" { // nothing but counters and noise
-		set.Key = strings.ToLower(strings.TrimSpace(validText(subject)))
-		set.Name = strings.TrimSpace(validText(subject))
+		set.Name = strings.TrimSpace(subject)
+		set.Key = cutText(strings.ToLower(set.Name), MaxKeyBytes)
 	}
+	set.Name = cutName(set.Name)
 	return set
+}
+
+// Bounds of ParseSet. A subject may be as long as an overview line (up to
+// 1 MiB), far longer than any release's name; ParseSet reads its first
+// MaxSubjectBytes, so its work is bounded whatever the subject. Every file
+// of one posting is cut the same way, so their keys agree as long as the
+// parts that differ (counters, extensions) come early: the key is cut to
+// MaxKeyBytes, well before the ends of the read text, where the cuts of
+// two files of one posting may differ. A name is cut to MaxNameBytes:
+// PostgreSQL's full text search refuses texts over 1 MB, and no release
+// name is longer than a few hundred bytes.
+const (
+	MaxSubjectBytes = 8 << 10
+	MaxKeyBytes     = 4 << 10
+	MaxNameBytes    = 512
+)
+
+// cutText returns s cut to at most max bytes, at the start of a UTF-8
+// sequence (or of an invalid byte), so that a valid s stays valid.
+func cutText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && n > max-utf8.UTFMax && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// cutName cuts a name to MaxNameBytes, cleanly: at a UTF-8 boundary, and
+// without the separators and white space the cut leaves at its end.
+func cutName(name string) string {
+	if len(name) <= MaxNameBytes {
+		return name
+	}
+	return strings.TrimRight(cutText(name, MaxNameBytes), " \t-_.=~|:;,+([{<\"")
 }
 
 // title returns the readable name outside the quotes of a subject whose
