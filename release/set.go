@@ -14,8 +14,8 @@ type Set struct {
 	// the stem of the longest word that names a file, else Key's text in
 	// its original case. When the quoted stem is obfuscated (one random
 	// looking word: "x7k2q9", see ParseSet) and the text outside the
-	// quotes is a readable name, that title wins. At most MaxNameBytes
-	// long.
+	// quotes holds a release's name, that title wins. At most
+	// MaxNameBytes long.
 	Name string
 	// Key is the normalized subject that every file of the release shares:
 	// the subject without file counters, sizes, "yEnc", separators and the
@@ -55,12 +55,15 @@ type Set struct {
 // underscore), of at least 6, that is a hex digest (16 or more hex
 // digits), or 16 or more with a digit, or has letters and digits that
 // alternate at least 4 times ("x7k2q9", and not an episode like
-// S01E02E03), or 16 or more letters with at most one vowel in 8. Then the
-// title outside the quotes wins when it is readable: the longest file
-// name there, else all the text outside the quotes, when it has 3 letters
-// and a separator between letters or digits ("My.Show.S01E01.720p" in
-// `My.Show.S01E01.720p [1/2] - "x7k2q9.part1.rar"`). Only Name changes:
-// Key is the same for every file of the posting either way.
+// S01E02E03), or 16 or more letters with at most one vowel in 8. Then a
+// title outside the quotes wins when it reads as a release's name (an
+// episode, or a category Categorize knows; see title): the longest file
+// name there, else the text outside the quotes and brackets
+// ("My.Show.S01E01.720p" in `My.Show.S01E01.720p [1/2] - "x7k2q9.part1.rar"`),
+// else a bracketed segment ("Show.S01E01" in `[FULL]-[ Show.S01E01 ]-[1/30]
+// - "x7k2q9z8.r00"`). Web sites, "posted by" notes and bracket soup name
+// nothing: without a title the hashed stem stays. Only Name changes: Key
+// is the same for every file of the posting either way.
 //
 // The file counters:
 //
@@ -182,21 +185,107 @@ func cutName(name string) string {
 }
 
 // title returns the readable name outside the quotes of a subject whose
-// quoted file name is obfuscated: the longest file name there (its stem),
-// else the whole text outside the quotes, tidied, when it is readable: at
-// least 3 letters, a separator (dot, dash, underscore or space) between
-// two of its letters or digits, and not itself obfuscated. Else "".
+// quoted file name is obfuscated, or "" when there is none. The
+// candidates, in order: the longest file name outside the quotes (its
+// stem); the text outside the quotes and outside brackets; each bracketed
+// segment ("Show.S01E01.720p.HDTV" of "[FULL]-[ Show.S01E01.720p.HDTV ]").
+// The first candidate that reads as a release's name wins (see
+// releaseLike): "[www.UsenetRevolution.com]", "(Uploaded by NZBGeek)" or
+// "Posted by AutoPoster v1.2" name no release, and the hashed stem stays.
 func title(longest, outside string) string {
-	if longest != "" && !obfuscated(longest) && readable(longest) {
+	if releaseLike(longest) {
 		return longest
 	}
-	if t := tidy(outside); readable(t) {
+	rest, segments := brackets(outside)
+	if t := tidy(rest); releaseLike(t) {
 		return t
+	}
+	for _, seg := range segments {
+		if t := tidy(seg); releaseLike(t) {
+			return t
+		}
 	}
 	return ""
 }
 
-// readable reports whether t reads as a name: see title.
+// maxSegments bounds the bracketed segments title looks at.
+const maxSegments = 32
+
+// brackets splits s into the text outside brackets and the contents of its
+// outermost bracketed segments ((), [], {}, <>), at most maxSegments of
+// them; a bracket left open runs to the end of s.
+func brackets(s string) (rest string, segments []string) {
+	var b strings.Builder
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[', '(', '{', '<':
+			if depth == 0 {
+				start = i + 1
+				b.WriteByte(' ')
+			}
+			depth++
+			continue
+		case ']', ')', '}', '>':
+			if depth > 0 {
+				depth--
+				if depth == 0 && len(segments) < maxSegments {
+					segments = append(segments, s[start:i])
+				}
+				continue
+			}
+		}
+		if depth == 0 {
+			b.WriteByte(s[i])
+		}
+	}
+	if depth > 0 && len(segments) < maxSegments {
+		segments = append(segments, s[start:])
+	}
+	return b.String(), segments
+}
+
+// releaseLike reports whether t reads as the name of a release, and not
+// as a poster's boilerplate: readable (at least 3 letters and a separator
+// between letters or digits), not obfuscated, no brackets or quotes left
+// in it (bracket soup), no URL, host name, e-mail or IRC channel, no
+// "posted by" or "uploaded by", and either an episode (ParseEpisode) or a
+// category other than 8010 Misc and 8020 Hashed (Categorize: a year and
+// a video word is a movie).
+func releaseLike(t string) bool {
+	if t == "" || len(t) > MaxSubjectBytes || !readable(t) || strings.ContainsAny(t, "[](){}<>\"@#") {
+		return false
+	}
+	low := strings.ToLower(t)
+	for _, w := range boilerplate {
+		if strings.Contains(low, w) {
+			return false
+		}
+	}
+	for _, w := range strings.FieldsFunc(low, func(r rune) bool { return r == '.' || r == ' ' || r == '/' }) {
+		if hostWords[w] {
+			return false
+		}
+	}
+	if ParseEpisode(t) != nil {
+		return true
+	}
+	c := Categorize(t, nil)
+	return c != CatMisc && c != CatHashed
+}
+
+// boilerplate is what posters write around a release that is no part of
+// its name, in lower case.
+var boilerplate = [...]string{"://", "www.", "posted by", "uploaded by", "upped by", "presented by", "powered by",
+	"brought to you by", "autoposter"}
+
+// hostWords are the last words of host names: a candidate title with one
+// of them as a word ("usenetrevolution.com") is a web site.
+var hostWords = map[string]bool{"com": true, "net": true, "org": true, "info": true, "biz": true, "www": true}
+
+// readable reports whether t reads as a name: at least 3 letters, a
+// separator (dot, dash, underscore or space) between two of its letters
+// or digits, and not itself obfuscated.
 func readable(t string) bool {
 	if obfuscated(t) {
 		return false
