@@ -73,28 +73,24 @@ type Searcher interface {
 // SearchWords splits text into the words a name is searched by: runs of
 // letters and digits, in lower case; everything else (dots, dashes,
 // underscores, spaces, invalid UTF-8) separates them. A repeated word
-// counts once. A store indexes a release's name with it and a search's
-// words must come from it, so both sides split alike.
+// counts once, where it first comes: the words are in the order of their
+// first use. A store indexes a release's name with it and a search's
+// words must come from it, so both sides split alike. It takes time
+// linear in text's length (a set finds the repeats), and a release's
+// name is at most MaxNameBytes long.
 func SearchWords(text string) []string {
 	var words []string
+	seen := map[string]bool{}
 	for w := range strings.FieldsFuncSeq(text, func(r rune) bool {
 		return r == utf8.RuneError || !(unicode.IsLetter(r) || unicode.IsDigit(r))
 	}) {
 		w = strings.ToLower(w)
-		if !contains(words, w) {
+		if !seen[w] {
+			seen[w] = true
 			words = append(words, w)
 		}
 	}
 	return words
-}
-
-func contains(words []string, w string) bool {
-	for _, x := range words {
-		if x == w {
-			return true
-		}
-	}
-	return false
 }
 
 // CheckSearch applies Search's defaults and bounds; stores call it. A

@@ -14,12 +14,14 @@ type Set struct {
 	// the stem of the longest word that names a file, else Key's text in
 	// its original case. When the quoted stem is obfuscated (one random
 	// looking word: "x7k2q9", see ParseSet) and the text outside the
-	// quotes is a readable name, that title wins.
+	// quotes holds a release's name, that title wins. At most
+	// MaxNameBytes long.
 	Name string
 	// Key is the normalized subject that every file of the release shares:
 	// the subject without file counters, sizes, "yEnc", separators and the
 	// extensions of file names, white space collapsed, lower case. Files of
 	// one poster with the same Key are one release (within a time window).
+	// At most MaxKeyBytes long.
 	Key string
 	// File and Files are the subject's file counter, [File/Files] or one
 	// of its other forms, or 0 and 0 when it has none.
@@ -28,9 +30,10 @@ type Set struct {
 
 // ParseSet reads the release a binary belongs to out of its subject: the
 // binary's normalized subject as collate.ParseSubject returns it (Base,
-// without the part counter). It never panics, whatever the bytes, and
-// takes time linear in the subject's length (no regular expressions: it
-// runs for every binary the builder consumes).
+// without the part counter). It never panics, whatever the bytes. It reads
+// only the subject's first MaxSubjectBytes (cut at a UTF-8 boundary), and
+// takes time linear in what it reads (no regular expressions, no rule that
+// rescans: it runs for every binary the builder consumes).
 //
 // The rules follow NNTmux's generic collection cleaning, so that every file
 // of one posting cleans to one Key:
@@ -52,20 +55,23 @@ type Set struct {
 // underscore), of at least 6, that is a hex digest (16 or more hex
 // digits), or 16 or more with a digit, or has letters and digits that
 // alternate at least 4 times ("x7k2q9", and not an episode like
-// S01E02E03), or 16 or more letters with at most one vowel in 8. Then the
-// title outside the quotes wins when it is readable: the longest file
-// name there, else all the text outside the quotes, when it has 3 letters
-// and a separator between letters or digits ("My.Show.S01E01.720p" in
-// `My.Show.S01E01.720p [1/2] - "x7k2q9.part1.rar"`). Only Name changes:
-// Key is the same for every file of the posting either way.
+// S01E02E03), or 16 or more letters with at most one vowel in 8. Then a
+// title outside the quotes wins when it reads as a release's name (an
+// episode, or a category Categorize knows; see title): the longest file
+// name there, else the text outside the quotes and brackets
+// ("My.Show.S01E01.720p" in `My.Show.S01E01.720p [1/2] - "x7k2q9.part1.rar"`),
+// else a bracketed segment ("Show.S01E01" in `[FULL]-[ Show.S01E01 ]-[1/30]
+// - "x7k2q9z8.r00"`). Web sites, "posted by" notes and bracket soup name
+// nothing: without a title the hashed stem stays. Only Name changes: Key
+// is the same for every file of the posting either way.
 //
 // The file counters:
 //
 //	[01/15]  (1/40)  {1/5}  [1 of 5]  [1\5]  (01 von 20)  File 1 of 15  1 of 15  01/15
 func ParseSet(subject string) Set {
 	var set Set
-	s := validText(subject)
-	s = counters(s, &set)
+	subject = validText(cutText(subject, MaxSubjectBytes))
+	s := counters(subject, &set)
 	s = sizesAndNoise(s)
 
 	// Quoted names, then the other words (split at white space and
@@ -119,7 +125,7 @@ func ParseSet(subject string) Set {
 		i = j
 	}
 	s = tidy(b.String())
-	set.Key = strings.ToLower(s)
+	set.Key = cutText(strings.ToLower(s), MaxKeyBytes)
 	switch {
 	case quoted != "" && obfuscated(quoted):
 		set.Name = quoted
@@ -134,28 +140,152 @@ func ParseSet(subject string) Set {
 		set.Name = s
 	}
 	if set.Key == "" { // nothing but counters and noise
-		set.Key = strings.ToLower(strings.TrimSpace(validText(subject)))
-		set.Name = strings.TrimSpace(validText(subject))
+		set.Name = strings.TrimSpace(subject)
+		set.Key = cutText(strings.ToLower(set.Name), MaxKeyBytes)
 	}
+	set.Name = cutName(set.Name)
 	return set
 }
 
+// Bounds of ParseSet. A subject may be as long as an overview line (up to
+// 1 MiB), far longer than any release's name; ParseSet reads its first
+// MaxSubjectBytes, so its work is bounded whatever the subject. Every file
+// of one posting is cut the same way, so their keys agree as long as the
+// parts that differ (counters, extensions) come early: the key is cut to
+// MaxKeyBytes, well before the ends of the read text, where the cuts of
+// two files of one posting may differ. A name is cut to MaxNameBytes:
+// PostgreSQL's full text search refuses texts over 1 MB, and no release
+// name is longer than a few hundred bytes.
+const (
+	MaxSubjectBytes = 8 << 10
+	MaxKeyBytes     = 4 << 10
+	MaxNameBytes    = 512
+)
+
+// cutText returns s cut to at most max bytes, at the start of a UTF-8
+// sequence (or of an invalid byte), so that a valid s stays valid.
+func cutText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && n > max-utf8.UTFMax && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// cutName cuts a name to MaxNameBytes, cleanly: at a UTF-8 boundary, and
+// without the separators and white space the cut leaves at its end.
+func cutName(name string) string {
+	if len(name) <= MaxNameBytes {
+		return name
+	}
+	return strings.TrimRight(cutText(name, MaxNameBytes), " \t-_.=~|:;,+([{<\"")
+}
+
 // title returns the readable name outside the quotes of a subject whose
-// quoted file name is obfuscated: the longest file name there (its stem),
-// else the whole text outside the quotes, tidied, when it is readable: at
-// least 3 letters, a separator (dot, dash, underscore or space) between
-// two of its letters or digits, and not itself obfuscated. Else "".
+// quoted file name is obfuscated, or "" when there is none. The
+// candidates, in order: the longest file name outside the quotes (its
+// stem); the text outside the quotes and outside brackets; each bracketed
+// segment ("Show.S01E01.720p.HDTV" of "[FULL]-[ Show.S01E01.720p.HDTV ]").
+// The first candidate that reads as a release's name wins (see
+// releaseLike): "[www.UsenetRevolution.com]", "(Uploaded by NZBGeek)" or
+// "Posted by AutoPoster v1.2" name no release, and the hashed stem stays.
 func title(longest, outside string) string {
-	if longest != "" && !obfuscated(longest) && readable(longest) {
+	if releaseLike(longest) {
 		return longest
 	}
-	if t := tidy(outside); readable(t) {
+	rest, segments := brackets(outside)
+	if t := tidy(rest); releaseLike(t) {
 		return t
+	}
+	for _, seg := range segments {
+		if t := tidy(seg); releaseLike(t) {
+			return t
+		}
 	}
 	return ""
 }
 
-// readable reports whether t reads as a name: see title.
+// maxSegments bounds the bracketed segments title looks at.
+const maxSegments = 32
+
+// brackets splits s into the text outside brackets and the contents of its
+// outermost bracketed segments ((), [], {}, <>), at most maxSegments of
+// them; a bracket left open runs to the end of s.
+func brackets(s string) (rest string, segments []string) {
+	var b strings.Builder
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[', '(', '{', '<':
+			if depth == 0 {
+				start = i + 1
+				b.WriteByte(' ')
+			}
+			depth++
+			continue
+		case ']', ')', '}', '>':
+			if depth > 0 {
+				depth--
+				if depth == 0 && len(segments) < maxSegments {
+					segments = append(segments, s[start:i])
+				}
+				continue
+			}
+		}
+		if depth == 0 {
+			b.WriteByte(s[i])
+		}
+	}
+	if depth > 0 && len(segments) < maxSegments {
+		segments = append(segments, s[start:])
+	}
+	return b.String(), segments
+}
+
+// releaseLike reports whether t reads as the name of a release, and not
+// as a poster's boilerplate: readable (at least 3 letters and a separator
+// between letters or digits), not obfuscated, no brackets or quotes left
+// in it (bracket soup), no URL, host name, e-mail or IRC channel, no
+// "posted by" or "uploaded by", and either an episode (ParseEpisode) or a
+// category other than 8010 Misc and 8020 Hashed (Categorize: a year and
+// a video word is a movie).
+func releaseLike(t string) bool {
+	if t == "" || len(t) > MaxSubjectBytes || !readable(t) || strings.ContainsAny(t, "[](){}<>\"@#") {
+		return false
+	}
+	low := strings.ToLower(t)
+	for _, w := range boilerplate {
+		if strings.Contains(low, w) {
+			return false
+		}
+	}
+	for _, w := range strings.FieldsFunc(low, func(r rune) bool { return r == '.' || r == ' ' || r == '/' }) {
+		if hostWords[w] {
+			return false
+		}
+	}
+	if ParseEpisode(t) != nil {
+		return true
+	}
+	c := Categorize(t, nil)
+	return c != CatMisc && c != CatHashed
+}
+
+// boilerplate is what posters write around a release that is no part of
+// its name, in lower case.
+var boilerplate = [...]string{"://", "www.", "posted by", "uploaded by", "upped by", "presented by", "powered by",
+	"brought to you by", "autoposter"}
+
+// hostWords are the last words of host names: a candidate title with one
+// of them as a word ("usenetrevolution.com") is a web site.
+var hostWords = map[string]bool{"com": true, "net": true, "org": true, "info": true, "biz": true, "www": true}
+
+// readable reports whether t reads as a name: at least 3 letters, a
+// separator (dot, dash, underscore or space) between two of its letters
+// or digits, and not itself obfuscated.
 func readable(t string) bool {
 	if obfuscated(t) {
 		return false
@@ -182,17 +312,11 @@ func isDelim(c byte) bool {
 	return false
 }
 
-// tidy drops empty quotes and brackets (with only white space inside) and
-// words of punctuation, and collapses white space.
+// tidy drops empty quotes and brackets (with only white space inside, once
+// the empty pairs inside them are gone) and words of punctuation, and
+// collapses white space.
 func tidy(s string) string {
-	for {
-		t := dropEmptyPairs(s)
-		if t == s {
-			break
-		}
-		s = t
-	}
-	words := strings.Fields(s)
+	words := strings.Fields(dropEmptyPairs(s))
 	kept := words[:0]
 	for _, w := range words {
 		if strings.Trim(w, "-_=~|:;,.+*#/\\") == "" {
@@ -205,49 +329,54 @@ func tidy(s string) string {
 }
 
 // dropEmptyPairs replaces each pair of quotes or brackets with only white
-// space between them by a space. Quotes pair in order: in `"a" "b"` the
-// quotes around the space are a closing and an opening one.
+// space between them by a space, and then the pairs that leaves empty, as
+// in "[ ( ) ]": one pass, in linear time. Quotes pair in order: in
+// `"a" "b"` the quotes around the space are a closing and an opening one.
+//
+// The pass keeps a stack of the openers that may still be dropped: those
+// with only white space (and dropped pairs) after them. Any other byte
+// makes every opener on the stack stay; a closer that matches the top of
+// the stack drops the pair.
 func dropEmptyPairs(s string) string {
-	var b []byte
-	open := false // inside quotes
-	last := 0     // s[last:i] is still to copy
+	var stack []int32 // where the openers are in b
+	b := make([]byte, 0, len(s))
+	quotes := 0 // quotes seen: an even one opens, an odd one closes
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		var closer byte
-		switch c {
-		case '"':
-			if open {
-				open = false
-				continue
-			}
-			closer = '"'
-		case '[':
-			closer = ']'
-		case '(':
-			closer = ')'
-		case '{':
-			closer = '}'
-		case '<':
-			closer = '>'
-		default:
-			continue
-		}
-		j := skipSpace(s, i+1)
-		if j < len(s) && s[j] == closer {
-			b = append(b, s[last:i]...)
-			b = append(b, ' ')
-			last = j + 1
-			i = j
-			continue
-		}
+		opens := c == '[' || c == '(' || c == '{' || c == '<'
 		if c == '"' {
-			open = true
+			quotes++
+			opens = quotes%2 == 1
 		}
+		switch {
+		case opens:
+			stack = append(stack, int32(len(b)))
+		case isSpace(c):
+		case len(stack) > 0 && closerOf(b[stack[len(stack)-1]]) == c:
+			b = append(b[:stack[len(stack)-1]], ' ')
+			stack = stack[:len(stack)-1]
+			continue
+		default:
+			stack = stack[:0]
+		}
+		b = append(b, c)
 	}
-	if b == nil {
-		return s
+	return string(b)
+}
+
+// closerOf returns the byte that closes the quote or bracket c.
+func closerOf(c byte) byte {
+	switch c {
+	case '[':
+		return ']'
+	case '(':
+		return ')'
+	case '{':
+		return '}'
+	case '<':
+		return '>'
 	}
-	return string(append(b, s[last:]...))
+	return c // '"'
 }
 
 // counters removes the file counters of s and records the first in set.

@@ -116,7 +116,8 @@ func TestStem(t *testing.T) {
 	}
 }
 
-// FuzzParseSet: any bytes, no panic, a key in valid UTF-8 without NUL.
+// FuzzParseSet: any bytes, no panic, a key and name in valid UTF-8
+// without NUL, within their bounds.
 func FuzzParseSet(f *testing.F) {
 	for _, s := range []string{`[01/15] - "name.part01.rar" yEnc`, `"a.vol01+02.par2"`, `""""`, "\x00\xff(1/2)", `[PRiVATE]-[x.mkv]-[1/5] - ""`} {
 		f.Add(s)
@@ -127,6 +128,8 @@ func FuzzParseSet(f *testing.F) {
 			require.True(t, validText(v), "%q", v)
 		}
 		require.True(t, set.File >= 0 && set.File <= set.Files)
+		require.LessOrEqual(t, len(set.Name), release.MaxNameBytes)
+		require.LessOrEqual(t, len(set.Key), release.MaxKeyBytes)
 	})
 }
 
