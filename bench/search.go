@@ -122,12 +122,13 @@ func (f *searchFixture) queries(common bool) []string {
 	return f.words
 }
 
-// requests is cfg with the request count of a line: an eighth of
-// cfg.Requests (at least 50) for the common pairs, which take ten times
-// as long each or more.
+// requests is cfg with the request count of a line: for the common
+// pairs, each pair once a goroutine (48 at the defaults), as one such
+// search takes a hundred times as long as a two-word one or more (5 s raw
+// on SQLite at a million releases).
 func (f *searchFixture) requests(cfg searchConfig, common bool) searchConfig {
 	if common {
-		cfg.Requests = max(50, cfg.Requests/8)
+		cfg.Requests = min(cfg.Requests, len(commonPairs)*cfg.Conc)
 	}
 	return cfg
 }
@@ -218,34 +219,49 @@ func (s *session) newSearchFixture(backend string, c *corpus, cfg searchConfig, 
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(s.out, "bench: search-%s: %d releases filled through PutReleases (pages of %d) in %s, %.0f releases/s; %s to count and analyze; %d queries and %d common pairs, %.0f matches a query on average (at most %d counted)\n",
+	fmt.Fprintf(s.out, "bench: search-%s: %d releases filled through PutReleases (pages of %d) in %s, %.0f releases/s; %s to count and analyze; %d queries and %d common pairs, the same totals both ways; %s\n",
 		backend, c.n, searchPage, fill.Round(time.Millisecond), float64(c.n)/fill.Seconds(), settle.Round(time.Millisecond),
-		len(queries), len(commonPairs), hits, release.MaxSearchTotal)
+		len(queries), len(commonPairs), spread(hits))
 	return f, nil
 }
 
 // check runs every query once through the handler and once raw (which
 // also warms both), and fails unless they find the same total and the
-// same first release. It returns the mean total of the two-word queries.
-func (f *searchFixture) check(ctx context.Context, queries []string) (float64, error) {
-	var sum int
+// same first release. It returns the totals of the two-word queries.
+func (f *searchFixture) check(ctx context.Context, queries []string) ([]int, error) {
+	var totals []int
 	for i, q := range queries {
 		ht, hfirst, err := f.handlerTotal(q)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		rt, rfirst, err := f.raw.find(ctx, q)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if ht != rt || hfirst != rfirst {
-			return 0, fmt.Errorf("query %q: the handler finds %d (first %d), the raw query %d (first %d)", q, ht, hfirst, rt, rfirst)
+			return nil, fmt.Errorf("query %q: the handler finds %d (first %d), the raw query %d (first %d)", q, ht, hfirst, rt, rfirst)
 		}
 		if i < len(f.words) {
-			sum += ht
+			totals = append(totals, ht)
 		}
 	}
-	return float64(sum) / float64(max(1, len(f.words))), nil
+	return totals, nil
+}
+
+// spread describes the totals of the queries: their mean and quantiles.
+func spread(totals []int) string {
+	if len(totals) == 0 {
+		return "no queries"
+	}
+	s := slices.Sorted(slices.Values(totals))
+	sum := 0
+	for _, n := range s {
+		sum += n
+	}
+	at := func(q float64) int { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return fmt.Sprintf("matches a query: mean %.0f, p50 %d, p90 %d, p99 %d (counted up to %d)",
+		float64(sum)/float64(len(s)), at(0.5), at(0.9), at(0.99), release.MaxSearchTotal)
 }
 
 var (
