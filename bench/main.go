@@ -38,6 +38,7 @@ type options struct {
 	mutexprofile        string
 	coordinators        int
 	chunkTime           int
+	search              searchConfig
 
 	load        bool
 	duration    time.Duration
@@ -53,7 +54,7 @@ type result struct {
 	detail  string
 }
 
-var phases = []string{"river", "edgeindex", "sqlite", "rawsql", "ingest", "pipeline", "scale", "chunkstore"}
+var phases = []string{"river", "edgeindex", "sqlite", "rawsql", "ingest", "pipeline", "scale", "chunkstore", "search"}
 
 func main() {
 	var o options
@@ -77,6 +78,10 @@ func main() {
 	fs.StringVar(&o.mutexprofile, "mutexprofile", "", "write a profile of contended mutexes (sync.Mutex, not database locks) to this file")
 	fs.IntVar(&o.coordinators, "coordinators", 3, "scale: cycles and pipeline against 1 to this many coordinators")
 	fs.IntVar(&o.chunkTime, "chunk-ops", 200, "chunkstore: operations of each case of spool's BenchmarkChunkStore")
+	fs.IntVar(&o.search.Releases, "search-releases", 1_000_000, "search: releases stored on each backend")
+	fs.IntVar(&o.search.Conc, "search-conc", 8, "search: goroutines sending requests (and raw queries)")
+	fs.IntVar(&o.search.Requests, "search-requests", 4000, "search: requests (and raw queries) per search line")
+	fs.IntVar(&o.search.Queries, "search-queries", 1000, "search: distinct two-word queries drawn from the stored names")
 	fs.BoolVar(&o.load, "load", false, "run the load test (deliverable 5) instead of the comparisons")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the load test runs")
 	fs.IntVar(&o.loadWorkers, "load-workers", 200, "concurrent workers of the load test")
@@ -84,12 +89,16 @@ func main() {
 	fs.IntVar(&o.loadItems, "load-items", 10, "load test: items per batch")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 || o.n < 1 || o.workers < 1 || o.count < 1 || o.ingestBatches < 1 || o.batchItems < 1 ||
-		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond {
+		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 ||
+		o.search.Releases < 1 || o.search.Conc < 1 || o.search.Requests < 1 || o.search.Queries < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond {
 		fmt.Fprintln(os.Stderr, "bench: sizes must be positive, and there are no arguments (see -h)")
 		os.Exit(2)
 	}
 	if o.quick {
 		o.n, o.ingestBatches, o.articles = 2000, 2, 40_000
+		if !isSet(fs, "search-releases") {
+			o.search.Releases = 50_000
+		}
 		if !isSet(fs, "duration") {
 			o.duration = 10 * time.Second
 		}
@@ -155,6 +164,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	fmt.Fprintf(out, "bench: cycles: %d workers, %d jobs/ranges/rows; ingest: %d batches of %d items; pipeline: %d articles, ranges of %d, %d workers; %d run(s) each\n",
 		o.workers, o.n, o.ingestBatches, o.batchItems, o.articles, o.rangeSize, o.pipeWorkers, o.count)
 	ms := s.measures(want)
+	defer closeSearch()
 	rates := map[string][]float64{}
 	for run := 1; run <= o.count; run++ {
 		for _, m := range ms {
@@ -342,6 +352,9 @@ func (s *session) measures(want map[string]bool) []measure {
 	if want["chunkstore"] {
 		ms = append(ms, s.chunkStoreMeasures()...)
 	}
+	if want["search"] {
+		ms = append(ms, s.searchMeasures(o.search)...)
+	}
 	if want["ingest"] {
 		fmt.Fprintf(s.out, "bench: ingest items: %d a batch, values of %d to %d B of JSON, %.0f B on average\n",
 			len(items), minItem, maxItem, float64(itemBytes)/float64(len(items)))
@@ -372,6 +385,10 @@ func report(out io.Writer, ms []measure, rates map[string][]float64, count int) 
 		{"scale/cycles 3c/1c", "scale/cycles/3c", "scale/cycles/1c"},
 		{"scale/pipeline 2c/1c", "scale/pipeline/2c", "scale/pipeline/1c"},
 		{"scale/pipeline 3c/1c", "scale/pipeline/3c", "scale/pipeline/1c"},
+		{"search-pg handler/raw", "search-pg/handler", "search-pg/raw"},
+		{"search-sqlite handler/raw", "search-sqlite/handler", "search-sqlite/raw"},
+		{"search-pg common-pair handler/raw", "search-pg/common-handler", "search-pg/common-raw"},
+		{"search-sqlite common-pair handler/raw", "search-sqlite/common-handler", "search-sqlite/common-raw"},
 		{"chunkstore put latency minio/disk", "chunkstore/disk/put", "chunkstore/bucket-minio/put"},
 		{"chunkstore open-read latency minio/disk", "chunkstore/disk/open-read", "chunkstore/bucket-minio/open-read"},
 	} {
