@@ -31,9 +31,13 @@
 // feed back until it ends.
 //
 // Releases (release.Store) are searched by the words of their names
-// (release.Searcher): a GIN index over to_tsvector('simple', words) on
-// PostgreSQL, an FTS5 table on SQLite, both written in the transaction
-// that writes the release. The users of the Newznab API and their daily
+// (release.Searcher): a GIN index over the tsvector of the words as they
+// are (no parser of PostgreSQL's splits or drops them) on PostgreSQL, an
+// FTS5 table on SQLite, both written in the transaction that writes the
+// release; a name gives at most 256 words to the index. A search by
+// category or season without words reads an index of those columns; one
+// that no index serves is bounded by SearchTimeout on PostgreSQL, and by
+// its context on both. The users of the Newznab API and their daily
 // counts (newznab.Store, newznab.Users) are counted by upserts that add a
 // request or a grab only below the user's limit, so processes that share
 // the database let exactly the limit through.

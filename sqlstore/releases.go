@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 
@@ -362,10 +364,35 @@ func classify(r release.Release) (category int, season, episode sql.NullInt64, d
 	return category, season, episode, daily
 }
 
-// searchText is what the search index holds of a name: its SearchWords,
-// joined by spaces.
+// maxIndexWords bounds the distinct words searchText keeps of a name.
+const maxIndexWords = 256
+
+// searchText is what the search index holds of a name: its words as
+// release.SearchWords splits them, but only those of at most
+// release.MaxSearchWord bytes (a longer one can never be searched for:
+// release.CheckSearch refuses it), and only the first maxIndexWords
+// distinct ones, joined by spaces. So the text is at most about 16 KB
+// whatever the name: a name of a megabyte of words would make
+// PostgreSQL's tsvector fail, and the builder retry its page forever. It
+// splits the name itself, with SearchWords' rule (a test holds them
+// alike), so that it stops at maxIndexWords rather than collect every
+// word of a long name.
 func searchText(name string) string {
-	return strings.Join(release.SearchWords(name), " ")
+	var keep []string
+	seen := make(map[string]bool)
+	for w := range strings.FieldsFuncSeq(name, func(r rune) bool {
+		return r == utf8.RuneError || !(unicode.IsLetter(r) || unicode.IsDigit(r))
+	}) {
+		if len(keep) == maxIndexWords {
+			break
+		}
+		w = strings.ToLower(w)
+		if len(w) <= release.MaxSearchWord && !seen[w] {
+			seen[w] = true
+			keep = append(keep, w)
+		}
+	}
+	return strings.Join(keep, " ")
 }
 
 // rowsOf returns n rows of k placeholders for a VALUES list.

@@ -157,7 +157,8 @@ type Store struct {
 
 	held heldRanges // see putOptimistic
 
-	testHookWrite func() // tests: runs before putOptimistic's write
+	testHookWrite func()        // tests: runs before putOptimistic's write
+	searchTimeout time.Duration // tests: a search's bound; 0: SearchTimeout
 }
 
 // dialect holds what differs between the backends.

@@ -109,18 +109,31 @@ func testSearchWords(t *testing.T, e *env) {
 		cafe  = "Café.Crème.2024"
 		daily = "Daily.Show.2026.11.29.720p"
 		greek = "Ελληνικά.Νέα.2025"
+		// Kawi (Unicode 14) is letters to Go, not to every database
+		// locale: PostgreSQL's parser, were it used, would drop them.
+		kawi  = "Newer.𑼄𑼅.Kawi"
+		mixed = "Mixed.𑼄q𑼅.Show"
 	)
 	day := searchDay
 	e.buildNamed(t, ss, "g.words", "search", []named{
 		complete(s02, day), complete(s03, day.Add(time.Hour)), complete(other, day.Add(2*time.Hour)),
 		complete(cafe, day.Add(3*time.Hour)), complete(daily, day.Add(4*time.Hour)), complete(greek, day.Add(5*time.Hour)),
-	}, 6)
+		complete(kawi, day.Add(6*time.Hour)), complete(mixed, day.Add(7*time.Hour)),
+	}, 8)
 	for text, want := range map[string][]string{
 		"some show s01e02":     {s02},
 		"show s01e03":          {s03},
 		"SOME.show":            {s02, s03},
 		"s01e02 720p":          {other, s02},
-		"show":                 {daily, other, s02, s03},
+		"show":                 {daily, mixed, other, s02, s03},
+		"𑼄𑼅":                   {kawi},
+		"newer 𑼄𑼅":             {kawi},
+		"show 𑼄𑼅":              nil, // no name has both: the word is not dropped
+		"𑼄q𑼅":                  {mixed},
+		"𑼄q𑼅 show":             {mixed},
+		"𑼄q𑼅 kawi":             nil,
+		"q":                    nil, // nor is a word split out of one
+		"𑼄":                    nil, // words match whole
 		"x264":                 {s02, s03},
 		"1080p":                {s03},
 		"x264 grp 720p":        {s02},
@@ -147,8 +160,8 @@ func testSearchWords(t *testing.T, e *env) {
 		require.Equal(t, want, got, "%q", text)
 	}
 	names, f := search(t, e, ss, release.Search{})
-	require.Equal(t, []string{greek, daily, cafe, other, s03, s02}, names, "no words: every release, newest first")
-	require.Equal(t, 6, f.Total)
+	require.Equal(t, []string{mixed, kawi, greek, daily, cafe, other, s03, s02}, names, "no words: every release, newest first")
+	require.Equal(t, 8, f.Total)
 }
 
 func testSearchFilters(t *testing.T, e *env) {
