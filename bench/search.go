@@ -455,13 +455,21 @@ func openRawPG(ctx context.Context, dbURL string, conc int) (*rawPG, error) {
 
 const (
 	pgPage = `SELECT ` + rawCols + ` FROM releases r
-		WHERE to_tsvector('simple', r.search_words) @@ plainto_tsquery('simple', $1) AND r.complete
+		WHERE array_to_tsvector(string_to_array(r.search_words, ' ')) @@ $1::tsquery AND r.complete
 		ORDER BY r.posted_us DESC, r.id DESC LIMIT 100`
 	pgCount = `SELECT count(*) FROM (SELECT 1 FROM releases r
-		WHERE to_tsvector('simple', r.search_words) @@ plainto_tsquery('simple', $1) AND r.complete LIMIT 10000) m`
+		WHERE array_to_tsvector(string_to_array(r.search_words, ' ')) @@ $1::tsquery AND r.complete LIMIT 10000) m`
 )
 
+// tsquery is q's words as a tsquery of quoted lexemes, every one required:
+// the index holds the words as they are, past PostgreSQL's parser. The
+// bench's words are letters and digits only, so they need no escaping.
+func tsquery(q string) string {
+	return "'" + strings.Join(strings.Fields(q), "' & '") + "'"
+}
+
 func (p *rawPG) find(ctx context.Context, q string) (int, int64, error) {
+	q = tsquery(q)
 	rows, err := p.pool.Query(ctx, pgPage, q)
 	if err != nil {
 		return 0, 0, err
