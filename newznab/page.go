@@ -551,18 +551,22 @@ func (h *Handler) clearCookie(r *http.Request) *http.Cookie {
 // would spend the user's grabs. (The page sends no Referer of its own,
 // and browsers send no Origin with a plain link, so neither is needed.)
 func (h *Handler) foreign(r *http.Request) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
+	site := r.Header.Get("Sec-Fetch-Site")
+	switch site {
 	case "cross-site", "same-site":
 		return true
 	}
 	for _, name := range []string{"Origin", "Referer"} {
 		s := r.Header.Get(name)
-		if s == "" {
+		if s == "" || (s == "null" && site == "same-origin") {
+			// Chromium sends Origin: null with the page's own form,
+			// since the page's referrer policy is no-referrer; then
+			// Sec-Fetch-Site says where the form came from.
 			continue
 		}
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" {
-			return true // "null", or nothing readable
+			return true // "null" with nothing else to go by, or unreadable
 		}
 		if !strings.EqualFold(u.Host, r.Host) && !strings.EqualFold(u.Host, h.urlHost()) {
 			return true

@@ -254,8 +254,12 @@ func TestPageLoginOrigin(t *testing.T) {
 			require.Equal(t, http.StatusForbidden, res.StatusCode, "%v", headers)
 			require.Empty(t, res.Cookies(), "the cookie stays: %v", headers)
 		}
-		// This site's own form, as a browser sends it.
+		// This site's own form, as a browser sends it (Chromium sends
+		// Origin: null, as the page's referrer policy is no-referrer).
 		res := post("/login", "", "Origin", w.srv.URL, "Sec-Fetch-Site", "same-origin")
+		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		require.NotEmpty(t, res.Cookies())
+		res = post("/login", "", "Origin", "null", "Sec-Fetch-Site", "same-origin")
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
 		require.NotEmpty(t, res.Cookies())
 		res = post("/logout", w.key, "Origin", w.srv.URL, "Sec-Fetch-Site", "same-origin")
