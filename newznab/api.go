@@ -2,8 +2,11 @@ package newznab
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/edgeindex/edgeindex/lease"
@@ -29,7 +32,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 			Title: h.cfg.Title, Base: h.base(r), Max: h.cfg.MaxLimit, Default: h.cfg.DefaultLimit}))
 		return
 	}
-	k := key(r)
+	k := apiKey(r)
 	acct, err := h.use(r.Context(), k)
 	if err != nil {
 		h.fail(w, r, nil, err)
@@ -62,10 +65,22 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 	writeDoc(w, FeedType, http.StatusOK, feedDoc(f))
 }
 
-// get answers t=get: the NZB of release id, counted as a grab. The
-// release is read and its NZB written to memory first, so that a grab is
-// counted only for an NZB that is sent.
+// get answers t=get: the NZB of release id, counted as a grab.
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, acct Account, id int64) {
+	doc, rel, err := h.grab(r, acct, id)
+	if err != nil {
+		h.fail(w, r, nil, err)
+		return
+	}
+	sendNZB(w, rel, doc)
+}
+
+// grab reads release id and writes its NZB to memory, then counts the
+// grab, so that a grab is counted only for an NZB that is sent. A HEAD
+// request counts no grab: it answers the headers a GET would, and 501
+// when the user's grabs of the day are used up. A request whose client
+// left (or whose deadline passed) before the grab counts none.
+func (h *Handler) grab(r *http.Request, acct Account, id int64) ([]byte, release.Release, error) {
 	ctx := r.Context()
 	rel, err := h.cfg.Store.ReleaseByID(ctx, id)
 	if err == nil {
@@ -75,18 +90,28 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, acct Account, id i
 	if err == nil {
 		err = nzb.Write(&doc, rel)
 	}
-	if err == nil {
+	switch {
+	case err != nil:
+	case r.Method == http.MethodHead:
+		if acct.GrabLimit > 0 && acct.Grabs >= acct.GrabLimit {
+			err = ErrGrabLimit
+		}
+	case ctx.Err() != nil:
+		err = fmt.Errorf("newznab: grab: %w", context.Cause(ctx))
+	default:
 		_, err = h.cfg.Store.Grab(ctx, acct.Name, id, h.cfg.Now())
 	}
-	if err != nil {
-		h.fail(w, r, nil, err)
-		return
-	}
+	return doc.Bytes(), rel, err
+}
+
+// sendNZB sends the NZB doc of rel with the headers downloaders read.
+func sendNZB(w http.ResponseWriter, rel release.Release, doc []byte) {
 	hd := w.Header()
 	hd.Set("Content-Disposition", nzb.ContentDisposition(rel.Name))
 	hd.Set("X-DNZB-Name", headerText(rel.Name))
 	hd.Set("X-DNZB-Category", CategoryName(rel.Category))
-	writeDoc(w, nzb.ContentType, http.StatusOK, doc.Bytes())
+	hd.Set("Content-Length", strconv.Itoa(len(doc)))
+	writeDoc(w, nzb.ContentType, http.StatusOK, doc)
 }
 
 // headerText is s as a header value can carry it: nzb.Text of it with
@@ -135,12 +160,14 @@ func apiErrorOf(err error) *apiError {
 // fail answers an error: e, or the Newznab error of err. Every Newznab
 // error is sent with HTTP status 200, as most indexers do and clients
 // expect (they read the code in the body), except 900, an error of the
-// server itself, which is 500. What a 900 hides is logged.
+// server itself, which is 500. What a 900 hides is logged (failure): as
+// an error, as a warning when the deadline passed, at debug level when
+// the client left.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, e *apiError, err error) {
 	if e == nil {
 		e = apiErrorOf(err)
 		if internal(err) {
-			h.cfg.Logger.ErrorContext(r.Context(), "newznab: api", "t", r.URL.Query().Get("t"), "err", err)
+			h.failure(r, "newznab: api", err)
 		}
 	}
 	status := http.StatusOK
@@ -155,4 +182,10 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, e *apiError, err 
 func (h *Handler) serveAPIMethod(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", "GET, HEAD")
 	writeDoc(w, XMLType, http.StatusMethodNotAllowed, errorDoc(errorf(codeNoFunction, "No such function (the API answers GET only)")))
+}
+
+// serveAPINotFound answers every path under /api/: status 404, with the
+// XML error clients read.
+func (h *Handler) serveAPINotFound(w http.ResponseWriter, r *http.Request) {
+	writeDoc(w, XMLType, http.StatusNotFound, errorDoc(errorf(codeNoFunction, "No such function (the API is at /api)")))
 }

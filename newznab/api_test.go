@@ -265,6 +265,9 @@ func TestAPI(t *testing.T) {
 			t.Run("cases", func(t *testing.T) { testCases(t, e) })
 			t.Run("limits", func(t *testing.T) { testLimits(t, e) })
 			t.Run("get", func(t *testing.T) { testGet(t, e) })
+			t.Run("head", func(t *testing.T) { testHead(t, e) })
+			t.Run("nocookie", func(t *testing.T) { testNoCookie(t, e) })
+			t.Run("underapi", func(t *testing.T) { testUnderAPI(t, e) })
 			newznab.XMLLint(t, e.docs...)
 		})
 	}

@@ -9,9 +9,16 @@
 // The handler serves:
 //
 //	GET  /api?t=caps|search|tvsearch|movie|get|details&apikey=KEY&...
+//	     /api/...           an XML error 202, status 404
 //	GET  /                  the search page (HTML, no JavaScript needed)
 //	GET  /details/{id}      one release
+//	GET  /nzb/{id}          the page's NZB link: what t=get answers
 //	POST /login, /logout    set or clear the page's key cookie
+//
+// The API reads its key only from the apikey parameter; the page routes
+// also from the cookie. /nzb/{id}, /login and /logout refuse a request
+// another site sent (Sec-Fetch-Site cross-site or same-site, or an
+// Origin or Referer of another host), since the cookie rides along.
 //
 // Every answer of /api is XML: RSS 2.0 in the newznab namespace for
 // searches, <caps> for caps, an NZB for get, and <error code
@@ -19,8 +26,9 @@
 //
 // The API's rules, as clients are served:
 //
-//   - A query is checked whole before its key is counted: a malformed
-//     request answers its error and changes nothing. Parameters a
+//   - A query is checked whole before its key is counted, on the API and
+//     the page alike: a malformed request answers its error and changes
+//     nothing. Parameters a
 //     function does not read are ignored; an empty one counts as absent;
 //     one given twice must have the same value both times, else it is
 //     201, incorrect parameter.
@@ -39,7 +47,13 @@
 //   - Searches list the releases of Config.MinCompletion; get and details
 //     serve any release by its id. get counts a grab only for an NZB it
 //     sends: an unknown id, or a release with nothing to download, is
-//     300.
+//     300. HEAD of get answers the headers and counts no grab.
+//   - Every text of an item or a page row is at most MaxField bytes, cut
+//     with "…"; an item carries at most MaxGroups groups, a details page
+//     lists at most MaxFiles files.
+//   - Each request's work in the store has the deadline Config.Timeout:
+//     past it, 900 and a warning in the log. A client that leaves is
+//     logged at debug level and counts nothing more.
 //   - o=json is not implemented (no *arr client reads it): 203, function
 //     not available.
 //

@@ -3,7 +3,9 @@ package newznab
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,7 +56,8 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzFeed: any release names, posters and groups render as a
-// well-formed feed that reads back as nzb.Text of each.
+// well-formed feed that reads back as nzb.Text of each, capped at
+// MaxField bytes.
 func FuzzFeed(f *testing.F) {
 	f.Add("Show.S01E02.720p", "poster@example.com", "alt.binaries.tv", "key")
 	f.Add("<&>\"']]>\x00\r\n\t", "\xff\xfe\uFFFE", "a\x01b", "k&y")
@@ -66,11 +69,28 @@ func FuzzFeed(f *testing.F) {
 		require.Equal(t, nzb.Text(name), got.Channel.Title)
 		require.Len(t, got.Channel.Items, 1)
 		it := got.Channel.Items[0]
-		require.Equal(t, nzb.Text(name), it.Title)
+		requireCapped(t, name, it.Title)
 		a := it.attrs()
-		require.Equal(t, []string{nzb.Text(poster)}, a["poster"])
-		require.Equal(t, []string{nzb.Text(group), nzb.Text(poster)}, a["group"])
+		require.Len(t, a["poster"], 1)
+		requireCapped(t, poster, a["poster"][0])
+		require.Len(t, a["group"], 2)
+		requireCapped(t, group, a["group"][0])
+		requireCapped(t, poster, a["group"][1])
 		require.Equal(t, it.Link, it.Enclosure.URL)
 		require.True(t, slices.Equal(a["guid"], []string{"1"}))
 	})
+}
+
+// requireCapped checks that got is what an item carries of s: nzb.Text(s)
+// when it fits in MaxField bytes, else a valid text of at most MaxField
+// bytes that ends in the ellipsis.
+func requireCapped(t *testing.T, s, got string) {
+	t.Helper()
+	if want := nzb.Text(s); len(want) <= MaxField {
+		require.Equal(t, want, got)
+		return
+	}
+	require.LessOrEqual(t, len(got), MaxField)
+	require.True(t, utf8.ValidString(got))
+	require.True(t, strings.HasSuffix(got, ellipsis), "%q", got)
 }

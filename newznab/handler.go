@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -35,7 +36,18 @@ type Config struct {
 	// Now is the clock the daily limits and maxage count by; time.Now
 	// when nil.
 	Now func() time.Time
+	// Timeout is the deadline of each request's work in the store (a
+	// search, a key check, a grab); DefaultTimeout when 0. A request past
+	// it answers 900 (a 503 page) and is logged as a warning.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is the deadline of a request when Config.Timeout is 0.
+const DefaultTimeout = 10 * time.Second
+
+// errDeadline is the cause of a request's context when Config.Timeout
+// passed; any other end of the context is the client's leaving.
+var errDeadline = errors.New("newznab: the request's deadline (Config.Timeout) passed")
 
 // Handler serves the Newznab API and the search page.
 type Handler struct {
@@ -62,7 +74,10 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	switch {
+	case cfg.Timeout < 0:
+		return nil, lease.Invalidf("newznab: Timeout %v must not be negative", cfg.Timeout)
 	case cfg.MaxLimit < 1 || cfg.MaxLimit > 1000:
 		return nil, lease.Invalidf("newznab: MaxLimit %d must be 1 to 1000", cfg.MaxLimit)
 	case cfg.DefaultLimit < 1 || cfg.DefaultLimit > cfg.MaxLimit:
@@ -73,16 +88,21 @@ func New(cfg Config) (*Handler, error) {
 	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /api", h.serveAPI)
 	h.mux.HandleFunc("/api", h.serveAPIMethod)
+	h.mux.HandleFunc("/api/", h.serveAPINotFound)
 	h.mux.HandleFunc("GET /{$}", h.servePage)
 	h.mux.HandleFunc("GET /details/{id}", h.serveDetails)
+	h.mux.HandleFunc("GET /nzb/{id}", h.serveNZB)
 	h.mux.HandleFunc("POST /login", h.serveLogin)
 	h.mux.HandleFunc("POST /logout", h.serveLogout)
 	return h, nil
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. Every request runs under the
+// deadline of Config.Timeout.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mux.ServeHTTP(w, r)
+	ctx, cancel := context.WithTimeoutCause(r.Context(), h.cfg.Timeout, errDeadline)
+	defer cancel()
+	h.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // base is the base URL links carry for request r.
@@ -93,8 +113,14 @@ func (h *Handler) base(r *http.Request) string {
 	return "http://" + r.Host
 }
 
-// key returns the API key request r carries: its apikey parameter, else
-// the page's cookie; "" when it has neither.
+// apiKey returns the apikey parameter of an /api request. The API never
+// reads the page's cookie: a link from another site to /api would
+// otherwise spend the browser's requests and grabs, and a feed would
+// write the cookie's key into its links.
+func apiKey(r *http.Request) string { return r.URL.Query().Get("apikey") }
+
+// key returns the API key a page request r carries: its apikey
+// parameter, else the page's cookie; "" when it has neither.
 func key(r *http.Request) string {
 	if k := r.URL.Query().Get("apikey"); k != "" {
 		return k
@@ -105,12 +131,35 @@ func key(r *http.Request) string {
 	return ""
 }
 
-// use checks key and counts one request under it.
+// use checks key and counts one request under it. A request whose
+// context is done (the client left, or the deadline passed) counts
+// nothing.
 func (h *Handler) use(ctx context.Context, key string) (Account, error) {
 	if key == "" {
 		return Account{}, ErrBadKey
 	}
+	if err := ctx.Err(); err != nil {
+		return Account{}, fmt.Errorf("newznab: key check: %w", context.Cause(ctx))
+	}
 	return h.cfg.Store.UseKey(ctx, HashKey(key), h.cfg.Now())
+}
+
+// failure says what an internal error of request r was: the deadline
+// passing, the client leaving, or a failure of the server. It logs it:
+// the first as a warning, the second at debug level, the third as an
+// error.
+func (h *Handler) failure(r *http.Request, what string, err error) (timedOut bool) {
+	ctx := r.Context()
+	switch {
+	case errors.Is(context.Cause(ctx), errDeadline):
+		h.cfg.Logger.WarnContext(ctx, what+": the deadline passed", "path", r.URL.Path, "timeout", h.cfg.Timeout, "err", err)
+		return true
+	case ctx.Err() != nil:
+		h.cfg.Logger.DebugContext(ctx, what+": the client left", "path", r.URL.Path, "err", err)
+	default:
+		h.cfg.Logger.ErrorContext(ctx, what, "path", r.URL.Path, "t", r.URL.Query().Get("t"), "err", err)
+	}
+	return false
 }
 
 // internal reports whether err is none of the errors a client caused:

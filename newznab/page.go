@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
 )
 
@@ -110,6 +111,9 @@ type detailView struct {
 	Groups []string
 	Parts  string // seen/expected
 	Files  []fileView
+	// MoreGroups and MoreFiles count those past MaxGroups and MaxFiles,
+	// which the page does not list.
+	MoreGroups, MoreFiles int
 }
 
 type fileView struct {
@@ -120,8 +124,10 @@ type fileView struct {
 }
 
 // servePage answers GET /: the key form, or a search and its results.
+// The query is checked before the key is counted: a bad one answers 400
+// and counts nothing.
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
-	v, ok := h.authorize(w, r, "/")
+	v, ok := h.needKey(w, r, "/")
 	if !ok {
 		return
 	}
@@ -129,6 +135,9 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	if bad != "" {
 		v.Search, v.Heading = sv, "Search"
 		h.pageFail(w, r, v, http.StatusBadRequest, bad)
+		return
+	}
+	if !h.authorize(w, r, v, "/") {
 		return
 	}
 	sv.Categories = categoryOptions(sv.Cat)
@@ -205,21 +214,11 @@ func (h *Handler) parseSearch(p url.Values) (q release.Search, sv *searchView, b
 }
 
 // serveDetails answers GET /details/{id}: one release with its files. It
-// is the permalink of the API's guid.
+// is the permalink of the API's guid. The id is checked before the key is
+// counted.
 func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
-	s := r.PathValue("id")
-	id, err := strconv.ParseInt(s, 10, 64)
-	next := "/"
-	if err == nil && id > 0 {
-		next = "/details/" + strconv.FormatInt(id, 10)
-	}
-	v, ok := h.authorize(w, r, next)
+	id, v, ok := h.pageID(w, r)
 	if !ok {
-		return
-	}
-	v.Heading = "Release"
-	if err != nil || id < 1 {
-		h.pageFail(w, r, v, http.StatusBadRequest, fmt.Sprintf("%q is not a release id: ids are whole numbers from 1.", cleanText(shorten(s, 24))))
 		return
 	}
 	rel, err := h.cfg.Store.ReleaseByID(r.Context(), id)
@@ -231,22 +230,89 @@ func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
 		h.storeFailed(w, r, v, err)
 		return
 	}
-	d := &detailView{rowView: h.row(v, rel, h.cfg.Now()), Poster: cleanText(rel.Poster),
-		Parts: fmt.Sprintf("%d/%d", rel.PartsSeen, rel.PartsExpected)}
-	for _, g := range rel.Groups {
-		d.Groups = append(d.Groups, cleanText(g))
+	v.Release = h.details(v, rel)
+	v.Heading = v.Release.Title
+	h.render(w, r, v, http.StatusOK)
+}
+
+// pageID reads the id of /details/{id} or /nzb/{id}, then checks and
+// counts the key: without a key it renders the key form (which returns
+// to the release's details), with a bad id a 400, both counting nothing.
+// It returns the id and the view to fill, or false when it has answered.
+func (h *Handler) pageID(w http.ResponseWriter, r *http.Request) (int64, *pageView, bool) {
+	s := r.PathValue("id")
+	id, err := strconv.ParseInt(s, 10, 64)
+	next := "/"
+	if err == nil && id > 0 {
+		next = "/details/" + strconv.FormatInt(id, 10)
 	}
-	for _, f := range rel.Files {
+	v, ok := h.needKey(w, r, next)
+	if !ok {
+		return 0, nil, false
+	}
+	v.Heading = "Release"
+	if err != nil || id < 1 {
+		h.pageFail(w, r, v, http.StatusBadRequest, fmt.Sprintf("%q is not a release id: ids are whole numbers from 1.", cleanText(shorten(s, 24))))
+		return 0, nil, false
+	}
+	if !h.authorize(w, r, v, next) {
+		return 0, nil, false
+	}
+	return id, v, true
+}
+
+// details formats a release for its page: every text capped at MaxField
+// bytes, at most MaxGroups groups and MaxFiles files, and how many more
+// there are.
+func (h *Handler) details(v *pageView, rel release.Release) *detailView {
+	d := &detailView{rowView: h.row(v, rel, h.cfg.Now()), Poster: pageText(rel.Poster),
+		Parts: fmt.Sprintf("%d/%d", rel.PartsSeen, rel.PartsExpected)}
+	for _, g := range rel.Groups[:min(len(rel.Groups), MaxGroups)] {
+		d.Groups = append(d.Groups, pageText(g))
+	}
+	d.MoreGroups = len(rel.Groups) - len(d.Groups)
+	for _, f := range rel.Files[:min(len(rel.Files), MaxFiles)] {
 		name := f.Name
 		if name == "" {
 			name = f.Subject
 		}
-		d.Files = append(d.Files, fileView{Name: cleanText(name), Size: humanBytes(f.Bytes),
+		d.Files = append(d.Files, fileView{Name: pageText(name), Size: humanBytes(f.Bytes),
 			Parts: fmt.Sprintf("%d/%d", len(f.Parts), f.Total), Complete: f.Complete})
 	}
-	v.Release = d
-	v.Heading = d.Title
-	h.render(w, r, v, http.StatusOK)
+	d.MoreFiles = len(rel.Files) - len(d.Files)
+	return d
+}
+
+// serveNZB answers GET /nzb/{id}: the page's NZB link, with the key of
+// the cookie or of ?apikey=. It answers what t=get answers, with the same
+// headers, and counts a request and a grab as the API does (a HEAD counts
+// no grab). Since the cookie rides along on a link from any site, a
+// request another site sent (by Sec-Fetch-Site, Origin or Referer) is
+// refused with a 403 page, counting nothing.
+func (h *Handler) serveNZB(w http.ResponseWriter, r *http.Request) {
+	if h.foreign(r) {
+		v := h.view(r)
+		v.Heading, v.Key = "NZB", ""
+		h.pageFail(w, r, v, http.StatusForbidden, "NZB links work only from this site's own pages: open the release here and follow its link.")
+		return
+	}
+	id, v, ok := h.pageID(w, r)
+	if !ok {
+		return
+	}
+	doc, rel, err := h.grab(r, *v.Account, id)
+	switch {
+	case errors.Is(err, nzb.ErrEmpty):
+		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("Release %d has nothing to download yet.", id))
+	case errors.Is(err, lease.ErrNotFound):
+		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("There is no release %d.", id))
+	case errors.Is(err, ErrGrabLimit):
+		h.pageFail(w, r, v, http.StatusTooManyRequests, "This key has reached its daily download limit. It can be used again after midnight UTC.")
+	case err != nil:
+		h.storeFailed(w, r, v, err)
+	default:
+		sendNZB(w, rel, doc)
+	}
 }
 
 // serveLogin answers POST /login: it checks the form's key, keeps it in
@@ -255,7 +321,7 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 	v := h.view(r)
 	v.Heading = "API key"
 	v.Form = true
-	if crossSite(r) {
+	if h.foreign(r) {
 		h.pageFail(w, r, v, http.StatusForbidden, "The key form must be sent from this site's own page.")
 		return
 	}
@@ -289,7 +355,7 @@ func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
 // serveLogout answers POST /logout: it clears the cookie and sends the
 // browser back to the page (303).
 func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
-	if crossSite(r) {
+	if h.foreign(r) {
 		v := h.view(r)
 		h.pageFail(w, r, v, http.StatusForbidden, "Logging out must be asked from this site's own page.")
 		return
@@ -298,29 +364,40 @@ func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, h.pageBase()+"/", http.StatusSeeOther)
 }
 
-// authorize checks and counts the key of request r (use). Without a key it
-// renders the key form; with a refused one the form and why. It returns
-// the view to fill, and false when it has answered already.
-func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, next string) (*pageView, bool) {
+// needKey starts the view of page request r. Without a key it renders
+// the key form, which returns to next, and returns false.
+func (h *Handler) needKey(w http.ResponseWriter, r *http.Request, next string) (*pageView, bool) {
 	v := h.view(r)
-	k := key(r)
-	if k == "" {
+	if key(r) == "" {
 		v.Form, v.Next, v.Heading = true, next, "API key"
 		h.render(w, r, v, http.StatusOK)
 		return nil, false
 	}
-	acc, err := h.use(r.Context(), k)
+	return v, true
+}
+
+// authorize checks and counts the key of request r (use), once its query
+// is checked. With a refused key it renders the form and why. It fills
+// v's Account, and returns false when it has answered already.
+func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, v *pageView, next string) bool {
+	k := key(r)
+	var acc Account
+	err := ErrBadKey
+	if len(k) <= maxKey {
+		acc, err = h.use(r.Context(), k)
+	}
 	if err != nil {
 		v.Form, v.Next, v.Heading, v.Key = true, next, "API key", "" // links carry no refused key
+		v.Search, v.Release = nil, nil
 		if v.Cookie && (errors.Is(err, ErrBadKey) || errors.Is(err, ErrSuspended)) {
 			http.SetCookie(w, h.clearCookie(r)) // it will not work again
 			v.Cookie = false
 		}
 		h.refuse(w, r, v, err)
-		return nil, false
+		return false
 	}
 	v.Account = &acc
-	return v, true
+	return true
 }
 
 // refuse renders why the key was refused: the form again for a wrong or
@@ -340,14 +417,19 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, v *pageView, er
 }
 
 // storeFailed answers an error of the store: bad input a 400 with its
-// sentence; anything else is logged and the user sees a short 500.
+// sentence; the deadline passing a 503; anything else is logged (failure)
+// and the user sees a short 500.
 func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
 	if errors.Is(err, lease.ErrInvalid) {
 		h.pageFail(w, r, v, http.StatusBadRequest, "The search was refused: "+cleanText(err.Error()))
 		return
 	}
-	h.cfg.Logger.Error("newznab page", "path", r.URL.Path, "err", err)
+	timedOut := h.failure(r, "newznab page", err)
 	v.Search, v.Release, v.Form = nil, nil, false
+	if timedOut {
+		h.pageFail(w, r, v, http.StatusServiceUnavailable, "The server took too long to answer. Try again in a moment.")
+		return
+	}
 	h.pageFail(w, r, v, http.StatusInternalServerError, "Something went wrong on the server. Try again in a moment.")
 }
 
@@ -385,7 +467,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, v *pageView, st
 func (h *Handler) view(r *http.Request) *pageView {
 	v := &pageView{Title: h.cfg.Title, Base: h.pageBase()}
 	if k := r.URL.Query().Get("apikey"); k != "" {
-		v.Key = k
+		if len(k) <= maxKey {
+			v.Key = k // an over-long key is refused, and never echoed
+		}
 	} else if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
 		v.Cookie = true
 	}
@@ -399,20 +483,18 @@ func (h *Handler) row(v *pageView, rel release.Release, now time.Time) rowView {
 		files += "/" + strconv.Itoa(rel.FilesExpected)
 	}
 	id := strconv.FormatInt(rel.ID, 10)
-	nzb := v.Base + "/api?t=get&id=" + id
-	if v.Key != "" {
-		nzb += "&apikey=" + url.QueryEscape(v.Key)
-	}
+	nzbLink := v.Base + "/nzb/" + id
 	details := v.Base + "/details/" + id
 	if v.Key != "" {
-		details += "?" + url.Values{"apikey": {v.Key}}.Encode()
+		q := "?" + url.Values{"apikey": {v.Key}}.Encode()
+		nzbLink, details = nzbLink+q, details+q
 	}
 	return rowView{
-		ID: rel.ID, Title: cleanText(rel.Name), Category: CategoryName(rel.Category),
+		ID: rel.ID, Title: pageText(rel.Name), Category: CategoryName(rel.Category),
 		Size: humanBytes(rel.Bytes), Bytes: rel.Bytes, Age: humanAge(now.Sub(rel.Posted)),
 		Posted: rel.Posted.UTC().Format("2006-01-02 15:04 UTC"), FileCount: files,
 		Completion: percent(rel.PartsSeen, rel.PartsExpected), Complete: rel.Complete, Grabs: rel.Grabs,
-		Details: details, NZB: nzb,
+		Details: details, NZB: nzbLink,
 	}
 }
 
@@ -460,12 +542,50 @@ func (h *Handler) clearCookie(r *http.Request) *http.Cookie {
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure(r)}
 }
 
-// crossSite reports whether the browser says another site sent the form.
-// (A SameSite=Lax cookie is not sent with such a POST, but a login form
-// sent from elsewhere could still log the browser in under another key.)
-func crossSite(r *http.Request) bool {
-	return r.Header.Get("Sec-Fetch-Site") == "cross-site"
+// foreign reports whether request r was sent by another site than this
+// one: the browser says so (Sec-Fetch-Site cross-site or same-site, as a
+// sibling subdomain is another site's code), or its Origin or Referer is
+// another host than the request's Host or Config.URL's. Login, logout
+// and the NZB links refuse such requests: a form sent from elsewhere
+// could log the browser in under another key, and a link from elsewhere
+// would spend the user's grabs. (The page sends no Referer of its own,
+// and browsers send no Origin with a plain link, so neither is needed.)
+func (h *Handler) foreign(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	switch site {
+	case "cross-site", "same-site":
+		return true
+	}
+	for _, name := range []string{"Origin", "Referer"} {
+		s := r.Header.Get(name)
+		if s == "" || (s == "null" && site == "same-origin") {
+			// Chromium sends Origin: null with the page's own form,
+			// since the page's referrer policy is no-referrer; then
+			// Sec-Fetch-Site says where the form came from.
+			continue
+		}
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			return true // "null" with nothing else to go by, or unreadable
+		}
+		if !strings.EqualFold(u.Host, r.Host) && !strings.EqualFold(u.Host, h.urlHost()) {
+			return true
+		}
+	}
+	return false
 }
+
+// urlHost is the host of Config.URL, or "".
+func (h *Handler) urlHost() string {
+	if u, err := url.Parse(h.cfg.URL); err == nil {
+		return u.Host
+	}
+	return ""
+}
+
+// pageText is s as the page shows it: cleanText of it, capped at
+// MaxField bytes.
+func pageText(s string) string { return capText(s, cleanText) }
 
 var detailsPath = regexp.MustCompile(`^/details/[1-9][0-9]{0,18}$`)
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
@@ -40,6 +41,47 @@ func xmlText(s string) string { return textEscaper.Replace(nzb.Text(s)) }
 // nzb.Text(s) (tabs and line ends are escaped, so they survive
 // attribute-value normalization).
 func xmlAttr(s string) string { return attrEscaper.Replace(nzb.Text(s)) }
+
+// Bounds of what the handler writes for one release, whatever the store
+// holds: a hostile name must not make a feed or a page huge.
+const (
+	// MaxField is the most bytes of one text of an item or a page row
+	// (name, poster, group, file name), before XML or HTML escaping; a
+	// longer one is cut on a character boundary and ends in "…".
+	MaxField = 1 << 10
+	// MaxGroups is the most groups written for one release.
+	MaxGroups = 8
+	// MaxFiles is the most files a details page lists; a line says how
+	// many more there are.
+	MaxFiles = 100
+)
+
+// ellipsis marks a text capText cut.
+const ellipsis = "…"
+
+// capText is clean(s) in at most MaxField bytes: when it is longer, the
+// part of it that fits before an ellipsis, cut on a character boundary.
+// Only the first MaxField bytes of s are ever cleaned.
+func capText(s string, clean func(string) string) string {
+	if len(s) <= MaxField {
+		if t := clean(s); len(t) <= MaxField {
+			return t
+		}
+	}
+	n := min(len(s), MaxField)
+	for i := 0; i < utf8.UTFMax-1 && n > 0 && n < len(s) && !utf8.RuneStart(s[n]); i++ {
+		n--
+	}
+	t := clean(s[:n])
+	n = min(len(t), MaxField-len(ellipsis))
+	for n > 0 && n < len(t) && !utf8.RuneStart(t[n]) {
+		n--
+	}
+	return t[:n] + ellipsis
+}
+
+// feedText is s as an item carries it: nzb.Text of it, capped.
+func feedText(s string) string { return capText(s, nzb.Text) }
 
 // writer builds one document.
 type writer struct{ bytes.Buffer }
@@ -197,7 +239,7 @@ func (w *writer) item(f feed, r *release.Release) {
 		posted = r.Updated
 	}
 	w.raw("  <item>\n")
-	w.elem("   ", "title", r.Name)
+	w.elem("   ", "title", feedText(r.Name))
 	w.raw(`   <guid isPermaLink="true">`, xmlText(details), "</guid>\n")
 	w.elem("   ", "link", get)
 	w.elem("   ", "comments", details+"#comments")
@@ -215,9 +257,9 @@ func (w *writer) item(f feed, r *release.Release) {
 	w.newznabAttr("size", strconv.FormatInt(r.Bytes, 10))
 	w.newznabAttr("files", strconv.Itoa(r.FilesSeen))
 	w.newznabAttr("grabs", strconv.FormatInt(r.Grabs, 10))
-	w.newznabAttr("poster", r.Poster)
-	for _, g := range r.Groups {
-		w.newznabAttr("group", g)
+	w.newznabAttr("poster", feedText(r.Poster))
+	for _, g := range r.Groups[:min(len(r.Groups), MaxGroups)] {
+		w.newznabAttr("group", feedText(g))
 	}
 	w.newznabAttr("usenetdate", date(posted))
 	w.newznabAttr("guid", id)
