@@ -8,42 +8,14 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/internal/browsertest"
 )
 
-const chromiumPath = "/usr/bin/chromium"
-
-// browser starts headless chromium for the test, or skips the test when
-// chromium is not installed, unless EDGEINDEX_REQUIRE_BROWSER=1.
+// browser starts headless Chromium for the test (browsertest.Start).
 func browser(t *testing.T) context.Context {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if os.Getenv("EDGEINDEX_REQUIRE_BROWSER") == "1" {
-			t.Fatalf("EDGEINDEX_REQUIRE_BROWSER=1 and there is no browser: %v (apt-get install -y chromium)", err)
-		}
-		t.Skipf("no browser at %s (apt-get install -y chromium, or set EDGEINDEX_REQUIRE_BROWSER=1 to fail): %v", chromiumPath, err)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("window-size", "1280,1000"),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() {
-		cancelTab()
-		cancelAlloc() // waits for the browser to exit
-	})
-	// The first Run starts the browser; it lives as long as ctx.
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
-	return ctx
+	return browsertest.Start(t, 1280, 1000)
 }
 
 func TestDashboardInBrowser(t *testing.T) {
