@@ -188,37 +188,10 @@ func (s *Store) UseKey(ctx context.Context, keyHash string, now time.Time) (newz
 		if err != nil {
 			return err
 		}
-		if u.Suspended {
-			acct = u.account(0, 0)
-			return newznab.ErrSuspended
-		}
-		var c struct {
-			Requests int64 `db:"requests"`
-			Grabs    int64 `db:"grabs"`
-		}
-		err = tx.GetContext(ctx, &c, s.q(`INSERT INTO api_usage (user_name, day, requests, grabs) VALUES (?, ?, 1, 0)
-			ON CONFLICT (user_name, day) DO UPDATE SET requests = api_usage.requests + 1
-			WHERE CAST(? AS BIGINT) = 0 OR api_usage.requests < ? RETURNING requests, grabs`), u.Name, day(now), u.RequestLimit, u.RequestLimit)
-		if errors.Is(err, sql.ErrNoRows) {
-			acct, err = s.usage(ctx, tx, u, now)
-			if err != nil {
-				return err
-			}
-			return newznab.ErrRequestLimit
-		}
-		if err != nil {
-			return err
-		}
-		acct = u.account(c.Requests, c.Grabs)
-		return nil
+		acct, err = s.count(ctx, tx, u, now, false)
+		return err
 	})
-	if err != nil {
-		if isAPIError(err) {
-			return acct, fmt.Errorf("use key: %w", err)
-		}
-		return newznab.Account{}, fmt.Errorf("use key: %w", err)
-	}
-	return acct, nil
+	return accountOr(acct, err, "use key")
 }
 
 // Grab implements newznab.Store. The user's grab is an upsert that adds
@@ -236,25 +209,7 @@ func (s *Store) Grab(ctx context.Context, user string, id int64, now time.Time) 
 		if err != nil {
 			return err
 		}
-		if u.Suspended {
-			acct = u.account(0, 0)
-			return newznab.ErrSuspended
-		}
-		var c struct {
-			Requests int64 `db:"requests"`
-			Grabs    int64 `db:"grabs"`
-		}
-		err = tx.GetContext(ctx, &c, s.q(`INSERT INTO api_usage (user_name, day, requests, grabs) VALUES (?, ?, 0, 1)
-			ON CONFLICT (user_name, day) DO UPDATE SET grabs = api_usage.grabs + 1
-			WHERE CAST(? AS BIGINT) = 0 OR api_usage.grabs < ? RETURNING requests, grabs`), u.Name, day(now), u.GrabLimit, u.GrabLimit)
-		if errors.Is(err, sql.ErrNoRows) {
-			acct, err = s.usage(ctx, tx, u, now)
-			if err != nil {
-				return err
-			}
-			return newznab.ErrGrabLimit
-		}
-		if err != nil {
+		if acct, err = s.count(ctx, tx, u, now, true); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, s.q("UPDATE releases SET grabs = grabs + 1 WHERE id = ?"), id)
@@ -267,16 +222,56 @@ func (s *Store) Grab(ctx context.Context, user string, id int64, now time.Time) 
 			acct = newznab.Account{}
 			return fmt.Errorf("%w: no release %d", release.ErrNotFound, id)
 		}
-		acct = u.account(c.Requests, c.Grabs)
 		return nil
 	})
-	if err != nil {
-		if isAPIError(err) {
-			return acct, fmt.Errorf("grab: %w", err)
-		}
-		return newznab.Account{}, fmt.Errorf("grab: %w", err)
+	return accountOr(acct, err, "grab")
+}
+
+// count counts one request of u (a grab, when grab is set) for the day of
+// now, in tx: an upsert that adds it only below u's limit. A suspended u
+// is newznab.ErrSuspended, a spent limit newznab.ErrRequestLimit or
+// ErrGrabLimit; then nothing is counted, and the account is the day's.
+func (s *Store) count(ctx context.Context, tx *sqlx.Tx, u userRow, now time.Time, grab bool) (newznab.Account, error) {
+	if u.Suspended {
+		return u.account(0, 0), newznab.ErrSuspended
 	}
-	return acct, nil
+	col, limit, spent := "requests", u.RequestLimit, newznab.ErrRequestLimit
+	requests, grabs := 1, 0
+	if grab {
+		col, limit, spent = "grabs", u.GrabLimit, newznab.ErrGrabLimit
+		requests, grabs = 0, 1
+	}
+	var c struct {
+		Requests int64 `db:"requests"`
+		Grabs    int64 `db:"grabs"`
+	}
+	err := tx.GetContext(ctx, &c, s.q(`INSERT INTO api_usage (user_name, day, requests, grabs) VALUES (?, ?, ?, ?)
+		ON CONFLICT (user_name, day) DO UPDATE SET `+col+` = api_usage.`+col+` + 1
+		WHERE CAST(? AS BIGINT) = 0 OR api_usage.`+col+` < ? RETURNING requests, grabs`), u.Name, day(now), requests, grabs, limit, limit)
+	if errors.Is(err, sql.ErrNoRows) {
+		acct, err := s.usage(ctx, tx, u, now)
+		if err != nil {
+			return newznab.Account{}, err
+		}
+		return acct, spent
+	}
+	if err != nil {
+		return newznab.Account{}, err
+	}
+	return u.account(c.Requests, c.Grabs), nil
+}
+
+// accountOr returns what UseKey and Grab return: the account, with the
+// error wrapped; an error that does not come with the account (not a
+// suspension or a spent limit) returns the zero Account.
+func accountOr(acct newznab.Account, err error, what string) (newznab.Account, error) {
+	if err == nil {
+		return acct, nil
+	}
+	if !isAPIError(err) {
+		acct = newznab.Account{}
+	}
+	return acct, fmt.Errorf("%s: %w", what, err)
 }
 
 // usage reads u's account for the day of now.
