@@ -55,12 +55,15 @@ type Set struct {
 // underscore), of at least 6, that is a hex digest (16 or more hex
 // digits), or 16 or more with a digit, or has letters and digits that
 // alternate at least 4 times ("x7k2q9", and not an episode like
-// S01E02E03), or 16 or more letters with at most one vowel in 8. Then a
-// title outside the quotes wins when it reads as a release's name (an
-// episode, or a category Categorize knows; see title): the longest file
-// name there, else the text outside the quotes and brackets
-// ("My.Show.S01E01.720p" in `My.Show.S01E01.720p [1/2] - "x7k2q9.part1.rar"`),
-// else a bracketed segment ("Show.S01E01" in `[FULL]-[ Show.S01E01 ]-[1/30]
+// S01E02E03), or 16 or more letters with at most one vowel in 8; or a
+// UUID. Then a title outside the quotes wins when it reads as a release's
+// name (an episode, or a category Categorize knows; see title): the
+// longest file name there, else the text outside the quotes with its
+// brackets, after the tags that lead it ("Movie Title (2020) 1080p" in
+// `[PRiVATE] Movie Title (2020) 1080p [1/30] - "a1b2c3d4e5f6.rar"`), else
+// the text outside the quotes and brackets ("My.Show.S01E01.720p" in
+// `My.Show.S01E01.720p [www.example.com] - "x7k2q9.part1.rar"`), else a
+// bracketed segment ("Show.S01E01" in `[FULL]-[ Show.S01E01 ]-[1/30]
 // - "x7k2q9z8.r00"`). Web sites, "posted by" notes and bracket soup name
 // nothing: without a title the hashed stem stays. Only Name changes: Key
 // is the same for every file of the posting either way.
@@ -127,7 +130,7 @@ func ParseSet(subject string) Set {
 	s = tidy(b.String())
 	set.Key = cutText(strings.ToLower(s), MaxKeyBytes)
 	switch {
-	case quoted != "" && obfuscated(quoted):
+	case quoted != "" && (obfuscated(quoted) || uuidWord(quoted)):
 		set.Name = quoted
 		if t := title(longestOutside, outside.String()); t != "" {
 			set.Name = t
@@ -187,14 +190,22 @@ func cutName(name string) string {
 // title returns the readable name outside the quotes of a subject whose
 // quoted file name is obfuscated, or "" when there is none. The
 // candidates, in order: the longest file name outside the quotes (its
-// stem); the text outside the quotes and outside brackets; each bracketed
-// segment ("Show.S01E01.720p.HDTV" of "[FULL]-[ Show.S01E01.720p.HDTV ]").
+// stem); the text outside the quotes, brackets and all, from where the
+// tags that lead it end ("Movie Title (2020) [1080p]" of "[PRiVATE] Movie
+// Title (2020) [1080p]"), judged with its brackets read as spaces, so that
+// a year or a tag in brackets is part of the title and a bracketed web
+// site or IRC channel refuses it; the text outside the quotes and outside
+// brackets; each bracketed segment ("Show.S01E01.720p.HDTV" of
+// "[FULL]-[ Show.S01E01.720p.HDTV ]").
 // The first candidate that reads as a release's name wins (see
 // releaseLike): "[www.UsenetRevolution.com]", "(Uploaded by NZBGeek)" or
 // "Posted by AutoPoster v1.2" name no release, and the hashed stem stays.
 func title(longest, outside string) string {
 	if releaseLike(longest) {
 		return longest
+	}
+	if t := tidy(outside[titleStart(outside):]); releaseLike(tidy(unbracket(t))) {
+		return t
 	}
 	rest, segments := brackets(outside)
 	if t := tidy(rest); releaseLike(t) {
@@ -206,6 +217,59 @@ func title(longest, outside string) string {
 		}
 	}
 	return ""
+}
+
+// titleStart returns where the text of s starts after the bracketed tags
+// and the separators that lead it: 10 in "[PRiVATE] Movie (2020)", len(s)
+// when s is only tags.
+func titleStart(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '[' || c == '(' || c == '{' || c == '<':
+			depth++
+		case c == ']' || c == ')' || c == '}' || c == '>':
+			if depth > 0 {
+				depth--
+			}
+		case depth > 0 || isSpace(c) || strings.IndexByte("-_=~|:;,.+*#/\\", c) >= 0:
+		default:
+			return i
+		}
+	}
+	return len(s)
+}
+
+// unbracket returns s with each bracket replaced by a space.
+func unbracket(s string) string {
+	return strings.Map(func(r rune) rune {
+		if strings.ContainsRune("[](){}<>", r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// uuidWord reports whether w is a UUID: hex digits in groups of 8, 4, 4,
+// 4 and 12, joined by dashes. Posters use them as obfuscated file names.
+func uuidWord(w string) bool {
+	if len(w) != 36 {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+			continue
+		}
+		if !isDigit(c) && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // maxSegments bounds the bracketed segments title looks at.
