@@ -106,3 +106,24 @@ func TestParseSetHostile(t *testing.T) {
 		require.LessOrEqual(t, len(set.Name), release.MaxNameBytes)
 	}
 }
+
+// TestParseSetLongSubjectOneKey: when a subject is longer than
+// MaxSubjectBytes and its normalization shrinks (long runs of spaces),
+// the read text ends at a different place in each file of the posting
+// (their counters differ in width); the key must not end there, or one
+// posting splits in two releases.
+func TestParseSetLongSubjectOneKey(t *testing.T) {
+	t.Parallel()
+	for _, tail := range []string{
+		strings.Repeat(" abcd           ", 800),
+		strings.Repeat(" abcd"+strings.Repeat(" ", 60), 800), // shrinks 13 times
+		strings.Repeat("a b ", 4000),
+	} {
+		first := release.ParseSet(fmt.Sprintf(`[1/15] - "Some.Release.2024.part1.rar" yEnc %s`, tail)).Key
+		for f := 1; f <= 15; f++ {
+			set := release.ParseSet(fmt.Sprintf(`[%d/15] - "Some.Release.2024.part%d.rar" yEnc %s`, f, f, tail))
+			require.Equal(t, first, set.Key, "file %d, %.20q", f, tail)
+			require.Equal(t, "Some.Release.2024", set.Name)
+		}
+	}
+}

@@ -35,6 +35,18 @@ type Set struct {
 // takes time linear in what it reads (no regular expressions, no rule that
 // rescans: it runs for every binary the builder consumes).
 //
+// A subject of MaxSubjectBytes or more is cut, and the cut falls a few
+// bytes apart in the files of one posting (their counters and extensions
+// differ in width), so the key of such a subject does not end at the
+// cut: it is the first MaxKeyBytes/2 bytes of the normalized text, or,
+// when normalization (long runs of spaces, sizes, noise) shrank the read
+// text below that, the first MaxKeyBytes/4, /8 and so on, down to 64
+// bytes, the largest that ends at least 64 bytes before the text does.
+// The limit: if one file's normalized text ends just above one of those
+// steps and another's just below, the two keys differ and the posting
+// splits; that takes a posting whose read text shrinks more than four
+// times in normalization, and whose files' ends straddle a step.
+//
 // The rules follow NNTmux's generic collection cleaning, so that every file
 // of one posting cleans to one Key:
 //
@@ -73,6 +85,7 @@ type Set struct {
 //	[01/15]  (1/40)  {1/5}  [1 of 5]  [1\5]  (01 von 20)  File 1 of 15  1 of 15  01/15
 func ParseSet(subject string) Set {
 	var set Set
+	long := len(subject) >= MaxSubjectBytes // the read text may end anywhere
 	subject = validText(cutText(subject, MaxSubjectBytes))
 	s := counters(subject, &set)
 	s = sizesAndNoise(s)
@@ -128,7 +141,7 @@ func ParseSet(subject string) Set {
 		i = j
 	}
 	s = tidy(b.String())
-	set.Key = cutText(strings.ToLower(s), MaxKeyBytes)
+	set.Key = keyText(strings.ToLower(s), long)
 	switch {
 	case quoted != "" && (obfuscated(quoted) || uuidWord(quoted)):
 		set.Name = quoted
@@ -144,7 +157,7 @@ func ParseSet(subject string) Set {
 	}
 	if set.Key == "" { // nothing but counters and noise
 		set.Name = strings.TrimSpace(subject)
-		set.Key = cutText(strings.ToLower(set.Name), MaxKeyBytes)
+		set.Key = keyText(strings.ToLower(set.Name), long)
 	}
 	set.Name = cutName(set.Name)
 	return set
@@ -155,8 +168,9 @@ func ParseSet(subject string) Set {
 // MaxSubjectBytes, so its work is bounded whatever the subject. Every file
 // of one posting is cut the same way, so their keys agree as long as the
 // parts that differ (counters, extensions) come early: the key is cut to
-// MaxKeyBytes, well before the ends of the read text, where the cuts of
-// two files of one posting may differ. A name is cut to MaxNameBytes:
+// MaxKeyBytes, and the key of a subject that was cut ends at a length of
+// its own, before the ends of the read text, where the cuts of two files
+// of one posting may differ (see ParseSet). A name is cut to MaxNameBytes:
 // PostgreSQL's full text search refuses texts over 1 MB, and no release
 // name is longer than a few hundred bytes.
 const (
@@ -164,6 +178,30 @@ const (
 	MaxKeyBytes     = 4 << 10
 	MaxNameBytes    = 512
 )
+
+// keyMargin is how much longer the normalized text of one file of a long
+// posting may be than another's, for keyText: the read text of each ends
+// at MaxSubjectBytes, where their counters and extensions of different
+// widths put them a few bytes apart.
+const keyMargin = 64
+
+// keyText cuts the normalized text of a subject to its key. When the
+// subject was cut (long), the normalized text ends wherever the cut fell,
+// a few bytes apart for two files of one posting; so the key ends at a
+// length that does not depend on that end: MaxKeyBytes/2, or, when the
+// normalization has shrunk the read text below that plus keyMargin, the
+// largest of MaxKeyBytes/4, /8... (down to keyMargin) that is at least
+// keyMargin short of the text's end.
+func keyText(key string, long bool) string {
+	if !long {
+		return cutText(key, MaxKeyBytes)
+	}
+	n := MaxKeyBytes / 2
+	for n > keyMargin && len(key) < n+keyMargin {
+		n /= 2
+	}
+	return strings.TrimRight(cutText(key, n), " ")
+}
 
 // cutText returns s cut to at most max bytes, at the start of a UTF-8
 // sequence (or of an invalid byte), so that a valid s stays valid.
