@@ -15,7 +15,8 @@ type Set struct {
 	// its original case. When the quoted stem is obfuscated (one random
 	// looking word: "x7k2q9", see ParseSet) and the text outside the
 	// quotes holds a release's name, that title wins. At most
-	// MaxNameBytes long.
+	// MaxNameBytes long: a longer name is cut at the end of a word near
+	// the bound and ends with "…". Never empty when Key is not.
 	Name string
 	// Key is the normalized subject that every file of the release shares:
 	// the subject without file counters, sizes, "yEnc", separators and the
@@ -159,7 +160,7 @@ func ParseSet(subject string) Set {
 		set.Name = strings.TrimSpace(subject)
 		set.Key = keyText(strings.ToLower(set.Name), long)
 	}
-	set.Name = cutName(set.Name)
+	set.Name = cutName(set.Name, set.Key)
 	return set
 }
 
@@ -216,13 +217,53 @@ func cutText(s string, max int) string {
 	return s[:n]
 }
 
-// cutName cuts a name to MaxNameBytes, cleanly: at a UTF-8 boundary, and
-// without the separators and white space the cut leaves at its end.
-func cutName(name string) string {
+// nameSeps are the separators and openers a cut name may not end with.
+const nameSeps = " \t-_.=~|:;,+([{<\""
+
+// nameBackoff is how far back from MaxNameBytes cutName looks for the
+// end of a word.
+const nameBackoff = 64
+
+// cutName cuts a name to MaxNameBytes, cleanly: at the last separator
+// within nameBackoff bytes of the bound when there is one (else at a
+// UTF-8 boundary), without the separators the cut leaves at its end, and
+// with "…" to show the cut. A name that is all separators falls back to
+// the key cut the same way, and then to its first bytes as they are: the
+// name is never empty when the key is not.
+func cutName(name, key string) string {
 	if len(name) <= MaxNameBytes {
 		return name
 	}
-	return strings.TrimRight(cutText(name, MaxNameBytes), " \t-_.=~|:;,+([{<\"")
+	if t := cutWords(name); t != "" {
+		return t
+	}
+	if t := cutWords(key); t != "" {
+		return t
+	}
+	return strings.TrimSpace(cutText(name, MaxNameBytes-len(ellipsis))) + ellipsis
+}
+
+// ellipsis ends a name that was cut.
+const ellipsis = "…"
+
+// cutWords cuts s as cutName does, or returns "" when that leaves
+// nothing; an s within the bound is returned as it is.
+func cutWords(s string) string {
+	if len(s) <= MaxNameBytes {
+		return s
+	}
+	t := cutText(s, MaxNameBytes-len(ellipsis))
+	if strings.IndexByte(nameSeps, s[len(t)]) < 0 { // the cut is inside a word
+		start := max(0, len(t)-nameBackoff)
+		if i := strings.LastIndexAny(t[start:], nameSeps); i >= 0 {
+			t = t[:start+i]
+		}
+	}
+	t = strings.TrimRight(t, nameSeps)
+	if t == "" {
+		return ""
+	}
+	return t + ellipsis
 }
 
 // title returns the readable name outside the quotes of a subject whose
