@@ -106,3 +106,53 @@ func TestParseSetHostile(t *testing.T) {
 		require.LessOrEqual(t, len(set.Name), release.MaxNameBytes)
 	}
 }
+
+// TestParseSetLongSubjectOneKey: when a subject is longer than
+// MaxSubjectBytes and its normalization shrinks (long runs of spaces),
+// the read text ends at a different place in each file of the posting
+// (their counters differ in width); the key must not end there, or one
+// posting splits in two releases.
+func TestParseSetLongSubjectOneKey(t *testing.T) {
+	t.Parallel()
+	for _, tail := range []string{
+		strings.Repeat(" abcd           ", 800),
+		strings.Repeat(" abcd"+strings.Repeat(" ", 60), 800), // shrinks 13 times
+		strings.Repeat("a b ", 4000),
+	} {
+		first := release.ParseSet(fmt.Sprintf(`[1/15] - "Some.Release.2024.part1.rar" yEnc %s`, tail)).Key
+		for f := 1; f <= 15; f++ {
+			set := release.ParseSet(fmt.Sprintf(`[%d/15] - "Some.Release.2024.part%d.rar" yEnc %s`, f, f, tail))
+			require.Equal(t, first, set.Key, "file %d, %.20q", f, tail)
+			require.Equal(t, "Some.Release.2024", set.Name)
+		}
+	}
+}
+
+// TestParseSetNameCut: a name over MaxNameBytes is cut at the last
+// separator near the bound, not inside a word, and ends with "…" to show
+// it was cut. A subject of separators alone still has a name: a release
+// with a key is never without one.
+func TestParseSetNameCut(t *testing.T) {
+	t.Parallel()
+	stem := strings.Repeat("Long.Name.", 100) + "S01E01"
+	name := release.ParseSet(`"` + stem + `.part01.rar" yEnc`).Name
+	require.LessOrEqual(t, len(name), release.MaxNameBytes)
+	require.True(t, strings.HasSuffix(name, "…"), name)
+	cut := strings.TrimSuffix(name, "…")
+	require.True(t, strings.HasPrefix(stem, cut), name)
+	require.Equal(t, byte('.'), stem[len(cut)], name) // a whole word before the cut
+	require.Greater(t, len(cut), release.MaxNameBytes-64)
+
+	// One word longer than the bound is cut at the bound.
+	word := strings.Repeat("a", 2*release.MaxNameBytes)
+	name = release.ParseSet(word).Name
+	require.Equal(t, word[:release.MaxNameBytes-len("…")]+"…", name)
+
+	for _, s := range []string{strings.Repeat("- ", 400), strings.Repeat("-", 1000), `"` + strings.Repeat("-_", 400) + `.rar"`} {
+		set := release.ParseSet(s)
+		require.NotEmpty(t, set.Key, "%.20q", s)
+		require.NotEmpty(t, set.Name, "%.20q", s)
+		require.LessOrEqual(t, len(set.Name), release.MaxNameBytes)
+		require.True(t, validText(set.Name))
+	}
+}

@@ -15,7 +15,8 @@ type Set struct {
 	// its original case. When the quoted stem is obfuscated (one random
 	// looking word: "x7k2q9", see ParseSet) and the text outside the
 	// quotes holds a release's name, that title wins. At most
-	// MaxNameBytes long.
+	// MaxNameBytes long: a longer name is cut at the end of a word near
+	// the bound and ends with "…". Never empty when Key is not.
 	Name string
 	// Key is the normalized subject that every file of the release shares:
 	// the subject without file counters, sizes, "yEnc", separators and the
@@ -34,6 +35,18 @@ type Set struct {
 // only the subject's first MaxSubjectBytes (cut at a UTF-8 boundary), and
 // takes time linear in what it reads (no regular expressions, no rule that
 // rescans: it runs for every binary the builder consumes).
+//
+// A subject of MaxSubjectBytes or more is cut, and the cut falls a few
+// bytes apart in the files of one posting (their counters and extensions
+// differ in width), so the key of such a subject does not end at the
+// cut: it is the first MaxKeyBytes/2 bytes of the normalized text, or,
+// when normalization (long runs of spaces, sizes, noise) shrank the read
+// text below that, the first MaxKeyBytes/4, /8 and so on, down to 64
+// bytes, the largest that ends at least 64 bytes before the text does.
+// The limit: if one file's normalized text ends just above one of those
+// steps and another's just below, the two keys differ and the posting
+// splits; that takes a posting whose read text shrinks more than four
+// times in normalization, and whose files' ends straddle a step.
 //
 // The rules follow NNTmux's generic collection cleaning, so that every file
 // of one posting cleans to one Key:
@@ -55,12 +68,15 @@ type Set struct {
 // underscore), of at least 6, that is a hex digest (16 or more hex
 // digits), or 16 or more with a digit, or has letters and digits that
 // alternate at least 4 times ("x7k2q9", and not an episode like
-// S01E02E03), or 16 or more letters with at most one vowel in 8. Then a
-// title outside the quotes wins when it reads as a release's name (an
-// episode, or a category Categorize knows; see title): the longest file
-// name there, else the text outside the quotes and brackets
-// ("My.Show.S01E01.720p" in `My.Show.S01E01.720p [1/2] - "x7k2q9.part1.rar"`),
-// else a bracketed segment ("Show.S01E01" in `[FULL]-[ Show.S01E01 ]-[1/30]
+// S01E02E03), or 16 or more letters with at most one vowel in 8; or a
+// UUID. Then a title outside the quotes wins when it reads as a release's
+// name (an episode, or a category Categorize knows; see title): the
+// longest file name there, else the text outside the quotes with its
+// brackets, after the tags that lead it ("Movie Title (2020) 1080p" in
+// `[PRiVATE] Movie Title (2020) 1080p [1/30] - "a1b2c3d4e5f6.rar"`), else
+// the text outside the quotes and brackets ("My.Show.S01E01.720p" in
+// `My.Show.S01E01.720p [www.example.com] - "x7k2q9.part1.rar"`), else a
+// bracketed segment ("Show.S01E01" in `[FULL]-[ Show.S01E01 ]-[1/30]
 // - "x7k2q9z8.r00"`). Web sites, "posted by" notes and bracket soup name
 // nothing: without a title the hashed stem stays. Only Name changes: Key
 // is the same for every file of the posting either way.
@@ -70,6 +86,7 @@ type Set struct {
 //	[01/15]  (1/40)  {1/5}  [1 of 5]  [1\5]  (01 von 20)  File 1 of 15  1 of 15  01/15
 func ParseSet(subject string) Set {
 	var set Set
+	long := len(subject) >= MaxSubjectBytes // the read text may end anywhere
 	subject = validText(cutText(subject, MaxSubjectBytes))
 	s := counters(subject, &set)
 	s = sizesAndNoise(s)
@@ -125,9 +142,9 @@ func ParseSet(subject string) Set {
 		i = j
 	}
 	s = tidy(b.String())
-	set.Key = cutText(strings.ToLower(s), MaxKeyBytes)
+	set.Key = keyText(strings.ToLower(s), long)
 	switch {
-	case quoted != "" && obfuscated(quoted):
+	case quoted != "" && (obfuscated(quoted) || uuidWord(quoted)):
 		set.Name = quoted
 		if t := title(longestOutside, outside.String()); t != "" {
 			set.Name = t
@@ -141,9 +158,9 @@ func ParseSet(subject string) Set {
 	}
 	if set.Key == "" { // nothing but counters and noise
 		set.Name = strings.TrimSpace(subject)
-		set.Key = cutText(strings.ToLower(set.Name), MaxKeyBytes)
+		set.Key = keyText(strings.ToLower(set.Name), long)
 	}
-	set.Name = cutName(set.Name)
+	set.Name = cutName(set.Name, set.Key)
 	return set
 }
 
@@ -152,8 +169,9 @@ func ParseSet(subject string) Set {
 // MaxSubjectBytes, so its work is bounded whatever the subject. Every file
 // of one posting is cut the same way, so their keys agree as long as the
 // parts that differ (counters, extensions) come early: the key is cut to
-// MaxKeyBytes, well before the ends of the read text, where the cuts of
-// two files of one posting may differ. A name is cut to MaxNameBytes:
+// MaxKeyBytes, and the key of a subject that was cut ends at a length of
+// its own, before the ends of the read text, where the cuts of two files
+// of one posting may differ (see ParseSet). A name is cut to MaxNameBytes:
 // PostgreSQL's full text search refuses texts over 1 MB, and no release
 // name is longer than a few hundred bytes.
 const (
@@ -161,6 +179,30 @@ const (
 	MaxKeyBytes     = 4 << 10
 	MaxNameBytes    = 512
 )
+
+// keyMargin is how much longer the normalized text of one file of a long
+// posting may be than another's, for keyText: the read text of each ends
+// at MaxSubjectBytes, where their counters and extensions of different
+// widths put them a few bytes apart.
+const keyMargin = 64
+
+// keyText cuts the normalized text of a subject to its key. When the
+// subject was cut (long), the normalized text ends wherever the cut fell,
+// a few bytes apart for two files of one posting; so the key ends at a
+// length that does not depend on that end: MaxKeyBytes/2, or, when the
+// normalization has shrunk the read text below that plus keyMargin, the
+// largest of MaxKeyBytes/4, /8... (down to keyMargin) that is at least
+// keyMargin short of the text's end.
+func keyText(key string, long bool) string {
+	if !long {
+		return cutText(key, MaxKeyBytes)
+	}
+	n := MaxKeyBytes / 2
+	for n > keyMargin && len(key) < n+keyMargin {
+		n /= 2
+	}
+	return strings.TrimRight(cutText(key, n), " ")
+}
 
 // cutText returns s cut to at most max bytes, at the start of a UTF-8
 // sequence (or of an invalid byte), so that a valid s stays valid.
@@ -175,26 +217,74 @@ func cutText(s string, max int) string {
 	return s[:n]
 }
 
-// cutName cuts a name to MaxNameBytes, cleanly: at a UTF-8 boundary, and
-// without the separators and white space the cut leaves at its end.
-func cutName(name string) string {
+// nameSeps are the separators and openers a cut name may not end with.
+const nameSeps = " \t-_.=~|:;,+([{<\""
+
+// nameBackoff is how far back from MaxNameBytes cutName looks for the
+// end of a word.
+const nameBackoff = 64
+
+// cutName cuts a name to MaxNameBytes, cleanly: at the last separator
+// within nameBackoff bytes of the bound when there is one (else at a
+// UTF-8 boundary), without the separators the cut leaves at its end, and
+// with "…" to show the cut. A name that is all separators falls back to
+// the key cut the same way, and then to its first bytes as they are: the
+// name is never empty when the key is not.
+func cutName(name, key string) string {
 	if len(name) <= MaxNameBytes {
 		return name
 	}
-	return strings.TrimRight(cutText(name, MaxNameBytes), " \t-_.=~|:;,+([{<\"")
+	if t := cutWords(name); t != "" {
+		return t
+	}
+	if t := cutWords(key); t != "" {
+		return t
+	}
+	return strings.TrimSpace(cutText(name, MaxNameBytes-len(ellipsis))) + ellipsis
+}
+
+// ellipsis ends a name that was cut.
+const ellipsis = "…"
+
+// cutWords cuts s as cutName does, or returns "" when that leaves
+// nothing; an s within the bound is returned as it is.
+func cutWords(s string) string {
+	if len(s) <= MaxNameBytes {
+		return s
+	}
+	t := cutText(s, MaxNameBytes-len(ellipsis))
+	if strings.IndexByte(nameSeps, s[len(t)]) < 0 { // the cut is inside a word
+		start := max(0, len(t)-nameBackoff)
+		if i := strings.LastIndexAny(t[start:], nameSeps); i >= 0 {
+			t = t[:start+i]
+		}
+	}
+	t = strings.TrimRight(t, nameSeps)
+	if t == "" {
+		return ""
+	}
+	return t + ellipsis
 }
 
 // title returns the readable name outside the quotes of a subject whose
 // quoted file name is obfuscated, or "" when there is none. The
 // candidates, in order: the longest file name outside the quotes (its
-// stem); the text outside the quotes and outside brackets; each bracketed
-// segment ("Show.S01E01.720p.HDTV" of "[FULL]-[ Show.S01E01.720p.HDTV ]").
+// stem); the text outside the quotes, brackets and all, from where the
+// tags that lead it end ("Movie Title (2020) [1080p]" of "[PRiVATE] Movie
+// Title (2020) [1080p]"), judged with its brackets read as spaces, so that
+// a year or a tag in brackets is part of the title and a bracketed web
+// site or IRC channel refuses it; the text outside the quotes and outside
+// brackets; each bracketed segment ("Show.S01E01.720p.HDTV" of
+// "[FULL]-[ Show.S01E01.720p.HDTV ]").
 // The first candidate that reads as a release's name wins (see
 // releaseLike): "[www.UsenetRevolution.com]", "(Uploaded by NZBGeek)" or
 // "Posted by AutoPoster v1.2" name no release, and the hashed stem stays.
 func title(longest, outside string) string {
 	if releaseLike(longest) {
 		return longest
+	}
+	if t := tidy(outside[titleStart(outside):]); releaseLike(tidy(unbracket(t))) {
+		return t
 	}
 	rest, segments := brackets(outside)
 	if t := tidy(rest); releaseLike(t) {
@@ -206,6 +296,59 @@ func title(longest, outside string) string {
 		}
 	}
 	return ""
+}
+
+// titleStart returns where the text of s starts after the bracketed tags
+// and the separators that lead it: 10 in "[PRiVATE] Movie (2020)", len(s)
+// when s is only tags.
+func titleStart(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '[' || c == '(' || c == '{' || c == '<':
+			depth++
+		case c == ']' || c == ')' || c == '}' || c == '>':
+			if depth > 0 {
+				depth--
+			}
+		case depth > 0 || isSpace(c) || strings.IndexByte("-_=~|:;,.+*#/\\", c) >= 0:
+		default:
+			return i
+		}
+	}
+	return len(s)
+}
+
+// unbracket returns s with each bracket replaced by a space.
+func unbracket(s string) string {
+	return strings.Map(func(r rune) rune {
+		if strings.ContainsRune("[](){}<>", r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// uuidWord reports whether w is a UUID: hex digits in groups of 8, 4, 4,
+// 4 and 12, joined by dashes. Posters use them as obfuscated file names.
+func uuidWord(w string) bool {
+	if len(w) != 36 {
+		return false
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+			continue
+		}
+		if !isDigit(c) && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // maxSegments bounds the bracketed segments title looks at.
