@@ -76,7 +76,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, acct Account, id i
 }
 
 // grab reads release id and writes its NZB to memory, then counts the
-// grab, so that a grab is counted only for an NZB that is sent. A HEAD
+// grab: a grab is counted once the NZB is ready to send, before its
+// bytes go out, so that a grab limit reached can still answer 501. A
+// client that leaves while the NZB is sent is still charged. A HEAD
 // request counts no grab: it answers the headers a GET would, and 501
 // when the user's grabs of the day are used up. A request whose client
 // left (or whose deadline passed) before the grab counts none.

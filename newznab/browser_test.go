@@ -168,7 +168,7 @@ func TestSearchPageBrowser(t *testing.T) {
 	require.Equal(t, "100%", b.text(row+` td.completion`))
 	require.Equal(t, "ocean x264", b.attr(`form.search input[name=q]`, "value"), "the box keeps the search")
 	nzbHref := b.attr(row+` a.nzb`, "href")
-	require.Equal(t, fmt.Sprintf("/nzb/%d", doc.ID), nzbHref, "the cookie carries the key")
+	require.Regexp(t, fmt.Sprintf(`^/nzb/%d\?t=[0-9a-f]{32}$`, doc.ID), nzbHref, "the cookie carries the key; the link a token")
 
 	// The category filter: the select's choice is sent and kept.
 	b.do(chromedp.SetValue(chromedp.CSS(`select[name=cat]`), fmt.Sprint(doc.Category)))

@@ -17,8 +17,12 @@
 //
 // The API reads its key only from the apikey parameter; the page routes
 // also from the cookie. /nzb/{id}, /login and /logout refuse a request
-// another site sent (Sec-Fetch-Site cross-site or same-site, or an
-// Origin or Referer of another host), since the cookie rides along.
+// another site sent (Sec-Fetch-Site cross-site or same-site, an Origin or
+// Referer of another host, or Origin: null), since the cookie rides
+// along. The page's referrer policy is same-origin, so its own form
+// carries a real Origin even over plain HTTP, where browsers send no
+// Sec-Fetch-Site. A /nzb/{id} keyed by the cookie also needs the token
+// t of the page's own link, which only a holder of the key can make.
 //
 // Every answer of /api is XML: RSS 2.0 in the newznab namespace for
 // searches, <caps> for caps, an NZB for get, and <error code
@@ -45,15 +49,20 @@
 //     tvmazeid, imdbid, tmdbid, traktid...), or a q with no word in it,
 //     answers a feed with no items, never the unfiltered list.
 //   - Searches list the releases of Config.MinCompletion; get and details
-//     serve any release by its id. get counts a grab only for an NZB it
-//     sends: an unknown id, or a release with nothing to download, is
-//     300. HEAD of get answers the headers and counts no grab.
+//     serve any release by its id. get counts a grab once the NZB is
+//     ready to send, before its bytes go out (a client that leaves
+//     mid-body is still charged): an unknown id, or a release with
+//     nothing to download, is 300 and counts none. HEAD of get answers
+//     the headers and counts no grab.
 //   - Every text of an item or a page row is at most MaxField bytes, cut
 //     with "…"; an item carries at most MaxGroups groups, a details page
 //     lists at most MaxFiles files.
 //   - Each request's work in the store has the deadline Config.Timeout:
-//     past it, 900 and a warning in the log. A client that leaves is
-//     logged at debug level and counts nothing more.
+//     past it, or past a deadline of the store's own (an error that is
+//     context.DeadlineExceeded), 900 and a warning in the log. A request
+//     counts once checked and keyed, whatever the store then does. A
+//     client that leaves is logged at debug level and counts nothing
+//     more.
 //   - o=json is not implemented (no *arr client reads it): 203, function
 //     not available.
 //

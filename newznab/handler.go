@@ -144,15 +144,19 @@ func (h *Handler) use(ctx context.Context, key string) (Account, error) {
 	return h.cfg.Store.UseKey(ctx, HashKey(key), h.cfg.Now())
 }
 
-// failure says what an internal error of request r was: the deadline
-// passing, the client leaving, or a failure of the server. It logs it:
-// the first as a warning, the second at debug level, the third as an
-// error.
+// failure says what an internal error of request r was: a deadline
+// passing (Config.Timeout, or one of the store's own, such as a
+// statement timeout, which wraps context.DeadlineExceeded), the client
+// leaving, or a failure of the server. It logs it: the first as a
+// warning, the second at debug level, the third as an error.
 func (h *Handler) failure(r *http.Request, what string, err error) (timedOut bool) {
 	ctx := r.Context()
 	switch {
 	case errors.Is(context.Cause(ctx), errDeadline):
 		h.cfg.Logger.WarnContext(ctx, what+": the deadline passed", "path", r.URL.Path, "timeout", h.cfg.Timeout, "err", err)
+		return true
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		h.cfg.Logger.WarnContext(ctx, what+": the store's deadline passed", "path", r.URL.Path, "err", err)
 		return true
 	case ctx.Err() != nil:
 		h.cfg.Logger.DebugContext(ctx, what+": the client left", "path", r.URL.Path, "err", err)

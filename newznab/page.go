@@ -2,7 +2,10 @@ package newznab
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	_ "embed" // the page's templates
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -59,12 +62,14 @@ type pageView struct {
 	Form bool
 	Next string
 	// Key is the key when it came as ?apikey=: the links carry it.
-	// Cookie says the key came in the cookie: the page offers logout.
-	Key     string
-	Cookie  bool
-	Account *Account
-	Search  *searchView
-	Release *detailView
+	// Cookie says the key came in the cookie: the page offers logout,
+	// and its NZB links carry a token of cookieKey (nzbToken).
+	Key       string
+	Cookie    bool
+	cookieKey string
+	Account   *Account
+	Search    *searchView
+	Release   *detailView
 }
 
 type searchView struct {
@@ -217,7 +222,7 @@ func (h *Handler) parseSearch(p url.Values) (q release.Search, sv *searchView, b
 // is the permalink of the API's guid. The id is checked before the key is
 // counted.
 func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
-	id, v, ok := h.pageID(w, r)
+	id, v, ok := h.pageID(w, r, false)
 	if !ok {
 		return
 	}
@@ -238,8 +243,10 @@ func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
 // pageID reads the id of /details/{id} or /nzb/{id}, then checks and
 // counts the key: without a key it renders the key form (which returns
 // to the release's details), with a bad id a 400, both counting nothing.
-// It returns the id and the view to fill, or false when it has answered.
-func (h *Handler) pageID(w http.ResponseWriter, r *http.Request) (int64, *pageView, bool) {
+// With token (the NZB link), a key from the cookie needs the link's
+// token t (nzbToken), or the answer is a 403 counting nothing. It
+// returns the id and the view to fill, or false when it has answered.
+func (h *Handler) pageID(w http.ResponseWriter, r *http.Request, token bool) (int64, *pageView, bool) {
 	s := r.PathValue("id")
 	id, err := strconv.ParseInt(s, 10, 64)
 	next := "/"
@@ -253,6 +260,11 @@ func (h *Handler) pageID(w http.ResponseWriter, r *http.Request) (int64, *pageVi
 	v.Heading = "Release"
 	if err != nil || id < 1 {
 		h.pageFail(w, r, v, http.StatusBadRequest, fmt.Sprintf("%q is not a release id: ids are whole numbers from 1.", cleanText(shorten(s, 24))))
+		return 0, nil, false
+	}
+	if token && v.Cookie && !hmac.Equal([]byte(r.URL.Query().Get("t")), []byte(nzbToken(v.cookieKey, id))) {
+		v.Heading = "NZB"
+		h.pageFail(w, r, v, http.StatusForbidden, "NZB links work only from this site's own pages: open the release here and follow its link.")
 		return 0, nil, false
 	}
 	if !h.authorize(w, r, v, next) {
@@ -288,7 +300,10 @@ func (h *Handler) details(v *pageView, rel release.Release) *detailView {
 // headers, and counts a request and a grab as the API does (a HEAD counts
 // no grab). Since the cookie rides along on a link from any site, a
 // request another site sent (by Sec-Fetch-Site, Origin or Referer) is
-// refused with a 403 page, counting nothing.
+// refused with a 403 page, counting nothing; and since over plain HTTP a
+// browser may send none of those headers, a key from the cookie also
+// needs the token the page puts in its links (nzbToken), which another
+// site cannot know.
 func (h *Handler) serveNZB(w http.ResponseWriter, r *http.Request) {
 	if h.foreign(r) {
 		v := h.view(r)
@@ -296,7 +311,7 @@ func (h *Handler) serveNZB(w http.ResponseWriter, r *http.Request) {
 		h.pageFail(w, r, v, http.StatusForbidden, "NZB links work only from this site's own pages: open the release here and follow its link.")
 		return
 	}
-	id, v, ok := h.pageID(w, r)
+	id, v, ok := h.pageID(w, r, true)
 	if !ok {
 		return
 	}
@@ -454,10 +469,13 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, v *pageView, st
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")
 	// No script runs, nothing is framed, and the key in a link's URL is
-	// neither cached nor sent on as a referrer.
+	// neither cached nor sent to another site as a referrer. Within the
+	// site the browser sends the Referer and a real Origin (under
+	// no-referrer its own form would say Origin: null), which foreign
+	// reads.
 	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; frame-ancestors 'none'")
 	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Referrer-Policy", "same-origin")
 	hd.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
@@ -471,9 +489,19 @@ func (h *Handler) view(r *http.Request) *pageView {
 			v.Key = k // an over-long key is refused, and never echoed
 		}
 	} else if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		v.Cookie = true
+		v.Cookie, v.cookieKey = true, c.Value
 	}
 	return v
+}
+
+// nzbToken is the token t of the NZB link of release id under key:
+// HMAC-SHA256 of "nzb:" and the id, keyed by the key's hash, as 32 hex
+// digits. Only a holder of the key can make it, so a link to /nzb/{id}
+// that another site made spends nothing of the cookie's key.
+func nzbToken(key string, id int64) string {
+	m := hmac.New(sha256.New, []byte(HashKey(key)))
+	m.Write([]byte("nzb:" + strconv.FormatInt(id, 10)))
+	return hex.EncodeToString(m.Sum(nil))[:32]
 }
 
 // row formats one release for the results and the details.
@@ -488,6 +516,8 @@ func (h *Handler) row(v *pageView, rel release.Release, now time.Time) rowView {
 	if v.Key != "" {
 		q := "?" + url.Values{"apikey": {v.Key}}.Encode()
 		nzbLink, details = nzbLink+q, details+q
+	} else if v.Cookie {
+		nzbLink += "?t=" + nzbToken(v.cookieKey, rel.ID)
 	}
 	return rowView{
 		ID: rel.ID, Title: pageText(rel.Name), Category: CategoryName(rel.Category),
@@ -545,28 +575,29 @@ func (h *Handler) clearCookie(r *http.Request) *http.Cookie {
 // foreign reports whether request r was sent by another site than this
 // one: the browser says so (Sec-Fetch-Site cross-site or same-site, as a
 // sibling subdomain is another site's code), or its Origin or Referer is
-// another host than the request's Host or Config.URL's. Login, logout
-// and the NZB links refuse such requests: a form sent from elsewhere
-// could log the browser in under another key, and a link from elsewhere
-// would spend the user's grabs. (The page sends no Referer of its own,
-// and browsers send no Origin with a plain link, so neither is needed.)
+// another host than the request's Host or Config.URL's, or its Origin is
+// "null" (an opaque origin: a sandboxed frame, a data: URL, or a page
+// whose referrer policy hides its origin; the page's own, same-origin,
+// is not one of those). Login, logout and the NZB links refuse such
+// requests: a form sent from elsewhere could log the browser in under
+// another key, and a link from elsewhere would spend the user's grabs.
+// Over plain HTTP to a host other than localhost browsers send no
+// Sec-Fetch-Site, so the Origin the page's own form carries is what
+// tells it apart. (Browsers send no Origin with a plain link; the NZB
+// links carry a token for that.)
 func (h *Handler) foreign(r *http.Request) bool {
-	site := r.Header.Get("Sec-Fetch-Site")
-	switch site {
+	switch r.Header.Get("Sec-Fetch-Site") {
 	case "cross-site", "same-site":
 		return true
 	}
 	for _, name := range []string{"Origin", "Referer"} {
 		s := r.Header.Get(name)
-		if s == "" || (s == "null" && site == "same-origin") {
-			// Chromium sends Origin: null with the page's own form,
-			// since the page's referrer policy is no-referrer; then
-			// Sec-Fetch-Site says where the form came from.
+		if s == "" {
 			continue
 		}
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" {
-			return true // "null" with nothing else to go by, or unreadable
+			return true // "null", or unreadable
 		}
 		if !strings.EqualFold(u.Host, r.Host) && !strings.EqualFold(u.Host, h.urlHost()) {
 			return true

@@ -432,7 +432,7 @@ func TestPageLogin(t *testing.T) {
 		require.Equal(t, http.StatusOK, res.StatusCode)
 		desert := w.release(t, "Desert.Movie.2023.2160p.UHD.BluRay-GRP")
 		require.Equal(t, []string{desert.Name}, rowTitles(body))
-		require.Contains(t, body, fmt.Sprintf(`href="/nzb/%d"`, desert.ID))
+		require.Contains(t, body, fmt.Sprintf(`href="/nzb/%d?t=`, desert.ID))
 		require.NotContains(t, body, w.key, "the key is nowhere in the page")
 		require.Contains(t, body, `action="/logout"`)
 		require.Contains(t, body, "alice")

@@ -135,15 +135,16 @@ func TestPageNZB(t *testing.T) {
 		// The API's answer, for comparison (a request and a grab).
 		api, want := do(t, http.MethodGet, w.srv.URL+"/api?t=get&id="+id+"&apikey="+w.key, "")
 		require.Equal(t, http.StatusOK, api.StatusCode)
+		own := w.nzbLink(t, w.key, desert.ID) // the page's link, with its token
 
 		for _, c := range []struct {
 			name, u, cookie string
 			headers         []string
 		}{
-			{"cookie", link, w.key, nil},
+			{"cookie", own, w.key, nil},
 			{"apikey", link + "?apikey=" + w.key, "", nil},
-			{"same-origin", link, w.key, []string{"Sec-Fetch-Site", "same-origin", "Referer", w.srv.URL + "/?q=desert"}},
-			{"typed", link, w.key, []string{"Sec-Fetch-Site", "none"}},
+			{"same-origin", own, w.key, []string{"Sec-Fetch-Site", "same-origin", "Referer", w.srv.URL + "/?q=desert"}},
+			{"typed", own, w.key, []string{"Sec-Fetch-Site", "none"}},
 		} {
 			reqs, grabs := w.requests(t), w.grabs(t)
 			res, body := do(t, http.MethodGet, c.u, c.cookie, c.headers...)
@@ -158,7 +159,7 @@ func TestPageNZB(t *testing.T) {
 
 		// HEAD: the headers, a request, no grab.
 		reqs, grabs := w.requests(t), w.grabs(t)
-		res, body := do(t, http.MethodHead, link, w.key)
+		res, body := do(t, http.MethodHead, own, w.key)
 		require.Equal(t, http.StatusOK, res.StatusCode)
 		require.Empty(t, body)
 		require.Equal(t, api.Header.Get("Content-Disposition"), res.Header.Get("Content-Disposition"))
@@ -176,7 +177,7 @@ func TestPageNZB(t *testing.T) {
 			{"Sec-Fetch-Site", "same-origin", "Referer", "http://" + host + ".evil.example/"},
 		} {
 			reqs, grabs := w.requests(t), w.grabs(t)
-			for _, u := range []string{link, link + "?apikey=" + w.key} {
+			for _, u := range []string{own, link + "?apikey=" + w.key} {
 				res, body := do(t, http.MethodGet, u, w.key, headers...)
 				require.Equal(t, http.StatusForbidden, res.StatusCode, "%v", headers)
 				require.Equal(t, "text/html; charset=utf-8", res.Header.Get("Content-Type"))
@@ -199,7 +200,7 @@ func TestPageNZB(t *testing.T) {
 			require.Contains(t, string(body), "is not a release id")
 		}
 		require.Equal(t, reqs, w.requests(t), "a bad id counts nothing")
-		res, body = do(t, http.MethodGet, w.srv.URL+"/nzb/987654321", w.key)
+		res, body = do(t, http.MethodGet, w.srv.URL+"/nzb/987654321?apikey="+w.key, "")
 		require.Equal(t, http.StatusNotFound, res.StatusCode)
 		require.Contains(t, string(body), "There is no release 987654321.")
 
@@ -207,11 +208,12 @@ func TestPageNZB(t *testing.T) {
 		limited, err := newznab.NewKey()
 		require.NoError(t, err)
 		require.NoError(t, w.store.AddUser(t.Context(), newznab.User{Name: "one", KeyHash: newznab.HashKey(limited), GrabLimit: 1}))
-		res, _ = do(t, http.MethodHead, link, limited)
+		limitedLink := w.nzbLink(t, limited, desert.ID)
+		res, _ = do(t, http.MethodHead, limitedLink, limited)
 		require.Equal(t, http.StatusOK, res.StatusCode)
-		res, _ = do(t, http.MethodGet, link, limited)
+		res, _ = do(t, http.MethodGet, limitedLink, limited)
 		require.Equal(t, http.StatusOK, res.StatusCode, "the HEAD before spent no grab")
-		res, body = do(t, http.MethodGet, link, limited)
+		res, body = do(t, http.MethodGet, limitedLink, limited)
 		require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
 		require.Contains(t, string(body), "daily download limit")
 	})
@@ -254,14 +256,26 @@ func TestPageLoginOrigin(t *testing.T) {
 			require.Equal(t, http.StatusForbidden, res.StatusCode, "%v", headers)
 			require.Empty(t, res.Cookies(), "the cookie stays: %v", headers)
 		}
-		// This site's own form, as a browser sends it (Chromium sends
-		// Origin: null, as the page's referrer policy is no-referrer).
+		// This site's own form, as a browser sends it: with its Origin
+		// (the page's referrer policy is same-origin), and with
+		// Sec-Fetch-Site only on HTTPS or localhost.
 		res := post("/login", "", "Origin", w.srv.URL, "Sec-Fetch-Site", "same-origin")
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
 		require.NotEmpty(t, res.Cookies())
-		res = post("/login", "", "Origin", "null", "Sec-Fetch-Site", "same-origin")
-		require.Equal(t, http.StatusSeeOther, res.StatusCode)
+		// Over plain HTTP to a LAN address: no Fetch Metadata at all.
+		res = post("/login", "", "Origin", w.srv.URL)
+		require.Equal(t, http.StatusSeeOther, res.StatusCode, "a same-origin form without Sec-Fetch-Site")
 		require.NotEmpty(t, res.Cookies())
+		// Origin: null is an opaque origin (a sandboxed frame, a data:
+		// URL), never the page's own form: refused, whatever else the
+		// request says.
+		for _, headers := range [][]string{{"Origin", "null"}, {"Origin", "null", "Sec-Fetch-Site", "same-origin"}} {
+			before := w.requests(t)
+			res = post("/login", "", headers...)
+			require.Equal(t, http.StatusForbidden, res.StatusCode, "%v", headers)
+			require.Empty(t, res.Cookies(), "%v", headers)
+			require.Equal(t, before, w.requests(t), "%v", headers)
+		}
 		res = post("/logout", w.key, "Origin", w.srv.URL, "Sec-Fetch-Site", "same-origin")
 		require.Equal(t, http.StatusSeeOther, res.StatusCode)
 	})
