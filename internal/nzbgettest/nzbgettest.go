@@ -89,24 +89,23 @@ type Result struct {
 	Log string
 }
 
-// Download runs NZBGet once on the NZB file nzbFile, reading articles
-// from the news server at addr (host:port, no TLS, no login), and returns
-// the files it rebuilt. A run that fails or times out fails the test.
-func Download(tb testing.TB, addr, nzbFile string) Result {
+// config returns a new temporary directory, a free control port and
+// the configuration lines every NZBGet here runs with: everything under
+// the directory, one news server at addr (host:port, no TLS, no login),
+// the control port on loopback, no par check, no unpack. An option
+// NZBGet does not like pauses everything rather than failing
+// (NZBGET.md): these are the tried ones.
+func config(tb testing.TB, addr string) (dir string, control int, lines []string) {
 	tb.Helper()
-	nzbget := NZBGet(tb)
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		tb.Fatalf("nzbgettest: server %q: %v", addr, err)
 	}
-	dir := tb.TempDir()
-	control, err := freePort()
-	if err != nil {
+	dir = tb.TempDir()
+	if control, err = freePort(); err != nil {
 		tb.Fatalf("nzbgettest: %v", err)
 	}
-	// An option NZBGet does not like pauses everything rather than failing
-	// (NZBGET.md): these are the tried ones.
-	conf := strings.Join([]string{
+	return dir, control, []string{
 		"MainDir=" + dir,
 		"DestDir=${MainDir}/dst",
 		"InterDir=${MainDir}/inter",
@@ -125,8 +124,17 @@ func Download(tb testing.TB, addr, nzbFile string) Result {
 		"ControlPort=" + strconv.Itoa(control),
 		"ParCheck=manual",
 		"Unpack=no",
-		"",
-	}, "\n")
+	}
+}
+
+// Download runs NZBGet once on the NZB file nzbFile, reading articles
+// from the news server at addr (host:port, no TLS, no login), and returns
+// the files it rebuilt. A run that fails or times out fails the test.
+func Download(tb testing.TB, addr, nzbFile string) Result {
+	tb.Helper()
+	nzbget := NZBGet(tb)
+	dir, _, lines := config(tb, addr)
+	conf := strings.Join(append(lines, ""), "\n")
 	confFile := filepath.Join(dir, "nzbget.conf")
 	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
 		tb.Fatalf("nzbgettest: %v", err)

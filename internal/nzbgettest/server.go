@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -94,37 +93,8 @@ type Item struct {
 func StartServer(tb testing.TB, cfg ServerConfig) *Server {
 	tb.Helper()
 	nzbget := NZBGet(tb)
-	host, port, err := net.SplitHostPort(cfg.News)
-	if err != nil {
-		tb.Fatalf("nzbgettest: server %q: %v", cfg.News, err)
-	}
-	dir := tb.TempDir()
-	control, err := freePort()
-	if err != nil {
-		tb.Fatalf("nzbgettest: %v", err)
-	}
-	lines := []string{
-		"MainDir=" + dir,
-		"DestDir=${MainDir}/dst",
-		"InterDir=${MainDir}/inter",
-		"NzbDir=${MainDir}/nzb",
-		"QueueDir=${MainDir}/queue",
-		"TempDir=${MainDir}/tmp",
-		"LogFile=${MainDir}/nzbget.log",
-		"WebDir=/usr/share/nzbget/webui",
-		"ConfigTemplate=",
-		"Server1.Active=yes",
-		"Server1.Host=" + host,
-		"Server1.Port=" + port,
-		"Server1.Connections=2",
-		"Server1.Level=0",
-		"ControlIP=127.0.0.1",
-		"ControlPort=" + strconv.Itoa(control),
-		"ControlUsername=" + ControlUser,
-		"ControlPassword=" + ControlPassword,
-		"ParCheck=manual",
-		"Unpack=no",
-	}
+	dir, control, lines := config(tb, cfg.News)
+	lines = append(lines, "ControlUsername="+ControlUser, "ControlPassword="+ControlPassword)
 	for i, f := range cfg.Feeds {
 		n := fmt.Sprintf("Feed%d.", i+1)
 		name := f.Name
