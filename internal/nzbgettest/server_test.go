@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,10 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/internal/inntest"
 	"github.com/edgeindex/edgeindex/internal/nzbgettest"
-	"github.com/edgeindex/edgeindex/internal/yenctest"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -36,24 +33,9 @@ func TestNZBGetServerFeed(t *testing.T) {
 	inn := inntest.Start(t)
 	inn.NewGroup(t, group)
 
-	rng := rand.New(rand.NewPCG(8, 8))
-	data := make([]byte, 15_000)
-	for i := range data {
-		data[i] = byte(rng.UintN(256))
-	}
 	const name = "feed.harness.bin"
 	day := time.Date(2025, 6, 2, 10, 0, 0, 0, time.UTC)
-	f := release.File{Key: "k", Subject: fmt.Sprintf(`"%s" yEnc`, name), Name: name, Poster: "p <p@example.test>", Date: day,
-		Groups: []string{group}}
-	var arts []inntest.Article
-	for _, p := range yenctest.Encode(name, data, 8_000, 0) {
-		id := fmt.Sprintf("<feed.%d.%d@example.test>", p.Number, rng.Uint64())
-		arts = append(arts, inntest.Article{MessageID: id, From: f.Poster, Newsgroups: group, Date: day.Format(time.RFC1123Z),
-			Subject: fmt.Sprintf(`"%s" yEnc (%d/%d)`, name, p.Number, p.Total), Body: p.Body})
-		f.Parts = append(f.Parts, collate.Part{N: p.Number, MessageID: id, Bytes: int64(len(p.Body))})
-		f.Total = p.Total
-	}
-	inn.Post(t, arts)
+	data, f := postFile(t, inn, group, name, 8, 15_000, 8_000, day)
 	reader := inn.StartReader(t)
 	var doc bytes.Buffer
 	require.NoError(t, nzb.Write(&doc, release.Release{Name: "feed.harness", Groups: []string{group}, Files: []release.File{f}}))
