@@ -14,10 +14,7 @@ package nzbgettest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -149,20 +146,12 @@ func Download(tb testing.TB, addr, nzbFile string) Result {
 	if err != nil {
 		tb.Fatalf("nzbgettest: nzbget %s: %v\n%s", nzbFile, err, res.Log)
 	}
+	// No dst directory: NZBGet rebuilt nothing.
 	dst := filepath.Join(dir, "dst")
-	err = filepath.WalkDir(dst, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(data)
-		res.Files[d.Name()] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	if err != nil && !os.IsNotExist(err) {
+	switch _, err := os.Stat(dst); {
+	case err == nil:
+		res.Files = Files(tb, dst)
+	case !os.IsNotExist(err):
 		tb.Fatalf("nzbgettest: reading %s: %v", dst, err)
 	}
 	return res
