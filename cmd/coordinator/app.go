@@ -222,6 +222,13 @@ Example:
   EDGEINDEX_NNTP_USER=me EDGEINDEX_NNTP_PASS=secret coordinator serve --source nntps://news.example:563 --data /var/lib/edgeindex
 `
 
+// printJSON prints v as indented JSON: what a command's --json prints.
+func (m *Main) printJSON(v any) error {
+	enc := json.NewEncoder(m.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 // Close closes what Run opened.
 func (m *Main) Close() error {
 	if m.store != nil {
@@ -981,9 +988,7 @@ func (m *Main) status(ctx context.Context, args []string) error {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"lanes": lanes, "plans": plans, "stuckFetches": stuck})
+		return m.printJSON(map[string]any{"lanes": lanes, "plans": plans, "stuckFetches": stuck})
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tLANE\tHOLDER\tNEXT\tPENDING\tLEASED\tDONE\tFAILED\tHEADERS")

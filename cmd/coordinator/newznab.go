@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -93,9 +92,7 @@ func (m *Main) userCmd(ctx context.Context, args []string) error {
 			return err
 		}
 		if *asJSON {
-			enc := json.NewEncoder(m.Stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(accounts)
+			return m.printJSON(accounts)
 		}
 		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tREQUESTS TODAY\tGRABS TODAY\tSUSPENDED\tCREATED")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -97,9 +96,7 @@ func (m *Main) releasesCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(page)
+		return m.printJSON(page)
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tPOSTER\tFILES\tPARTS\tCOMPLETE\tBYTES\tGROUPS\tPOSTED")
