@@ -15,8 +15,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/edgeindex/edgeindex/coordinator"
-
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
@@ -131,7 +129,8 @@ func serveDemo(ctx context.Context, store *sqlstore.Store, addr string, out io.W
 	if err := store.AddUser(ctx, newznab.User{Name: "demo", KeyHash: newznab.HashKey(key)}); err != nil {
 		return err
 	}
-	h, err := newznab.New(newznab.Config{Store: store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h, err := newznab.New(newznab.Config{Store: store, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -139,7 +138,7 @@ func serveDemo(ctx context.Context, store *sqlstore.Store, addr string, out io.W
 	if err != nil {
 		return fmt.Errorf("--newznab: %w", err)
 	}
-	srv := coordinator.HTTPServer(h, nil)
+	srv := newznabServer(h, log)
 	base := "http://" + l.Addr().String()
 	fmt.Fprintf(out, "\nsearch page: %s/?apikey=%s\nNewznab API: %s/api?t=search&apikey=%s\nAPI key of user demo: %s\nserving until interrupted (Ctrl-C)\n",
 		base, key, base, key, key)

@@ -39,12 +39,18 @@ func (m *Main) listenNewznab(store *sqlstore.Store, log *slog.Logger) (*http.Ser
 	if err != nil {
 		return nil, nil, fmt.Errorf("--newznab: %w", err)
 	}
+	return newznabServer(h, log), l, nil
+}
+
+// newznabServer is the HTTP server of a Newznab handler. Its clients are
+// the world's: a request or an answer that takes longer than these is cut
+// rather than held open, so a client that never reads holds a connection
+// for two minutes at most.
+func newznabServer(h http.Handler, log *slog.Logger) *http.Server {
 	srv := coordinator.HTTPServer(h, log)
-	// Its clients are the world's: an answer that takes longer than this
-	// is cut rather than held open.
 	srv.ReadTimeout = 30 * time.Second
 	srv.WriteTimeout = 2 * time.Minute
-	return srv, l, nil
+	return srv
 }
 
 const userUsage = "user add NAME [--requests N] [--grabs N] | user rm NAME | user suspend NAME | user resume NAME | user list [--json]"
