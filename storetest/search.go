@@ -21,8 +21,9 @@ import (
 //
 // Categories and episodes: the store keeps what the builder gives
 // (release.Assign) and, where that is unset, release.Categorize and
-// release.ParseEpisode of the name. The cases compute what to expect with
-// those same functions, so they hold whatever the rules say; the
+// release.ParseEpisode of the name. The cases compute what to expect
+// from the stored values, so they hold whatever the rules say, and check
+// that some of them keep only part of the releases; the
 // parent/subcategory and season/episode arithmetic over controlled values
 // is checked by sqlstore's own tests.
 
@@ -234,9 +235,15 @@ func testSearchFilters(t *testing.T, e *env) {
 		}
 		return names
 	}
+	// The expectations come from the stored values, so the cases only
+	// test the filters while some of them keep part of the releases: a
+	// filter the store ignored would then answer too many.
+	all := len(expect(func(release.Release) bool { return true }))
+	var narrowed []int
 	for _, cats := range [][]int{{8000}, {8010}, {5000}, {5040}, {2000}, {2040, 5040}, {2000, 5000, 8000}, {1000, 9999}} {
 		got, _ := search(t, e, ss, release.Search{Categories: cats})
 		require.Equal(t, expect(func(r release.Release) bool { return inCategory(r, cats) }), got, "categories %v", cats)
+		narrowed = append(narrowed, len(got))
 	}
 	for _, ep := range []release.Episode{{Season: 2}, {Season: 2, Episode: 5}, {Season: 3, Episode: 1}, {Season: 4}} {
 		got, _ := search(t, e, ss, release.Search{Episode: &ep})
@@ -244,7 +251,10 @@ func testSearchFilters(t *testing.T, e *env) {
 			return r.Episode != nil && r.Episode.Season == ep.Season && (ep.Episode == 0 || r.Episode.Episode == ep.Episode)
 		})
 		require.Equal(t, want, got, "episode %+v", ep)
+		narrowed = append(narrowed, len(got))
 	}
+	require.True(t, slices.ContainsFunc(narrowed, func(n int) bool { return n > 0 && n < all }),
+		"no category or episode case kept part of the %d releases: %v", all, narrowed)
 }
 
 func testSearchPaging(t *testing.T, e *env) {
