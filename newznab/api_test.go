@@ -16,13 +16,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/collate"
-	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/internal/testmain"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
@@ -75,13 +72,7 @@ func newAPIEnv(t *testing.T, b pgtest.Backend) *apiEnv {
 	t.Cleanup(func() { store.Close() })
 
 	const group = "alt.binaries.edgeindex"
-	_, err = store.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: 100, ChunkSize: 10})
-	require.NoError(t, err)
-	_, err = store.AddRanges(ctx, grouplease.NewRanges{Group: group, From: 1, To: 100})
-	require.NoError(t, err)
-	l, err := store.Grant(ctx, "n", time.Minute)
-	require.NoError(t, err)
-	var items []batch.Item
+	var bins []collate.Binary
 	article := int64(0)
 	for _, p := range postings {
 		for i, name := range p.files {
@@ -92,27 +83,10 @@ func newAPIEnv(t *testing.T, b pgtest.Backend) *apiEnv {
 				bin.Parts = append(bin.Parts, collate.Part{N: n, Article: article*2 + int64(n),
 					MessageID: fmt.Sprintf("<%d.%d@edgeindex.test>", article, n), Bytes: 1000})
 			}
-			v, err := json.Marshal(bin)
-			require.NoError(t, err)
-			items = append(items, batch.Item{Key: bin.Key(), Value: v})
+			bins = append(bins, bin)
 		}
 	}
-	_, err = store.Put(ctx, l.Range.ID, lease.Fence{Node: l.Node, Token: l.Token}, batch.Batch{From: 1, To: 100, Items: items})
-	require.NoError(t, err)
-	builder, err := release.NewBuilder(release.Config{Store: store, Clock: clk})
-	require.NoError(t, err)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := builder.Pass(ctx)
-		require.NoError(t, err)
-		cur, err := store.ReleaseCursor(ctx, release.DefaultConsumer)
-		require.NoError(t, err)
-		if cur.Items >= int64(len(items)) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the builder consumed %d of %d items", cur.Items, len(items))
-		time.Sleep(5 * time.Millisecond)
-	}
+	buildReleases(t, store, clk, group, "n", 100, bins)
 
 	e := &apiEnv{store: store, clock: clk, byName: map[string]release.Release{}}
 	for _, u := range []struct {

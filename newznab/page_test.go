@@ -2,7 +2,6 @@ package newznab_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,11 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/collate"
-	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
@@ -98,13 +94,7 @@ func newPageWorld(t *testing.T, url string, ps []posting) *pageWorld {
 	t.Cleanup(func() { s.Close() })
 
 	const group = "alt.binaries.pagetest"
-	_, err = s.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: 1000, ChunkSize: 100})
-	require.NoError(t, err)
-	_, err = s.AddRanges(ctx, grouplease.NewRanges{Group: group, From: 1, To: 1000})
-	require.NoError(t, err)
-	l, err := s.Grant(ctx, "page-test", time.Minute)
-	require.NoError(t, err)
-	var items []batch.Item
+	var bins []collate.Binary
 	article := int64(0)
 	for _, p := range ps {
 		date := now.Add(-p.age).Format(time.RFC1123Z)
@@ -118,29 +108,11 @@ func newPageWorld(t *testing.T, url string, ps []posting) *pageWorld {
 				b.Parts = append(b.Parts, collate.Part{N: n, Article: article,
 					MessageID: fmt.Sprintf("<%d.page@example.test>", article), Bytes: p.partBytes})
 			}
-			v, err := json.Marshal(b)
-			require.NoError(t, err)
-			items = append(items, batch.Item{Key: b.Key(), Value: v})
+			bins = append(bins, b)
 		}
 	}
 	require.Less(t, article, int64(1000))
-	_, err = s.Put(ctx, l.Range.ID, lease.Fence{Node: "page-test", Token: l.Token}, batch.Batch{From: 1, To: 1000, Items: items})
-	require.NoError(t, err)
-
-	b, err := release.NewBuilder(release.Config{Store: s})
-	require.NoError(t, err)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := b.Pass(ctx)
-		require.NoError(t, err)
-		cur, err := s.ReleaseCursor(ctx, release.DefaultConsumer)
-		require.NoError(t, err)
-		if cur.Items >= int64(len(items)) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the builder consumed %d of %d items", cur.Items, len(items))
-		time.Sleep(5 * time.Millisecond)
-	}
+	buildReleases(t, s, nil, group, "page-test", 1000, bins)
 
 	w := &pageWorld{store: s, logs: &syncBuffer{}, byName: map[string]release.Release{}}
 	w.key, err = newznab.NewKey()
