@@ -474,29 +474,8 @@ func (p *rawPG) find(ctx context.Context, q string) (int, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	var page []rawRow
-	for rows.Next() {
-		var r rawRow
-		if err := rows.Scan(r.dest()...); err != nil {
-			rows.Close()
-			return 0, 0, err
-		}
-		page = append(page, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, 0, err
-	}
-	if len(page) == 0 {
-		return 0, 0, nil
-	}
-	total := len(page)
-	if total == rawLimit {
-		if err := p.pool.QueryRow(ctx, pgCount, q).Scan(&total); err != nil {
-			return 0, 0, err
-		}
-	}
-	return total, page[0].id, nil
+	defer rows.Close()
+	return rawFound(rows, func(total *int) error { return p.pool.QueryRow(ctx, pgCount, q).Scan(total) })
 }
 
 func (p *rawPG) search(ctx context.Context, q string) error {
@@ -550,16 +529,30 @@ func (p *rawSQLite) find(ctx context.Context, q string) (int, int64, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	defer rows.Close()
+	return rawFound(rows, func(total *int) error { return p.total.QueryRowContext(ctx, q).Scan(total) })
+}
+
+// rawRows is what pgx's and database/sql's rows both do.
+type rawRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// rawFound reads a page of rows and, when the page is full, the count
+// that countTo stores: the total and the first release's id, as the API
+// answers them; 0, 0 for no match. Both drivers close rows once Next
+// returns false, so the count never waits on the page's connection.
+func rawFound(rows rawRows, countTo func(*int) error) (int, int64, error) {
 	var page []rawRow
 	for rows.Next() {
 		var r rawRow
 		if err := rows.Scan(r.dest()...); err != nil {
-			rows.Close()
 			return 0, 0, err
 		}
 		page = append(page, r)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		return 0, 0, err
 	}
@@ -568,7 +561,7 @@ func (p *rawSQLite) find(ctx context.Context, q string) (int, int64, error) {
 	}
 	total := len(page)
 	if total == rawLimit {
-		if err := p.total.QueryRowContext(ctx, q).Scan(&total); err != nil {
+		if err := countTo(&total); err != nil {
 			return 0, 0, err
 		}
 	}
