@@ -1,0 +1,38 @@
+package connlease
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrLost is returned when a slot's lease is no longer held by its
+// token: it ran out and was taken over, or was given back.
+var ErrLost = errors.New("connlease: the slot was lost")
+
+// Slot is one connection slot of a provider's budget, as a holder leases
+// it.
+type Slot struct {
+	Provider string    `json:"provider"` // "" for the default provider
+	N        int       `json:"n"`        // 0 to the budget's size − 1
+	Holder   string    `json:"holder"`   // the coordinator holding it
+	Token    int64     `json:"token"`    // rises with every take; fences renewals and releases
+	Expires  time.Time `json:"expires"`  // when the lease runs out unless renewed
+}
+
+// Store keeps the slots' leases. Each call is one atomic statement or
+// transaction, so holders sharing a database never hold one slot twice.
+type Store interface {
+	// TakeSlot leases to holder, until the store's now + ttl, a slot of
+	// provider numbered below size that no lease holds or whose lease
+	// ran out. It reports false when every such slot is held.
+	TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (Slot, bool, error)
+	// RenewSlot moves the lease's end to now + ttl, if s.Token still
+	// holds it; otherwise it fails with an error wrapping ErrLost.
+	RenewSlot(ctx context.Context, s Slot, ttl time.Duration) (Slot, error)
+	// ReleaseSlot gives the slot back, if s.Token still holds it; a slot
+	// already lost is no error.
+	ReleaseSlot(ctx context.Context, s Slot) error
+	// Slots lists the leases held and not run out, by provider and N.
+	Slots(ctx context.Context) ([]Slot, error)
+}

@@ -1,0 +1,24 @@
+package nntp
+
+import "context"
+
+// Budget hands out the right to hold one connection to the provider open.
+// A provider's account allows so many connections in all; coordinators
+// that share an account share its Budget (package connlease keeps one in
+// the database). Every connection a Source opens takes a Slot before it
+// dials and holds it while it is open, idle ones included: the start-up
+// Check, GROUP and every fetch.
+type Budget interface {
+	// Acquire waits until a slot is free, or ctx ends.
+	Acquire(ctx context.Context) (Slot, error)
+}
+
+// Slot is the right to hold one connection open.
+type Slot interface {
+	// Lost is closed when the slot was lost (it could not be renewed in
+	// time, or another holder took it over): the connection that holds it
+	// is closed at once.
+	Lost() <-chan struct{}
+	// Release gives the slot back, once its connection has closed.
+	Release()
+}
