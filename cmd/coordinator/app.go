@@ -27,7 +27,6 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/spool"
@@ -53,11 +52,13 @@ type Main struct {
 	Stdout, Stderr io.Writer
 
 	// Options shared by the commands.
-	DB     string
-	Data   string
-	Source string
-	Addr   string
-	TTL    time.Duration
+	DB   string
+	Data string
+	// Sources are serve's --source flags: URL for the default provider,
+	// NAME=URL for a named one; none is the synthetic source.
+	Sources sourceFlags
+	Addr    string
+	TTL     time.Duration
 	// NNTPConns bounds the connections to an NNTP source; 0 keeps the
 	// URL's conns parameter or the nntp package's default.
 	NNTPConns int
@@ -379,54 +380,12 @@ func checkID(id string) error {
 	return nil
 }
 
-// chunkSource is a source, how many fetches it takes at once (0: the
-// prefetcher's default), and what closes it.
-type chunkSource struct {
-	spool.ChunkSource
-	conns int
-	close func() error
-}
-
-// source returns the chunk source --source names. An NNTP source is
-// dialled and logged in to once, so a bad URL, a refused login or an
-// unreachable server stops the daemon at start with one sentence.
-func (m *Main) source(ctx context.Context) (chunkSource, error) {
-	raw := m.Source
-	switch {
-	case raw == "" || raw == "synthetic":
-		src, err := spool.NewSynthetic(spool.SyntheticConfig{})
-		return chunkSource{ChunkSource: src, close: func() error { return nil }}, err
-	case strings.HasPrefix(raw, "nntp://"), strings.HasPrefix(raw, "nntps://"):
-		cfg, err := nntp.ParseURL(raw)
-		if err != nil {
-			return chunkSource{}, usagef("--source: %v", err)
-		}
-		if m.NNTPConns < 0 {
-			return chunkSource{}, usagef("--nntp-conns %d: at least 1", m.NNTPConns)
-		}
-		if m.NNTPConns > 0 {
-			cfg.MaxConns = m.NNTPConns
-		}
-		src, err := nntp.New(cfg)
-		if err != nil {
-			return chunkSource{}, usagef("--source %s: %v", redact.URL(raw), err)
-		}
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := src.Check(cctx); err != nil {
-			src.Close()
-			return chunkSource{}, fmt.Errorf("--source %s: %w", redact.URL(raw), err)
-		}
-		return chunkSource{ChunkSource: src, conns: src.MaxConns(), close: src.Close}, nil
-	}
-	return chunkSource{}, usagef("--source %q: synthetic or nntp://[user:pass@]host:port", raw)
-}
-
 func (m *Main) serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	m.commonFlags(fs)
 	fs.StringVar(&m.Addr, "addr", "127.0.0.1:7070", "address to listen on")
-	fs.StringVar(&m.Source, "source", "synthetic", "where chunks come from: synthetic or nntp://[user:pass@]host:port")
+	fs.Var(&m.Sources, "source", "where chunks come from: synthetic or nntp://[user:pass@]host:port (default synthetic); "+
+		"repeat it as NAME=URL for several providers, one of them unnamed at most")
 	fs.DurationVar(&m.TTL, "lease-ttl", coordinator.DefaultLeaseTTL, "lease TTL; workers heartbeat at TTL/3")
 	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "most connections to an NNTP source (default: the URL's conns, or 4)")
 	fs.DurationVar(&m.Poll, "poll", time.Minute, "how often to read the provider's watermarks and plan ranges")
@@ -483,7 +442,7 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 			return nil, err
 		}
 	}
-	src, err := m.source(ctx)
+	src, err := m.sources(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -520,12 +479,10 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		return nil, err
 	}
 	metrics := coordinator.NewMetrics(func() map[string]float64 { return rangeStates(store) })
-	if ns, ok := src.ChunkSource.(*nntp.Source); ok {
-		// A stuck fetch shows as an old oldest fetch, then as a cut one.
-		metrics.WatchFetches(func() coordinator.FetchStats {
-			st := ns.Stats()
-			return coordinator.FetchStats{InFlight: st.InFlight, Oldest: st.Oldest, CutDeadline: st.CutDeadline, CutTooLarge: st.CutTooLarge}
-		})
+	if len(src.nntp) > 0 {
+		// A stuck fetch shows as an old oldest fetch, then as a cut one;
+		// with several providers, summed over them.
+		metrics.WatchFetches(src.fetchStats)
 	}
 	api, err := coordinator.New(coordinator.Config{Store: store, Spool: st.spool, Corpus: st.corpus, Snapshots: st.snaps,
 		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics})
