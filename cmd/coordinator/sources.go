@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -207,4 +208,33 @@ func withBudget(cfg nntp.Config, b nntp.Budget) (nntp.Config, error) {
 		return cfg, nil
 	}
 	return cfg, errors.New("this build's NNTP source takes no connection budget")
+}
+
+// providerFlag adds --provider, for the commands that take a group.
+func providerFlag(fs *flag.FlagSet) *string {
+	return fs.String("provider", "", "the provider the group is read from: a name serve's --source NAME=URL gives (default: the unnamed source)")
+}
+
+// groupName returns the stored name of a command line's group: NAME read
+// from --provider's provider is NAME@PROVIDER (grouplease.ProviderGroup).
+// The stored form NAME@PROVIDER, as status shows it, is accepted too, but
+// not with --provider as well.
+func groupName(name, provider string) (string, error) {
+	newsgroup, inName := grouplease.SplitGroup(name)
+	if strings.Contains(name, "@") {
+		if provider != "" {
+			return "", usagef("group %q already names its provider: NAME@PROVIDER or NAME --provider PROVIDER, not both", name)
+		}
+		if err := grouplease.CheckProvider(inName); err != nil {
+			return "", usagef("group %q: %v", name, err)
+		}
+		return name, nil
+	}
+	if provider == "" {
+		return name, nil
+	}
+	if err := grouplease.CheckProvider(provider); err != nil {
+		return "", usagef("--provider: %v", err)
+	}
+	return grouplease.ProviderGroup(newsgroup, provider), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,4 +112,76 @@ func TestProvidersSourcesRouteEachGroupToItsServer(t *testing.T) {
 	_, err = bad.sources(t.Context(), nil)
 	require.ErrorContains(t, err, "--source b=nntp://"+dead)
 	require.False(t, errors.Is(err, errUsage))
+}
+
+// group add NAME --provider P stores NAME@P, once per provider; the other
+// commands address it as NAME --provider P or as NAME@P, and status shows
+// the stored name.
+func TestProvidersGroupOncePerProvider(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	const g = "alt.binaries.providers"
+	for _, p := range []string{"eweka", "news2"} {
+		out, err := run(t, data, "group", "add", g, "--provider", p, "--range-size", "100", "--plan", "tail,history")
+		require.NoError(t, err)
+		require.Contains(t, out, g+"@"+p)
+	}
+	_, err := run(t, data, "group", "add", g)
+	require.NoError(t, err, "the default provider's copy is a group of its own")
+	for _, args := range [][]string{{g, "--provider", "eweka"}, {g + "@news2"}} {
+		_, err = run(t, data, append([]string{"group", "add"}, args...)...)
+		require.ErrorIs(t, err, lease.ErrConflict, "%q: once per provider", args)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"group", "add", g + "@news2", "--provider", "eweka"}, "not both"},
+		{[]string{"group", "add", g + "@News2"}, "lower-case"},
+		{[]string{"group", "add", g + "@"}, "1 to 32 bytes"},
+		{[]string{"group", "add", g, "--provider", "bad name"}, "--provider"},
+		{[]string{"range", "add", g, "1", "10", "--provider", "a@b"}, "--provider"},
+	} {
+		_, err = run(t, data, c.args...)
+		require.ErrorIs(t, err, errUsage, "%q", c.args)
+		require.ErrorContains(t, err, c.want, "%q", c.args)
+	}
+
+	out, err := run(t, data, "group", "plan", g, "--provider", "eweka", "--plan", "tail", "--margin", "5")
+	require.NoError(t, err)
+	require.Contains(t, out, "group "+g+"@eweka planned")
+	_, err = run(t, data, "range", "add", g, "1", "250", "--provider", "news2", "--lane", "history")
+	require.NoError(t, err)
+	_, err = run(t, data, "range", "add", g+"@eweka", "1", "100", "--lane", "history")
+	require.NoError(t, err)
+	_, err = run(t, data, "range", "retry", g, "--provider", "news2", "--failed")
+	require.NoError(t, err)
+	_, err = run(t, data, "snapshot", "reset", g, "--provider", "news2")
+	require.NoError(t, err)
+
+	out, err = run(t, data, "status", "--json")
+	require.NoError(t, err)
+	var st struct {
+		Lanes []struct {
+			Group  string           `json:"group"`
+			Ranges map[string]int64 `json:"ranges"`
+		} `json:"lanes"`
+		Plans []struct {
+			Group string `json:"group"`
+		} `json:"plans"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	pending := map[string]int64{}
+	for _, l := range st.Lanes {
+		pending[l.Group] += l.Ranges["pending"]
+	}
+	require.Equal(t, map[string]int64{g + "@eweka": 1, g + "@news2": 3}, pending)
+	planned := map[string]bool{}
+	for _, p := range st.Plans {
+		planned[p.Group] = true
+	}
+	require.Equal(t, map[string]bool{g + "@eweka": true, g + "@news2": true}, planned)
+	out, err = run(t, data, "status")
+	require.NoError(t, err)
+	require.Contains(t, out, g+"@news2")
 }
