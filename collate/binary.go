@@ -1,6 +1,7 @@
 package collate
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -9,8 +10,11 @@ import (
 
 // Part is one article of a binary.
 type Part struct {
-	N         int    `json:"n"`         // the part number, 1..Total
-	Article   int64  `json:"article"`   // the article number in the group
+	N int `json:"n"` // the part number, 1..Total
+	// Article is the article number in the group it was read in: numbers
+	// differ between providers, so a binary merged from two providers'
+	// groups has parts numbered in each.
+	Article   int64  `json:"article"`
 	MessageID string `json:"messageId"` // as the overview sent it, with its <>
 	Bytes     int64  `json:"bytes"`     // the article's size
 }
@@ -22,7 +26,7 @@ type Binary struct {
 	Subject  string `json:"subject"` // Subject.Base: the subject without its part counter
 	Name     string `json:"name"`    // Subject.Name
 	Poster   string `json:"poster"`  // the From header
-	Group    string `json:"group"`   // the newsgroup the parts were read in
+	Group    string `json:"group"`   // the newsgroup the parts were read in, without a provider
 	Date     string `json:"date"`    // the Date header of the first part seen
 	Total    int    `json:"total"`   // the number of parts the binary has
 	Complete bool   `json:"complete"`
@@ -49,9 +53,16 @@ func (b *Binary) Key() string { return Key(b.Poster, b.Subject, b.Total) }
 
 // Merge returns the union of two items of one binary (the same key), as a
 // consumer of the results feed joins them: the parts of both, one per part
-// number (a's when both have it), and Complete when they cover 1..Total.
-// The other fields are a's, or b's where a's are empty. Merge does not
-// change a or b.
+// number, and Complete when they cover 1..Total. The other fields are a's,
+// or b's where a's are empty. Merge does not change a or b.
+//
+// When both have a part number, the part kept is a's, unless a's has no
+// message-id and b's has one. The items of one binary read from several
+// providers hold the same articles (a message-id is the article's
+// everywhere), so a part both hold is the same article, named once. Two
+// message-ids for one part number of one binary (a poster who posted a
+// part again) cannot both be that part: the first is kept, so a consumer
+// that merges items in the feed's order keeps the one read first.
 //
 // A Collator emits a binary's parts once, in one item, when it completes;
 // a binary that straddles ranges handled without a carried window (or that
@@ -80,10 +91,22 @@ func Merge(a, b Binary) Binary {
 	parts := make([]Part, 0, len(a.Parts)+len(b.Parts))
 	parts = append(parts, a.Parts...)
 	parts = append(parts, b.Parts...)
-	slices.SortStableFunc(parts, func(x, y Part) int { return x.N - y.N })
+	slices.SortStableFunc(parts, func(x, y Part) int {
+		if x.N != y.N {
+			return x.N - y.N
+		}
+		return cmp.Compare(b2i(x.MessageID == ""), b2i(y.MessageID == ""))
+	})
 	out.Parts = slices.CompactFunc(parts, func(x, y Part) bool { return x.N == y.N })
 	out.Complete = covers(out.Parts, out.Total)
 	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // covers reports whether sorted, deduplicated parts are exactly 1..total.

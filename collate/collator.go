@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 )
@@ -326,8 +327,13 @@ func (c *Collator) add(l *line, r lease.Range) *entry {
 	k := c.windowKey(l.from, l.sub.Base, l.sub.Total)
 	e := c.window[string(k)]
 	if e == nil {
+		// The newsgroup, without the provider a range's group names
+		// (NEWSGROUP@PROVIDER): the same binary read from two providers is
+		// one binary of one newsgroup, and the newsgroup is what an NZB
+		// and a downloader need.
+		newsgroup, _ := grouplease.SplitGroup(r.Group)
 		e = &entry{bin: Binary{
-			Subject: l.sub.Base, Name: l.sub.Name, Poster: l.from, Group: r.Group,
+			Subject: l.sub.Base, Name: l.sub.Name, Poster: l.from, Group: newsgroup,
 			Date: l.date, Total: l.sub.Total,
 		}}
 		c.window[string(k)] = e

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/collate"
+	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/saturate"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -48,15 +49,18 @@ type File struct {
 	Items []int64 `json:"items,omitempty"`
 }
 
-// FromBinary makes a File of one item of the results feed. A date that
-// does not parse is the zero time. A total past collate.MaxTotal, which no
+// FromBinary makes a File of one item of the results feed. Its group is
+// the binary's newsgroup without a provider (an item written before
+// collate stripped it may name NEWSGROUP@PROVIDER), so the same binary read
+// from several providers is one file of one newsgroup. A date that does
+// not parse is the zero time. A total past collate.MaxTotal, which no
 // subject can give, counts as MaxTotal: totals are summed into a
 // release's, which must not wrap.
 func FromBinary(key string, b collate.Binary) File {
 	f := File{Key: key, Subject: validText(b.Subject), Name: validText(b.Name), Poster: validText(b.Poster),
 		Total: min(b.Total, collate.MaxTotal), Complete: b.Complete, Parts: b.Parts}
-	if b.Group != "" {
-		f.Groups = []string{b.Group}
+	if newsgroup, _ := grouplease.SplitGroup(b.Group); newsgroup != "" {
+		f.Groups = []string{newsgroup}
 	}
 	f.Date, _ = ParseDate(b.Date)
 	f.Bytes = partBytes(f.Parts)

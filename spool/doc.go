@@ -12,7 +12,9 @@
 //
 //   - ChunkSource, the small interface for where chunks come from (an NNTP
 //     provider, the Synthetic generator, or any func pair through
-//     SourceFuncs);
+//     SourceFuncs), and Router, which sends each group to its provider's
+//     source: NEWSGROUP@PROVIDER to PROVIDER's, a plain NEWSGROUP to the
+//     default one's;
 //   - Synthetic, a deterministic generator of Usenet-like binary posts that
 //     needs no network;
 //   - Disk, the disk spool: one file per (range, span), written whole

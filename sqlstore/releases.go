@@ -539,7 +539,7 @@ func (s *Store) Releases(ctx context.Context, q release.Query) (release.Page, er
 	if q.Group == "" {
 		err = s.rdb.SelectContext(ctx, &rows, s.q("SELECT "+releaseCols+" FROM releases WHERE id > ? ORDER BY id LIMIT ?"), after, q.Limit)
 	} else {
-		if _, err := s.Group(ctx, q.Group); err != nil {
+		if err := s.knownNewsgroup(ctx, q.Group); err != nil {
 			return release.Page{}, fmt.Errorf("releases: %w", err)
 		}
 		err = s.rdb.SelectContext(ctx, &rows, s.q(`SELECT `+prefixed("r.", releaseCols)+` FROM release_groups g
@@ -559,6 +559,27 @@ func (s *Store) Releases(ctx context.Context, q release.Query) (release.Page, er
 		page.Next = strconv.FormatInt(r.ID, 10)
 	}
 	return page, nil
+}
+
+// knownNewsgroup returns nil when the catalog has the group, or the
+// newsgroup as read from a named provider (NEWSGROUP@PROVIDER): a
+// release's groups are newsgroups, whichever providers they were read
+// from. Otherwise it returns an error wrapping lease.ErrNotFound.
+func (s *Store) knownNewsgroup(ctx context.Context, name string) error {
+	_, err := s.Group(ctx, name)
+	if !errors.Is(err, lease.ErrNotFound) {
+		return err
+	}
+	var n int
+	prefix := name + "@"
+	if qerr := s.rdb.GetContext(ctx, &n, s.q("SELECT count(*) FROM groups WHERE substr(name, 1, ?) = ?"),
+		utf8.RuneCountInString(prefix), prefix); qerr != nil {
+		return qerr
+	}
+	if n == 0 {
+		return err
+	}
+	return nil
 }
 
 // prefixed puts p before each of the comma-separated columns.

@@ -116,6 +116,7 @@ func Run(t *testing.T, open Open) {
 		{"RepairOrderedAndExpired", testRepairOrderedAndExpired},
 		{"MissingBadInput", testMissingBadInput},
 		{"ReleasesBuild", testReleasesBuild}, {"ReleasesExactlyOnce", testReleasesExactlyOnce}, {"ReleasesPaging", testReleasesPaging}, {"ReleasesBadInput", testReleasesBadInput},
+		{"ProvidersReleasesByNewsgroup", testProvidersReleasesByNewsgroup},
 		{"SearchWords", testSearchWords}, {"SearchFilters", testSearchFilters}, {"SearchPaging", testSearchPaging},
 		{"SearchIndexedOnce", testSearchIndexedOnce}, {"SearchHostileNames", testSearchHostileNames}, {"SearchBadQueries", testSearchBadQueries},
 		{"UsersManage", testUsersManage}, {"UsersRequestLimit", testUsersRequestLimit}, {"UsersGrab", testUsersGrab},

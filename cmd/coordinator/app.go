@@ -27,7 +27,6 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/spool"
@@ -53,11 +52,13 @@ type Main struct {
 	Stdout, Stderr io.Writer
 
 	// Options shared by the commands.
-	DB     string
-	Data   string
-	Source string
-	Addr   string
-	TTL    time.Duration
+	DB   string
+	Data string
+	// Sources are serve's --source flags: URL for the default provider,
+	// NAME=URL for a named one; none is the synthetic source.
+	Sources sourceFlags
+	Addr    string
+	TTL     time.Duration
 	// NNTPConns bounds the connections to an NNTP source; 0 keeps the
 	// URL's conns parameter or the nntp package's default.
 	NNTPConns int
@@ -185,16 +186,16 @@ func (m *Main) command(ctx context.Context, cmd string, args []string) error {
 	return usagef("unknown command %q; try coordinator help", cmd)
 }
 
-const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source URL] [--nntp-conns N] [--poll 1m]
+const usage = `coordinator serve  [--addr 127.0.0.1:7070] [--db URL] [--data DIR] [--source [NAME=]URL]... [--nntp-conns N] [--poll 1m]
                    [--repair-tries 3] [--repair-delay 5m] [--retry-delay 10s] [--lease-ttl 60s] [--id NAME] [--storage s3://BUCKET/PREFIX] [--claim-ttl 2m]
                    [--releases=true] [--release-window 6h] [--release-interval 5s]
                    [--newznab 127.0.0.1:5076] [--newznab-url URL] [--min-completion 100]
 coordinator node add NAME | node rm NAME | node list
-coordinator group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
-coordinator group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset [--repair-tries 3]
-coordinator range add GROUP FROM TO [--lane history|tail] [--capture]
-coordinator range retry GROUP [--failed | ID...]
-coordinator snapshot reset GROUP [--lane history|tail] [--storage s3://BUCKET/PREFIX]
+coordinator group add NAME [--provider P] [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M]
+coordinator group plan NAME [--provider P] --plan tail,history [--history N] [--margin M] | group plan NAME [--provider P] --reset [--repair-tries 3]
+coordinator range add GROUP FROM TO [--provider P] [--lane history|tail] [--capture]
+coordinator range retry GROUP [--provider P] [--failed | ID...]
+coordinator snapshot reset GROUP [--provider P] [--lane history|tail] [--storage s3://BUCKET/PREFIX]
 coordinator status [--json]
 coordinator releases [list] [--group G] [--after CURSOR] [--limit N] [--json] | releases build [--once]
 coordinator nzb ID [-o FILE]
@@ -202,7 +203,11 @@ coordinator user add NAME [--requests N] [--grabs N] | user rm NAME | user suspe
 coordinator demo [--articles N] [--workers N] [--range-size N] [--keep] [--serve] [--newznab 127.0.0.1:5076]
 coordinator help
 
---source is synthetic (the default) or nntp://[user:pass@]host[:port] (nntps:// for TLS).
+--source is synthetic (the default) or nntp://[user:pass@]host[:port] (nntps:// for TLS). Repeat it as NAME=URL
+(--source eweka=nntps://news.eweka.example:563 --source news2=nntp://news2.example), one provider each, each with its
+own connections (the URL's ?conns=N, else --nntp-conns); one source may be unnamed, the default provider.
+--provider P reads a group from provider P: it is stored, and shown by status, as NAME@P, which the commands that take
+a group accept too. One newsgroup may be added once per provider; the release builder merges what they hold.
 --storage puts the spool, the corpus and the snapshots in an S3-compatible bucket that coordinators on several
 machines share, s3://BUCKET[/PREFIX][?endpoint=HOST:PORT&region=R&tls=false&path-style=true], instead of the data
 directory; the credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
@@ -379,54 +384,12 @@ func checkID(id string) error {
 	return nil
 }
 
-// chunkSource is a source, how many fetches it takes at once (0: the
-// prefetcher's default), and what closes it.
-type chunkSource struct {
-	spool.ChunkSource
-	conns int
-	close func() error
-}
-
-// source returns the chunk source --source names. An NNTP source is
-// dialled and logged in to once, so a bad URL, a refused login or an
-// unreachable server stops the daemon at start with one sentence.
-func (m *Main) source(ctx context.Context) (chunkSource, error) {
-	raw := m.Source
-	switch {
-	case raw == "" || raw == "synthetic":
-		src, err := spool.NewSynthetic(spool.SyntheticConfig{})
-		return chunkSource{ChunkSource: src, close: func() error { return nil }}, err
-	case strings.HasPrefix(raw, "nntp://"), strings.HasPrefix(raw, "nntps://"):
-		cfg, err := nntp.ParseURL(raw)
-		if err != nil {
-			return chunkSource{}, usagef("--source: %v", err)
-		}
-		if m.NNTPConns < 0 {
-			return chunkSource{}, usagef("--nntp-conns %d: at least 1", m.NNTPConns)
-		}
-		if m.NNTPConns > 0 {
-			cfg.MaxConns = m.NNTPConns
-		}
-		src, err := nntp.New(cfg)
-		if err != nil {
-			return chunkSource{}, usagef("--source %s: %v", redact.URL(raw), err)
-		}
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		if err := src.Check(cctx); err != nil {
-			src.Close()
-			return chunkSource{}, fmt.Errorf("--source %s: %w", redact.URL(raw), err)
-		}
-		return chunkSource{ChunkSource: src, conns: src.MaxConns(), close: src.Close}, nil
-	}
-	return chunkSource{}, usagef("--source %q: synthetic or nntp://[user:pass@]host:port", raw)
-}
-
 func (m *Main) serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	m.commonFlags(fs)
 	fs.StringVar(&m.Addr, "addr", "127.0.0.1:7070", "address to listen on")
-	fs.StringVar(&m.Source, "source", "synthetic", "where chunks come from: synthetic or nntp://[user:pass@]host:port")
+	fs.Var(&m.Sources, "source", "where chunks come from: synthetic or nntp://[user:pass@]host:port (default synthetic); "+
+		"repeat it as NAME=URL for several providers, one of them unnamed at most")
 	fs.DurationVar(&m.TTL, "lease-ttl", coordinator.DefaultLeaseTTL, "lease TTL; workers heartbeat at TTL/3")
 	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "most connections to an NNTP source (default: the URL's conns, or 4)")
 	fs.DurationVar(&m.Poll, "poll", time.Minute, "how often to read the provider's watermarks and plan ranges")
@@ -483,7 +446,7 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 			return nil, err
 		}
 	}
-	src, err := m.source(ctx)
+	src, err := m.sources(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -520,12 +483,10 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		return nil, err
 	}
 	metrics := coordinator.NewMetrics(func() map[string]float64 { return rangeStates(store) })
-	if ns, ok := src.ChunkSource.(*nntp.Source); ok {
-		// A stuck fetch shows as an old oldest fetch, then as a cut one.
-		metrics.WatchFetches(func() coordinator.FetchStats {
-			st := ns.Stats()
-			return coordinator.FetchStats{InFlight: st.InFlight, Oldest: st.Oldest, CutDeadline: st.CutDeadline, CutTooLarge: st.CutTooLarge}
-		})
+	if len(src.nntp) > 0 {
+		// A stuck fetch shows as an old oldest fetch, then as a cut one;
+		// with several providers, summed over them.
+		metrics.WatchFetches(src.fetchStats)
 	}
 	api, err := coordinator.New(coordinator.Config{Store: store, Spool: st.spool, Corpus: st.corpus, Snapshots: st.snaps,
 		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics})
@@ -689,13 +650,17 @@ func (m *Main) groupCmd(ctx context.Context, args []string) error {
 		"from the provider's watermarks and plans every article no range covers; articles counted lost by expiry wait again")
 	fs.IntVar(&m.Store.RepairTries, "repair-tries", sqlstore.DefaultRepairTries,
 		"with --reset: serve's --repair-tries; an article lost with fewer tries was lost by expiry")
+	provider := providerFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	const use = "group add NAME [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M] | group plan NAME --plan tail,history [--history N] [--margin M] | group plan NAME --reset [--repair-tries N]"
+	const use = "group add NAME [--provider P] [--ordered] [--range-size N] [--chunk-size N] [--plan tail,history] [--history N] [--margin M] | group plan NAME [--provider P] --plan tail,history [--history N] [--margin M] | group plan NAME [--provider P] --reset [--repair-tries N]"
 	if len(pos) != 2 || (pos[0] != "add" && pos[0] != "plan") || (*reset && pos[0] != "plan") {
 		return usagef(use)
+	}
+	if pos[1], err = groupName(pos[1], *provider); err != nil {
+		return err
 	}
 	var plan *grouplease.GroupPlan
 	if *planLanes != "" || (pos[0] == "plan" && !*reset) {
@@ -749,6 +714,7 @@ func (m *Main) rangeCmd(ctx context.Context, args []string) error {
 	laneName := fs.String("lane", "history", "history or tail")
 	capture := fs.Bool("capture", false, "keep the range's chunks in the corpus")
 	failed := fs.Bool("failed", false, "with retry: every failed range of the group")
+	provider := providerFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -756,10 +722,15 @@ func (m *Main) rangeCmd(ctx context.Context, args []string) error {
 	if len(pos) == 0 {
 		return usagef("range add GROUP FROM TO | range retry GROUP [--failed | ID...]")
 	}
+	if len(pos) > 1 {
+		if pos[1], err = groupName(pos[1], *provider); err != nil {
+			return err
+		}
+	}
 	switch pos[0] {
 	case "add":
 		if len(pos) != 4 {
-			return usagef("range add GROUP FROM TO [--lane history|tail] [--capture]")
+			return usagef("range add GROUP FROM TO [--provider P] [--lane history|tail] [--capture]")
 		}
 		from, err1 := strconv.ParseInt(pos[2], 10, 64)
 		to, err2 := strconv.ParseInt(pos[3], 10, 64)
@@ -909,13 +880,17 @@ func (m *Main) snapshotCmd(ctx context.Context, args []string) error {
 	m.commonFlags(fs)
 	m.storageFlag(fs)
 	laneName := fs.String("lane", "history", "history or tail")
+	provider := providerFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	const use = "snapshot reset GROUP [--lane history|tail] [--storage s3://BUCKET/PREFIX]"
+	const use = "snapshot reset GROUP [--provider P] [--lane history|tail] [--storage s3://BUCKET/PREFIX]"
 	if len(pos) != 2 || pos[0] != "reset" {
 		return usagef(use)
+	}
+	if pos[1], err = groupName(pos[1], *provider); err != nil {
+		return err
 	}
 	ln, err := lease.ParseLane(*laneName)
 	if err != nil {

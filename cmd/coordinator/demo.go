@@ -162,7 +162,7 @@ func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, ra
 	if collating {
 		newHandler = func() (edge.Handler, error) { return collate.New(collate.Config{}) }
 	}
-	m.Data, m.DB, m.Source, m.Addr = dir, "", "synthetic", "127.0.0.1:0"
+	m.Data, m.DB, m.Sources, m.Addr = dir, "", nil, "127.0.0.1:0"
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	store, err := m.open(ctx)
 	if err != nil {

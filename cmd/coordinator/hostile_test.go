@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,7 +87,10 @@ func (h *hostile) mustCLI(args ...string) string {
 // it (workers first) when the test ends.
 func (h *hostile) start(args ...string) {
 	h.t.Helper()
-	base := []string{"--db", h.db, "--source", h.srv.URL(), "--poll", "20ms", "--repair-delay", "10ms", "--retry-delay", "20ms"}
+	base := []string{"--db", h.db, "--poll", "20ms", "--repair-delay", "10ms", "--retry-delay", "20ms"}
+	if !slices.Contains(args, "--source") { // one unnamed --source at most
+		base = append(base, "--source", h.srv.URL())
+	}
 	h.serve = startServe(h.t, h.data, append(base, args...)...)
 	h.t.Cleanup(func() {
 		h.stopWorkers()

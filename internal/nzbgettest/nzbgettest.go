@@ -3,8 +3,8 @@
 // xmllint (shared/NZBGET.md has the recipe).
 //
 // Download writes a configuration into a temporary directory (one server:
-// the news server to read from, such as an inntest.Reader; no par-check,
-// no unpacking, a free control port) and runs NZBGet once in standalone
+// the news server to read from, such as an inntest.Reader, or several with
+// DownloadFrom; no par-check, no unpacking, a free control port) and runs NZBGet once in standalone
 // mode (nzbget -c CONFIG -o OutputMode=log FILE.nzb); it returns the
 // SHA-256 of every file NZBGet rebuilt, and its log.
 //
@@ -88,21 +88,23 @@ type Result struct {
 
 // config returns a new temporary directory, a free control port and
 // the configuration lines every NZBGet here runs with: everything under
-// the directory, one news server at addr (host:port, no TLS, no login),
-// the control port on loopback, no par check, no unpack. An option
-// NZBGet does not like pauses everything rather than failing
-// (NZBGET.md): these are the tried ones.
-func config(tb testing.TB, addr string) (dir string, control int, lines []string) {
+// the directory, a news server at each of servers (host:port, no TLS, no
+// login), the control port on loopback, no par check, no unpack. The
+// servers are all of level 0: NZBGet tries an article on the others of
+// the level when one lacks it, as with two providers that each hold part
+// of a post. An option NZBGet does not like pauses everything rather
+// than failing (the NZBGet recipe): these are the tried ones.
+func config(tb testing.TB, servers []string) (dir string, control int, lines []string) {
 	tb.Helper()
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		tb.Fatalf("nzbgettest: server %q: %v", addr, err)
+	if len(servers) == 0 {
+		tb.Fatalf("nzbgettest: no news server")
 	}
 	dir = tb.TempDir()
+	var err error
 	if control, err = freePort(); err != nil {
 		tb.Fatalf("nzbgettest: %v", err)
 	}
-	return dir, control, []string{
+	lines = []string{
 		"MainDir=" + dir,
 		"DestDir=${MainDir}/dst",
 		"InterDir=${MainDir}/inter",
@@ -112,16 +114,20 @@ func config(tb testing.TB, addr string) (dir string, control int, lines []string
 		"LogFile=${MainDir}/nzbget.log",
 		"WebDir=/usr/share/nzbget/webui",
 		"ConfigTemplate=",
-		"Server1.Active=yes",
-		"Server1.Host=" + host,
-		"Server1.Port=" + port,
-		"Server1.Connections=2",
-		"Server1.Level=0",
 		"ControlIP=127.0.0.1",
 		"ControlPort=" + strconv.Itoa(control),
 		"ParCheck=manual",
 		"Unpack=no",
 	}
+	for i, addr := range servers {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			tb.Fatalf("nzbgettest: server %q: %v", addr, err)
+		}
+		n := fmt.Sprintf("Server%d.", i+1)
+		lines = append(lines, n+"Active=yes", n+"Host="+host, n+"Port="+port, n+"Connections=2", n+"Level=0")
+	}
+	return dir, control, lines
 }
 
 // Download runs NZBGet once on the NZB file nzbFile, reading articles
@@ -129,8 +135,15 @@ func config(tb testing.TB, addr string) (dir string, control int, lines []string
 // the files it rebuilt. A run that fails or times out fails the test.
 func Download(tb testing.TB, addr, nzbFile string) Result {
 	tb.Helper()
+	return DownloadFrom(tb, []string{addr}, nzbFile)
+}
+
+// DownloadFrom is Download reading from several news servers, all of one
+// level: an article one of them lacks is read from another.
+func DownloadFrom(tb testing.TB, servers []string, nzbFile string) Result {
+	tb.Helper()
 	nzbget := NZBGet(tb)
-	dir, _, lines := config(tb, addr)
+	dir, _, lines := config(tb, servers)
 	conf := strings.Join(append(lines, ""), "\n")
 	confFile := filepath.Join(dir, "nzbget.conf")
 	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {

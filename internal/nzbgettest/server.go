@@ -47,8 +47,10 @@ type Feed struct {
 // ServerConfig configures a Server.
 type ServerConfig struct {
 	// News is the news server to read articles from (host:port, no TLS,
-	// no login), such as an inntest.Reader.
-	News string
+	// no login), such as an inntest.Reader; MoreNews are further ones of
+	// the same level, for an article News lacks.
+	News     string
+	MoreNews []string
 	// Feeds are the feeds NZBGet subscribes to, Feed1 first.
 	Feeds []Feed
 	// Options are further configuration lines, NAME=VALUE, written after
@@ -93,7 +95,7 @@ type Item struct {
 func StartServer(tb testing.TB, cfg ServerConfig) *Server {
 	tb.Helper()
 	nzbget := NZBGet(tb)
-	dir, control, lines := config(tb, cfg.News)
+	dir, control, lines := config(tb, append([]string{cfg.News}, cfg.MoreNews...))
 	lines = append(lines, "ControlUsername="+ControlUser, "ControlPassword="+ControlPassword)
 	for i, f := range cfg.Feeds {
 		n := fmt.Sprintf("Feed%d.", i+1)

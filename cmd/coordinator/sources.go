@@ -1,0 +1,240 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/internal/redact"
+	"github.com/edgeindex/edgeindex/nntp"
+	"github.com/edgeindex/edgeindex/spool"
+)
+
+// sourceFlags collects serve's repeated --source flags.
+type sourceFlags []string
+
+func (f *sourceFlags) String() string { return "" } // the default, synthetic, is in the usage
+
+func (f *sourceFlags) Set(v string) error {
+	*f = append(*f, v)
+	return nil
+}
+
+// chunkSource is a source, how many fetches it takes at once (0: the
+// prefetcher's default), and what closes it.
+type chunkSource struct {
+	spool.ChunkSource
+	conns int
+	close func() error
+	// nntp are the NNTP sources among the providers, whose fetch stats
+	// the metrics watch.
+	nntp []*nntp.Source
+}
+
+// fetchStats returns the fetch stats of the NNTP sources together: the
+// fetches in flight and the cut ones summed, the oldest of the oldest.
+func (s chunkSource) fetchStats() coordinator.FetchStats {
+	var out coordinator.FetchStats
+	for _, ns := range s.nntp {
+		st := ns.Stats()
+		out.InFlight += st.InFlight
+		out.Oldest = max(out.Oldest, st.Oldest)
+		out.CutDeadline += st.CutDeadline
+		out.CutTooLarge += st.CutTooLarge
+	}
+	return out
+}
+
+// provider is one --source: the provider's name ("" for the default one)
+// and where its chunks come from.
+type provider struct {
+	name, raw string
+}
+
+// label names the flag in errors, without the URL's password.
+func (p provider) label() string {
+	if p.name == "" {
+		return "--source " + redact.URL(p.raw)
+	}
+	return "--source " + p.name + "=" + redact.URL(p.raw)
+}
+
+// parseSources parses the --source flags: NAME=URL for a named provider,
+// URL alone for the default one (at most one). No flag is the synthetic
+// source as the default provider.
+func parseSources(raws []string) ([]provider, error) {
+	if len(raws) == 0 {
+		return []provider{{raw: "synthetic"}}, nil
+	}
+	seen := map[string]bool{}
+	var out []provider
+	for _, raw := range raws {
+		p := provider{raw: raw}
+		// The name stands before an "=" that comes before any "://": a
+		// URL's own "=" are in its query.
+		if i := strings.Index(raw, "="); i >= 0 && (!strings.Contains(raw, "://") || i < strings.Index(raw, "://")) {
+			p.name, p.raw = raw[:i], raw[i+1:]
+			if err := grouplease.CheckProvider(p.name); err != nil {
+				return nil, usagef("--source %s=...: %v", p.name, err)
+			}
+		}
+		if seen[p.name] {
+			if p.name == "" {
+				return nil, usagef("--source: one unnamed source at most (the default provider); name the others, --source NAME=URL")
+			}
+			return nil, usagef("--source %s=...: provider %q is named twice", p.name, p.name)
+		}
+		seen[p.name] = true
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// sources returns the chunk sources --source names: one per provider, the
+// default provider's alone as it is, several (or a named one) behind a
+// spool.Router that sends each group to its provider's. Each NNTP
+// provider gets its own nntp.Source with its own connections: the URL's
+// conns, else --nntp-conns, else the nntp package's default. When budget
+// is not nil, each NNTP provider's connections are bounded by the budget
+// it returns for the provider and that count, too.
+//
+// Each NNTP source is dialled and logged in to once, so a bad URL, a
+// refused login or an unreachable server stops the daemon at start with
+// one sentence that names the provider.
+func (m *Main) sources(ctx context.Context, budget func(provider string, conns int) (nntp.Budget, error)) (_ chunkSource, err error) {
+	provs, err := parseSources(m.Sources)
+	if err != nil {
+		return chunkSource{}, err
+	}
+	if m.NNTPConns < 0 {
+		return chunkSource{}, usagef("--nntp-conns %d: at least 1", m.NNTPConns)
+	}
+	var out chunkSource
+	var closers []func() error
+	closeAll := func() error {
+		var errs []error
+		for i := len(closers) - 1; i >= 0; i-- {
+			errs = append(errs, closers[i]())
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	byName := make(map[string]spool.ChunkSource, len(provs))
+	for _, p := range provs {
+		src, ns, err := m.openSource(ctx, p, budget)
+		if err != nil {
+			return chunkSource{}, err
+		}
+		byName[p.name] = src
+		if ns == nil {
+			continue
+		}
+		closers = append(closers, ns.Close)
+		out.nntp = append(out.nntp, ns)
+		out.conns += ns.MaxConns()
+	}
+	out.close = closeAll
+	if len(provs) == 1 && provs[0].name == "" {
+		out.ChunkSource = byName[""]
+		return out, nil
+	}
+	if len(out.nntp) < len(provs) {
+		// A synthetic provider fetches at the prefetcher's default pace.
+		out.conns += 4 * (len(provs) - len(out.nntp))
+	}
+	r, err := spool.NewRouter(byName)
+	if err != nil {
+		return chunkSource{}, usagef("--source: %v", err)
+	}
+	out.ChunkSource = r
+	return out, nil
+}
+
+// openSource opens one provider's source: the synthetic one, or an NNTP
+// source that it checks (nil for the synthetic one).
+func (m *Main) openSource(ctx context.Context, p provider, budget func(provider string, conns int) (nntp.Budget, error)) (spool.ChunkSource, *nntp.Source, error) {
+	switch {
+	case p.raw == "" || p.raw == "synthetic":
+		src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+		return src, nil, err
+	case strings.HasPrefix(p.raw, "nntp://"), strings.HasPrefix(p.raw, "nntps://"):
+	default:
+		return nil, nil, usagef("%s: synthetic or nntp://[user:pass@]host:port, named NAME=URL when there are several", p.label())
+	}
+	cfg, err := nntp.ParseURL(p.raw)
+	if err != nil {
+		return nil, nil, usagef("%s: %v", p.label(), err)
+	}
+	if cfg.MaxConns == 0 && m.NNTPConns > 0 {
+		cfg.MaxConns = m.NNTPConns
+	}
+	if budget != nil {
+		b, err := budget(p.name, cmp.Or(cfg.MaxConns, nntp.DefaultMaxConns))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: connection budget: %w", p.label(), err)
+		}
+		if cfg, err = withBudget(cfg, b); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", p.label(), err)
+		}
+	}
+	src, err := nntp.New(cfg)
+	if err != nil {
+		return nil, nil, usagef("%s: %v", p.label(), err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := src.Check(cctx); err != nil {
+		src.Close()
+		return nil, nil, fmt.Errorf("%s: %w", p.label(), err)
+	}
+	return src, src, nil
+}
+
+// withBudget returns cfg bounded by the connection budget b. This build's
+// nntp.Config has no budget to take, so a budget is refused rather than
+// ignored: a coordinator must never open more than it was given.
+func withBudget(cfg nntp.Config, b nntp.Budget) (nntp.Config, error) {
+	if b == nil {
+		return cfg, nil
+	}
+	return cfg, errors.New("this build's NNTP source takes no connection budget")
+}
+
+// providerFlag adds --provider, for the commands that take a group.
+func providerFlag(fs *flag.FlagSet) *string {
+	return fs.String("provider", "", "the provider the group is read from: a name serve's --source NAME=URL gives (default: the unnamed source)")
+}
+
+// groupName returns the stored name of a command line's group: NAME read
+// from --provider's provider is NAME@PROVIDER (grouplease.ProviderGroup).
+// The stored form NAME@PROVIDER, as status shows it, is accepted too, but
+// not with --provider as well.
+func groupName(name, provider string) (string, error) {
+	newsgroup, inName := grouplease.SplitGroup(name)
+	if strings.Contains(name, "@") {
+		if provider != "" {
+			return "", usagef("group %q already names its provider: NAME@PROVIDER or NAME --provider PROVIDER, not both", name)
+		}
+		if err := grouplease.CheckProvider(inName); err != nil {
+			return "", usagef("group %q: %v", name, err)
+		}
+		return name, nil
+	}
+	if provider == "" {
+		return name, nil
+	}
+	if err := grouplease.CheckProvider(provider); err != nil {
+		return "", usagef("--provider: %v", err)
+	}
+	return grouplease.ProviderGroup(newsgroup, provider), nil
+}
