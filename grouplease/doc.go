@@ -25,4 +25,10 @@
 // planning over from the provider's watermarks. Articles a worker found
 // absent from their chunk (batch.Batch.Missing) are fetched again later as
 // repair ranges (PlanStore.PlanRepairs), a few times, then counted lost.
+//
+// History may go back to a date instead of an article count
+// (GroupPlan.HistorySince): before the group's first split the Planner
+// asks its DateFinder (PlannerConfig.Dates; nntp.Source is one) for the
+// first article posted on or after it, and records it
+// (PlanStore.SetHistoryStart); history then starts there.
 package grouplease

@@ -20,24 +20,48 @@ const MaxArticle int64 = 1 << 62
 // new articles arrive, always leaving the newest Margin articles unplanned
 // because they may still be propagating; history plans from its target up
 // to start − 1, ascending. The target is the low watermark, or
-// start − HistoryBack when HistoryBack is set and that is above low.
+// start − HistoryBack when HistoryBack is set and that is above low, or
+// the first article posted on or after HistorySince when that is set (a
+// DateFinder finds it; see PlannerConfig.Dates) and above low.
+//
+// The target is fixed at the split: a plan set again on a group already
+// split keeps its cursors, so a new HistoryBack or HistorySince takes
+// effect after ResetPlan (`group plan NAME --reset`).
 type GroupPlan struct {
 	Tail    bool `json:"tail"`
 	History bool `json:"history"`
 	// HistoryBack is how many articles before the tail's start history
 	// reaches; 0 means down to the low watermark.
 	HistoryBack int64 `json:"historyBack"`
+	// HistorySince, when set, makes history reach back to the first
+	// article posted on or after it, instead of an article count. It is
+	// absolute: "30 days" is turned into a date when the plan is set.
+	HistorySince time.Time `json:"historySince,omitzero"`
 	// Margin is how many of the newest articles the tail leaves unplanned.
 	Margin int64 `json:"margin"`
 }
 
-// Check refuses a plan with no lane or a negative count.
+// Check refuses a plan with no lane, a negative count, both an article
+// count and a date for history, or a date in the future or before 1970.
 func (p GroupPlan) Check() error {
 	if !p.Tail && !p.History {
 		return lease.Invalidf("plan: name tail, history or both")
 	}
 	if p.HistoryBack < 0 || p.Margin < 0 {
 		return lease.Invalidf("plan: history %d and margin %d must not be negative", p.HistoryBack, p.Margin)
+	}
+	if p.HistorySince.IsZero() {
+		return nil
+	}
+	if p.HistoryBack > 0 {
+		return lease.Invalidf("plan: history goes back an article count (%d) or to a date (%s), not both",
+			p.HistoryBack, p.HistorySince.UTC().Format(time.RFC3339))
+	}
+	if p.HistorySince.After(time.Now()) {
+		return lease.Invalidf("plan: history since %s is in the future", p.HistorySince.UTC().Format(time.RFC3339))
+	}
+	if p.HistorySince.Before(time.Unix(0, 0)) {
+		return lease.Invalidf("plan: history since %s is before 1970", p.HistorySince.UTC().Format(time.RFC3339))
 	}
 	return nil
 }
@@ -73,6 +97,14 @@ type PlanStatus struct {
 	// history is planned in full once it passes HistoryEnd.
 	HistoryNext int64 `json:"historyNext"`
 	HistoryEnd  int64 `json:"historyEnd"`
+	// HistoryFrom is the article a DateFinder found for HistorySince, and
+	// HistoryFromDate its Date: 0 and zero until it was found (or when
+	// the plan has no HistorySince). HistoryFrom is the provider's high + 1,
+	// and HistoryFromDate zero, when every article was older: history
+	// then plans nothing. The first split starts history there (at the
+	// low watermark at least).
+	HistoryFrom     int64     `json:"historyFrom,omitempty"`
+	HistoryFromDate time.Time `json:"historyFromDate,omitzero"`
 	// Lag is how many articles up to High the tail has not stored yet:
 	// High − (the first tail article not stored) + 1, never below 0.
 	Lag     int64   `json:"lag"`
@@ -113,8 +145,17 @@ type Planned struct {
 // runs in one transaction that locks the group, so coordinators sharing a
 // database never plan a range twice.
 type PlanStore interface {
-	// SetPlan sets a group's plan; cursors already set are kept.
+	// SetPlan sets a group's plan; cursors already set are kept. A new
+	// HistorySince forgets the article found for the old one.
 	SetPlan(ctx context.Context, group string, p GroupPlan) error
+	// SetHistoryStart records where a DateFinder found the plan's
+	// HistorySince, since: history starts there at the group's first
+	// split (or, when the tail was split before it was found, at once).
+	// It records nothing, and returns nil, when the plan's HistorySince is
+	// no longer since or history is planned already: the search was for
+	// a plan that has changed since. A point with no article above 0 is
+	// invalid.
+	SetHistoryStart(ctx context.Context, groupID int64, since time.Time, p DatePoint) error
 	// Plans lists every group that has a plan, by group id.
 	Plans(ctx context.Context) ([]PlanStatus, error)
 	// PlanRanges records the provider's watermarks for the group and adds
@@ -137,8 +178,8 @@ type PlanStore interface {
 	// limit of unfinished ranges per lane ahead, however high a confirmed
 	// high is.
 	PlanRanges(ctx context.Context, groupID int64, low, high int64) (Planned, error)
-	// ResetPlan clears a group's cursors and watermarks, as before its
-	// first poll: the next poll splits the group again from the provider's
+	// ResetPlan clears a group's cursors and watermarks, and the article
+	// found for its HistorySince, as before its first poll: the next poll splits the group again from the provider's
 	// watermarks and plans every article that no range of the group
 	// covers. The watermarks trusted until then wait as the previous
 	// reply (Held), so that a first reply far from their high waits for

@@ -21,6 +21,10 @@ type Watermarker interface {
 type PlannerConfig struct {
 	Store  PlanStore
 	Source Watermarker
+	// Dates finds the article of a plan's HistorySince before the group's
+	// first split. Optional: without it a plan with HistorySince plans its
+	// tail but never its history, and every pass reports the group.
+	Dates DateFinder
 	// Interval is how often Run polls the provider. Default 1m.
 	Interval time.Duration
 	// Planned is called after a pass that added ranges, such as a
@@ -96,6 +100,10 @@ func (p *Planner) Pass(ctx context.Context) ([]lease.Range, error) {
 	var added []lease.Range
 	var errs []error
 	for _, pl := range plans {
+		if err := p.historyStart(ctx, pl); err != nil {
+			// The tail goes on: history waits for a later pass.
+			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
+		}
 		low, high, err := p.cfg.Source.Watermarks(ctx, pl.Group)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
@@ -127,4 +135,29 @@ func (p *Planner) Pass(ctx context.Context) ([]lease.Range, error) {
 		p.cfg.Planned()
 	}
 	return added, errors.Join(errs...)
+}
+
+// ErrNoDateFinder is the error for a plan with a HistorySince when the
+// Planner has no PlannerConfig.Dates: its history is never planned.
+var ErrNoDateFinder = errors.New("the plan's history goes back to a date, and the planner has no date finder (PlannerConfig.Dates)")
+
+// historyStart finds and records the article of the plan's HistorySince
+// while history is not planned yet and it was not found.
+func (p *Planner) historyStart(ctx context.Context, pl PlanStatus) error {
+	if !pl.History || pl.HistorySince.IsZero() || pl.HistoryFrom > 0 || pl.HistoryNext > 0 {
+		return nil
+	}
+	if p.cfg.Dates == nil {
+		return ErrNoDateFinder
+	}
+	pt, err := p.cfg.Dates.FindDate(ctx, pl.Group, pl.HistorySince)
+	if err != nil {
+		return fmt.Errorf("history since %s: %w", pl.HistorySince.UTC().Format(time.RFC3339), err)
+	}
+	if err := p.cfg.Store.SetHistoryStart(ctx, pl.GroupID, pl.HistorySince, pt); err != nil {
+		return err
+	}
+	p.cfg.Logger.Info("history start found", "group", pl.Group, "since", pl.HistorySince.UTC().Format(time.RFC3339),
+		"article", pt.Article, "date", pt.Date.UTC().Format(time.RFC3339), "calls", pt.Calls)
+	return nil
 }

@@ -162,3 +162,78 @@ func (l *syncLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// dateFinder answers FindDate with a function, counting the calls.
+type dateFinder struct {
+	mu    sync.Mutex
+	calls int
+	fn    func(since time.Time) (grouplease.DatePoint, error)
+}
+
+func (d *dateFinder) FindDate(_ context.Context, _ string, since time.Time) (grouplease.DatePoint, error) {
+	d.mu.Lock()
+	d.calls++
+	d.mu.Unlock()
+	return d.fn(since)
+}
+
+// TestPlannerBackfillHistoryDate: the planner finds the article of a
+// plan's date once, before the first split, and history starts there; a
+// failed search holds history, not the tail, and is tried again; a
+// planner without a date finder reports the group every pass.
+func TestPlannerBackfillHistoryDate(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
+	require.NoError(t, err)
+	defer st.Close()
+	since := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	for _, name := range []string{"g", "h"} {
+		_, err := st.AddGroup(ctx, grouplease.Group{Name: name, RangeSize: 100})
+		require.NoError(t, err)
+		require.NoError(t, st.SetPlan(ctx, name, grouplease.GroupPlan{Tail: true, History: true, HistorySince: since}))
+	}
+	src := &watermarks{high: 250}
+	errSearch := errors.New("search failed")
+	fail := true
+	finder := &dateFinder{fn: func(s time.Time) (grouplease.DatePoint, error) {
+		require.True(t, since.Equal(s))
+		if fail {
+			return grouplease.DatePoint{}, errSearch
+		}
+		return grouplease.DatePoint{Article: 151, Date: since.Add(time.Minute), Calls: 9}, nil
+	}}
+
+	// No date finder: the tail splits, history waits, the group is reported.
+	bare, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: src})
+	require.NoError(t, err)
+	added, err := bare.Pass(ctx)
+	require.ErrorIs(t, err, grouplease.ErrNoDateFinder)
+	require.ErrorContains(t, err, `"g"`)
+	require.Empty(t, added)
+
+	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: src, Dates: finder})
+	require.NoError(t, err)
+	_, err = p.Pass(ctx)
+	require.ErrorIs(t, err, errSearch, "a failed search is reported")
+	fail = false
+	added, err = p.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 4, finder.calls, "each group searched again after the failure")
+	var spans []lease.Span
+	for _, r := range added {
+		require.Equal(t, lease.LaneHistory, r.Lane)
+		if r.Group == "g" {
+			spans = append(spans, lease.Span{From: r.Start, To: r.End})
+		}
+	}
+	require.Equal(t, []lease.Span{{From: 151, To: 250}}, spans, "history from the article of the date up to the split")
+	plans, err := st.Plans(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(151), plans[0].HistoryFrom)
+	require.True(t, since.Add(time.Minute).Equal(plans[0].HistoryFromDate))
+
+	_, err = p.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 4, finder.calls, "a date found is not searched again")
+}

@@ -29,9 +29,30 @@ type planRow struct {
 	HistoryEnd  sql.NullInt64 `db:"history_end"`
 	PendingLow  sql.NullInt64 `db:"pending_low"`
 	PendingHigh sql.NullInt64 `db:"pending_high"`
+	Since       int64         `db:"history_since_us"` // 0: none
+	From        sql.NullInt64 `db:"history_from"`
+	FromDate    sql.NullInt64 `db:"history_from_us"`
 }
 
-const planCols = "group_id, tail, history, history_back, margin, low, high, polled_us, tail_next, history_next, history_end, pending_low, pending_high"
+const planCols = "group_id, tail, history, history_back, margin, low, high, polled_us, tail_next, history_next, history_end, pending_low, pending_high, " +
+	"history_since_us, history_from, history_from_us"
+
+// sinceMicros is a plan's HistorySince as stored: microseconds since 1970,
+// 0 for none (Check refuses dates before 1970).
+func sinceMicros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// sinceTime is sinceMicros undone.
+func sinceTime(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
 
 // SetPlan implements grouplease.PlanStore.
 func (s *Store) SetPlan(ctx context.Context, group string, p grouplease.GroupPlan) error {
@@ -42,10 +63,15 @@ func (s *Store) SetPlan(ctx context.Context, group string, p grouplease.GroupPla
 	if err != nil {
 		return fmt.Errorf("set plan: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO plans (group_id, tail, history, history_back, margin) VALUES (?, ?, ?, ?, ?)
+	// A new date forgets the article found for the old one (the CASEs
+	// read the row as it was).
+	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO plans (group_id, tail, history, history_back, margin, history_since_us) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (group_id) DO UPDATE SET tail = excluded.tail, history = excluded.history,
-			history_back = excluded.history_back, margin = excluded.margin`),
-		g.ID, p.Tail, p.History, p.HistoryBack, p.Margin)
+			history_back = excluded.history_back, margin = excluded.margin,
+			history_from = CASE WHEN plans.history_since_us = excluded.history_since_us THEN plans.history_from END,
+			history_from_us = CASE WHEN plans.history_since_us = excluded.history_since_us THEN plans.history_from_us END,
+			history_since_us = excluded.history_since_us`),
+		g.ID, p.Tail, p.History, p.HistoryBack, p.Margin, sinceMicros(p.HistorySince))
 	if err != nil {
 		return fmt.Errorf("set plan: %w", err)
 	}
@@ -106,10 +132,15 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 		}
 		st := grouplease.PlanStatus{
 			GroupID: r.GroupID, Group: g.Name,
-			GroupPlan: grouplease.GroupPlan{Tail: r.Tail, History: r.History, HistoryBack: r.HistoryBack, Margin: r.Margin},
-			Polled:    r.Low.Valid,
-			Low:       r.Low.Int64, High: r.High.Int64,
+			GroupPlan: grouplease.GroupPlan{Tail: r.Tail, History: r.History, HistoryBack: r.HistoryBack, Margin: r.Margin,
+				HistorySince: sinceTime(r.Since)},
+			Polled: r.Low.Valid,
+			Low:    r.Low.Int64, High: r.High.Int64,
 			TailNext: r.TailNext.Int64, HistoryNext: r.HistoryNext.Int64, HistoryEnd: r.HistoryEnd.Int64,
+			HistoryFrom: r.From.Int64,
+		}
+		if r.FromDate.Valid {
+			st.HistoryFromDate = time.UnixMicro(r.FromDate.Int64).UTC()
 		}
 		if m := missing[r.GroupID]; m != nil {
 			st.Missing = *m
@@ -173,23 +204,18 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 		first := max(w.Low, 1) // article 0 does not exist; below low they expired
 		if !p.TailNext.Valid {
 			start := max(first, w.High-p.Margin+1)
-			target := first
-			if p.HistoryBack > 0 {
-				target = max(target, start-p.HistoryBack)
-				// After a reset the group has ranges: history goes down
-				// to the articles above them at least, so that none is
-				// left between the old ranges and the new split.
-				var covered sql.NullInt64
-				if err := tx.GetContext(ctx, &covered, s.q(`SELECT MAX(end_n) FROM ranges WHERE group_id = ? AND NOT repair`), g.ID); err != nil {
-					return err
-				}
-				if covered.Valid {
-					target = max(first, min(target, covered.Int64+1))
-				}
-			}
 			p.TailNext = sql.NullInt64{Int64: start, Valid: true}
-			p.HistoryNext = sql.NullInt64{Int64: target, Valid: true}
 			p.HistoryEnd = sql.NullInt64{Int64: start - 1, Valid: true}
+			p.HistoryNext = sql.NullInt64{}
+		}
+		if !p.HistoryNext.Valid && (p.Since == 0 || p.From.Valid) {
+			// The history target: at the split, or, for a date not found
+			// by then, as soon as it is.
+			target, err := s.historyTarget(ctx, tx, g, p, first)
+			if err != nil {
+				return err
+			}
+			p.HistoryNext = sql.NullInt64{Int64: target, Valid: true}
 		}
 		if p.Tail {
 			added, next, err := s.planLane(ctx, tx, g, lease.LaneTail, max(p.TailNext.Int64, first), w.High-p.Margin)
@@ -198,7 +224,7 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 			}
 			out.Ranges, p.TailNext.Int64 = append(out.Ranges, added...), next
 		}
-		if p.History {
+		if p.History && p.HistoryNext.Valid {
 			added, next, err := s.planLane(ctx, tx, g, lease.LaneHistory, max(p.HistoryNext.Int64, first), p.HistoryEnd.Int64)
 			if err != nil {
 				return err
@@ -214,6 +240,63 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 		return grouplease.Planned{}, fmt.Errorf("plan ranges: %w", err)
 	}
 	return out, nil
+}
+
+// historyTarget is the first article history plans, given the first
+// article not expired: first itself, start − HistoryBack, or the article
+// found for HistorySince, whichever is higher.
+func (s *Store) historyTarget(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, p planRow, first int64) (int64, error) {
+	start := p.HistoryEnd.Int64 + 1
+	target := first
+	switch {
+	case p.Since != 0:
+		target = max(target, p.From.Int64) // high + 1 when every article was older
+	case p.HistoryBack > 0:
+		target = max(target, start-p.HistoryBack)
+	default:
+		return target, nil
+	}
+	// After a reset the group has ranges: history goes down to the
+	// articles above them at least, so that none is left between the old
+	// ranges and the new split.
+	var covered sql.NullInt64
+	if err := tx.GetContext(ctx, &covered, s.q(`SELECT MAX(end_n) FROM ranges WHERE group_id = ? AND NOT repair`), g.ID); err != nil {
+		return 0, err
+	}
+	if covered.Valid {
+		target = max(first, min(target, covered.Int64+1))
+	}
+	return target, nil
+}
+
+// SetHistoryStart implements grouplease.PlanStore.
+func (s *Store) SetHistoryStart(ctx context.Context, groupID int64, since time.Time, p grouplease.DatePoint) error {
+	if since.IsZero() {
+		return lease.Invalidf("set history start: no date")
+	}
+	if p.Article < 1 || p.Article > grouplease.MaxArticle+1 {
+		return lease.Invalidf("set history start: article %d must be 1 to %d", p.Article, grouplease.MaxArticle+1)
+	}
+	var date sql.NullInt64
+	if !p.Date.IsZero() {
+		date = sql.NullInt64{Int64: p.Date.UnixMicro(), Valid: true}
+	}
+	g, err := s.groupByID(ctx, s.rdb, groupID)
+	if err != nil {
+		return fmt.Errorf("set history start: %w", err)
+	}
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := s.lockPlan(ctx, tx, g); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q(`UPDATE plans SET history_from = ?, history_from_us = ?
+			WHERE group_id = ? AND history_since_us = ? AND history_next IS NULL`), p.Article, date, g.ID, sinceMicros(since))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set history start: %w", err)
+	}
+	return nil
 }
 
 // trust returns the watermarks planning uses for a GROUP reply, given the
@@ -327,7 +410,8 @@ func (s *Store) ResetPlan(ctx context.Context, group string) (int64, error) {
 		// that the first poll after the reset is checked against them
 		// (trust); SET reads the row as it was.
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE plans SET low = NULL, high = NULL, polled_us = NULL, tail_next = NULL,
-			history_next = NULL, history_end = NULL, pending_low = low, pending_high = high WHERE group_id = ?`), g.ID); err != nil {
+			history_next = NULL, history_end = NULL, pending_low = low, pending_high = high,
+			history_from = NULL, history_from_us = NULL WHERE group_id = ?`), g.ID); err != nil {
 			return err
 		}
 		// Lost before their last try: they fell below the low watermark.

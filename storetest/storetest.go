@@ -13,7 +13,7 @@
 // waits out a retry delay), batch.go (the batch rules and the results feed),
 // final.go (final batches), lanes.go and fence.go (lanes and their
 // fences), snapshots.go, nodes.go, claims.go (chunk claims), fleet.go (fleet
-// reads), plan.go (planning and repairs), plan_hostile.go (a provider's
+// reads), plan.go (planning and repairs), plan_date.go (history back to a date), plan_hostile.go (a provider's
 // odd watermarks), releases.go (building releases), search.go (searching
 // them) and users.go (the Newznab API's users, keys and limits);
 // helpers.go holds what they share. RunConcurrent and
@@ -112,6 +112,8 @@ func Run(t *testing.T, open Open) {
 		{"PlanHighJump", testPlanHighJump},
 		{"PlanHighConfirmed", testPlanHighConfirmed},
 		{"PlanReset", testPlanReset},
+		{"BackfillHistoryDate", testBackfillHistoryDate}, {"BackfillHistoryDateReplan", testBackfillHistoryDateReplan},
+		{"BackfillHistoryDateBadInput", testBackfillHistoryDateBadInput},
 		{"Repair", testRepair},
 		{"RepairOrderedAndExpired", testRepairOrderedAndExpired},
 		{"MissingBadInput", testMissingBadInput},

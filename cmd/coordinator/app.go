@@ -211,6 +211,8 @@ a group accept too. One newsgroup may be added once per provider; the release bu
 --storage puts the spool, the corpus and the snapshots in an S3-compatible bucket that coordinators on several
 machines share, s3://BUCKET[/PREFIX][?endpoint=HOST:PORT&region=R&tls=false&path-style=true], instead of the data
 directory; the credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+--history is how far back a plan's history goes: an article count (1000000), days before now (30d, or a Go
+duration such as 36h) or a date (2026-01-01, UTC midnight, or RFC 3339); a date is found by bisection over OVER.
 Flags may come before or after the positional arguments. With no command it serves.
 
 Environment:
@@ -478,7 +480,8 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	if err != nil {
 		return nil, err
 	}
-	planner, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: store, Source: src, Interval: m.Poll, Planned: pf.Kick, Logger: log})
+	planner, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: store, Source: src, Interval: m.Poll, Planned: pf.Kick, Logger: log,
+		Dates: dateFinder(src)})
 	if err != nil {
 		return nil, err
 	}
@@ -567,6 +570,15 @@ func (r *running) stop() error {
 	return err
 }
 
+// dateFinder is the source's search for the article of a date (an NNTP
+// source's), or nil: a plan with --history DATE then plans no history.
+func dateFinder(src chunkSource) grouplease.DateFinder {
+	if d, ok := src.ChunkSource.(grouplease.DateFinder); ok {
+		return d
+	}
+	return nil
+}
+
 // listenChunks tells svc of the chunks every coordinator on the database
 // stores (PostgreSQL's LISTEN/NOTIFY; on SQLite, one machine's, it returns
 // at once), so that a stream waiting here for a chunk another coordinator
@@ -644,7 +656,8 @@ func (m *Main) groupCmd(ctx context.Context, args []string) error {
 	rangeSize := fs.Int64("range-size", grouplease.DefaultRangeSize, "articles per range")
 	chunkSize := fs.Int64("chunk-size", grouplease.DefaultChunkSize, "articles per chunk")
 	planLanes := fs.String("plan", "", "plan the group's ranges from the provider: tail, history or tail,history")
-	history := fs.Int64("history", 0, "with --plan history: how many articles back history goes (0: to the low watermark)")
+	history := fs.String("history", "", "with --plan history: how far back history goes: N articles, Nd days (or a duration such as 36h), "+
+		"or a date YYYY-MM-DD or RFC 3339 (default: to the low watermark)")
 	margin := fs.Int64("margin", 0, "with --plan tail: how many of the newest articles to leave unplanned")
 	reset := fs.Bool("reset", false, "with plan: clear the group's cursors and watermarks, so that the next poll splits it again "+
 		"from the provider's watermarks and plans every article no range covers; articles counted lost by expiry wait again")
@@ -664,7 +677,11 @@ func (m *Main) groupCmd(ctx context.Context, args []string) error {
 	}
 	var plan *grouplease.GroupPlan
 	if *planLanes != "" || (pos[0] == "plan" && !*reset) {
-		p := grouplease.GroupPlan{HistoryBack: *history, Margin: *margin}
+		back, since, err := parseHistory(*history, time.Now())
+		if err != nil {
+			return usagef("%v", err)
+		}
+		p := grouplease.GroupPlan{HistoryBack: back, HistorySince: since, Margin: *margin}
 		for _, lane := range strings.Split(*planLanes, ",") {
 			switch lane {
 			case "tail":
@@ -695,7 +712,12 @@ func (m *Main) groupCmd(ctx context.Context, args []string) error {
 		if err := store.SetPlan(ctx, pos[1], *plan); err != nil {
 			return err
 		}
-		fmt.Fprintf(m.Stdout, "group %s planned: tail %t, history %t (back %d), margin %d\n", pos[1], plan.Tail, plan.History, plan.HistoryBack, plan.Margin)
+		fmt.Fprintf(m.Stdout, "group %s planned: tail %t, history %t (%s), margin %d\n", pos[1], plan.Tail, plan.History, historyReach(*plan), plan.Margin)
+		if !plan.HistorySince.IsZero() {
+			if err := m.printHistoryTarget(ctx, store, pos[1]); err != nil {
+				return err
+			}
+		}
 	}
 	if *reset {
 		revived, err := store.ResetPlan(ctx, pos[1])
@@ -704,6 +726,90 @@ func (m *Main) groupCmd(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(m.Stdout, "group %s: cursors reset; the next poll plans it from the provider's watermarks; %d articles counted lost by expiry wait again\n",
 			pos[1], revived)
+	}
+	return nil
+}
+
+// parseHistory parses --history: digits are an article count; Nd is N
+// days before now, and a Go duration (36h) that long before now; a date
+// is YYYY-MM-DD (UTC midnight) or RFC 3339. "" is none: history goes down
+// to the low watermark.
+func parseHistory(s string, now time.Time) (back int64, since time.Time, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, time.Time{}, nil
+	}
+	if strings.Trim(s, "0123456789") == "" {
+		back, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, time.Time{}, fmt.Errorf("--history %q: an article count too large", s)
+		}
+		return back, time.Time{}, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok && days != "" && strings.Trim(days, "0123456789") == "" {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 1 || n > 100*366 {
+			return 0, time.Time{}, fmt.Errorf("--history %q: 1 to %d days", s, 100*366)
+		}
+		return 0, now.AddDate(0, 0, -n).UTC(), nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return 0, time.Time{}, fmt.Errorf("--history %q: a duration must be positive", s)
+		}
+		return 0, now.Add(-d).UTC(), nil
+	}
+	for _, layout := range []string{time.DateOnly, time.RFC3339} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return 0, t.UTC(), nil
+		}
+	}
+	return 0, time.Time{}, fmt.Errorf("--history %q: an article count (1000000), days (30d), a duration (36h) or a date (2026-01-01, RFC 3339)", s)
+}
+
+// historyReach says how far back a plan's history goes.
+func historyReach(p grouplease.GroupPlan) string {
+	switch {
+	case !p.HistorySince.IsZero():
+		return "since " + p.HistorySince.UTC().Format(time.RFC3339)
+	case p.HistoryBack > 0:
+		return fmt.Sprintf("back %d", p.HistoryBack)
+	}
+	return "to the low watermark"
+}
+
+// historyTarget says where a plan's history starts, as status shows it:
+// the article found for its date (and that article's Date), or why none
+// is yet.
+func historyTarget(p grouplease.PlanStatus) string {
+	switch {
+	case !p.History:
+		return "-"
+	case p.HistorySince.IsZero():
+		if p.HistoryNext == 0 {
+			return "at the first poll"
+		}
+		return historyReach(p.GroupPlan)
+	case p.HistoryFrom > 0 && p.HistoryFromDate.IsZero():
+		return fmt.Sprintf("none: every article older than %s", p.HistorySince.UTC().Format(time.RFC3339))
+	case p.HistoryFrom > 0:
+		return fmt.Sprintf("%d (%s)", p.HistoryFrom, p.HistoryFromDate.UTC().Format(time.RFC3339))
+	case p.HistoryNext > 0:
+		return fmt.Sprintf("since %s after --reset", p.HistorySince.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("since %s: searching", p.HistorySince.UTC().Format(time.RFC3339))
+}
+
+// printHistoryTarget prints where the group's history starts.
+func (m *Main) printHistoryTarget(ctx context.Context, store *sqlstore.Store, group string) error {
+	plans, err := store.Plans(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range plans {
+		if p.Group == group {
+			fmt.Fprintf(m.Stdout, "group %s history starts at: %s\n", group, historyTarget(p))
+		}
 	}
 	return nil
 }
@@ -987,18 +1093,18 @@ func (m *Main) status(ctx context.Context, args []string) error {
 		return tw.Flush()
 	}
 	fmt.Fprintln(tw, "")
-	fmt.Fprintln(tw, "GROUP\tLOW\tHIGH\tLAG\tTAIL PLANNED TO\tHISTORY PLANNED\tMISSING (WAITING/REPAIRING/REPAIRED/LOST)\tPOLLED")
+	fmt.Fprintln(tw, "GROUP\tLOW\tHIGH\tLAG\tTAIL PLANNED TO\tHISTORY FROM\tHISTORY PLANNED\tMISSING (WAITING/REPAIRING/REPAIRED/LOST)\tPOLLED")
 	for _, p := range plans {
 		if !p.Polled {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\tnot yet\n", p.Group)
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\t-\t-\tnot yet\n", p.Group, historyTarget(p))
 			continue
 		}
 		history := "-"
-		if p.History {
+		if p.History && p.HistoryNext > 0 {
 			history = fmt.Sprintf("to %d of %d", p.HistoryNext-1, p.HistoryEnd)
 		}
 		ms := p.Missing
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d/%d/%d/%d\t%s\n", p.Group, p.Low, p.High, p.Lag, p.TailNext-1, history,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d/%d/%d/%d\t%s\n", p.Group, p.Low, p.High, p.Lag, p.TailNext-1, historyTarget(p), history,
 			ms.Waiting, ms.Repairing, ms.Repaired, ms.Lost, p.PolledAt.Format(time.RFC3339))
 	}
 	return tw.Flush()

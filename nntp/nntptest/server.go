@@ -42,6 +42,9 @@ type Group struct {
 	// of one odd reply then does not race the poller for when to take it
 	// back.
 	ReplyOnce bool
+	// Gen, when set, makes the group's articles as they are asked for
+	// (see Gen); Lines is then ignored.
+	Gen *Gen
 }
 
 // Config is what the server carries and how it misbehaves. The zero value
@@ -181,6 +184,7 @@ type group struct {
 	reply string
 	once  bool        // reply is for one GROUP only
 	used  atomic.Bool // the one GROUP has had it
+	gen   *Gen        // set: the articles are made, lines unused
 }
 
 // New starts a server on 127.0.0.1:0.
@@ -240,7 +244,7 @@ func (s *Server) Update(fn func(*Config)) {
 func (s *Server) setConfig(cfg Config) {
 	groups := make(map[string]*group, len(cfg.Groups))
 	for _, g := range cfg.Groups {
-		gr := &group{name: g.Name, reply: g.Reply, once: g.ReplyOnce}
+		gr := &group{name: g.Name, reply: g.Reply, once: g.ReplyOnce, gen: g.Gen}
 		lines := slices.Clone(g.Lines)
 		nums := make([]int64, len(lines))
 		for i, l := range lines {
@@ -553,6 +557,8 @@ func (ss *session) selectGroup(f []string) {
 	ss.group = g
 	if g.reply != "" && (!g.once || !g.used.Swap(true)) {
 		ss.reply(211, g.reply)
+	} else if g.gen != nil {
+		ss.reply(211, g.gen.groupReply(g.name))
 	} else if k := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] >= 0 }); k == len(g.nums) {
 		ss.reply(211, "0 0 0 "+g.name)
 	} else {
@@ -661,6 +667,9 @@ func (ss *session) over(cfg Config, f []string) bool {
 	}
 	if len(cfg.Only) > 0 && !slices.Contains(cfg.Only, g.name) {
 		cfg = cfg.calm()
+	}
+	if g.gen != nil {
+		return ss.overGen(cfg, g, from, to)
 	}
 	i := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] >= from })
 	j := sort.Search(len(g.nums), func(i int) bool { return g.nums[i] > to })
