@@ -201,7 +201,7 @@ func TestSource(t *testing.T) {
 	} {
 		m := NewMain(io.Discard, io.Discard)
 		m.Source, m.NNTPConns = c.url, c.conns
-		_, err := m.source(t.Context())
+		_, err := m.source(t.Context(), nil)
 		require.Error(t, err, c.url)
 		require.Equal(t, c.usage, errors.Is(err, errUsage), "%s: %v", c.url, err)
 		require.ErrorContains(t, err, c.want)
@@ -211,12 +211,12 @@ func TestSource(t *testing.T) {
 
 	m := NewMain(io.Discard, io.Discard)
 	m.Source, m.NNTPConns = "nntp://user:right@"+srv.Addr(), 3
-	s, err := m.source(t.Context())
+	s, err := m.source(t.Context(), nil)
 	require.NoError(t, err)
 	require.Equal(t, 3, s.conns, "--nntp-conns bounds the prefetcher's fetches")
 	require.NoError(t, s.close())
 	m.Source = ""
-	s, err = m.source(t.Context())
+	s, err = m.source(t.Context(), nil)
 	require.NoError(t, err)
 	require.NotNil(t, s.ChunkSource)
 }
