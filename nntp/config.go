@@ -21,6 +21,12 @@ const (
 	DefaultTimeout        = 60 * time.Second
 	DefaultDialBackoff    = 250 * time.Millisecond
 	DefaultMaxDialBackoff = 30 * time.Second
+	// DefaultIdleTimeout is how long a connection that holds a slot of a
+	// Budget may stay idle before it is closed and its slot given back:
+	// long enough to outlast the gaps between a prefetcher's passes (2s),
+	// short enough that a coordinator with nothing to fetch leaves the
+	// account's connections to the others soon.
+	DefaultIdleTimeout = 10 * time.Second
 	// DefaultMinRate is the slowest a fetch may read, in bytes a second,
 	// for the overview it is allowed per article (deadlineArticleBytes):
 	// a provider slower than this for a whole response is stuck, not slow.
@@ -109,6 +115,17 @@ type Config struct {
 	// planner's watermarks) always finds a connection within the budget,
 	// however long the fetches take.
 	MaxConns int
+	// Budget, when set, is the provider's connection budget, which
+	// Sources of other coordinators sharing the account share: every
+	// connection takes a Slot of it before it dials and holds it while it
+	// is open, idle included; a lost slot closes its connection at once.
+	// MaxConns still bounds this Source's own connections. Nil: only
+	// MaxConns bounds them.
+	Budget Budget
+	// IdleTimeout, with a Budget, closes a connection idle that long,
+	// giving its slot back. Default DefaultIdleTimeout (10s). Without a
+	// Budget idle connections are kept.
+	IdleTimeout time.Duration
 	// Timeout bounds every read and write on a connection, and dialling
 	// with the handshake. Default 60s.
 	Timeout time.Duration
@@ -164,6 +181,9 @@ func (c Config) withDefaults() Config {
 	if c.DialBackoff == 0 {
 		c.DialBackoff = DefaultDialBackoff
 	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
 	if c.MaxDialBackoff == 0 {
 		c.MaxDialBackoff = DefaultMaxDialBackoff
 	}
@@ -196,7 +216,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: address %q: want host:port", ErrBadURL, c.Addr)
 	case c.MaxConns < 0:
 		return fmt.Errorf("%w: MaxConns %d is negative", ErrBadURL, c.MaxConns)
-	case c.Timeout < 0 || c.DialBackoff < 0 || c.MaxDialBackoff < 0:
+	case c.Timeout < 0 || c.DialBackoff < 0 || c.MaxDialBackoff < 0 || c.IdleTimeout < 0:
 		return fmt.Errorf("%w: a negative duration", ErrBadURL)
 	case c.MinRate < 0 || c.MaxFetchBytes < 0 || c.MaxChunkBytes < 0:
 		return fmt.Errorf("%w: MinRate, MaxFetchBytes and MaxChunkBytes must not be negative", ErrBadURL)

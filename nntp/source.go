@@ -147,6 +147,9 @@ func (s *Source) with(ctx context.Context, within time.Duration, limit int64, fn
 		c.dc.bound(within, limit)
 		err = c.dc.deadlineErr(fn(c))
 		c.dc.unbound()
+		if err != nil && s.pool.lost(c) {
+			err = fmt.Errorf("%w: %w", ErrSlotLost, err)
+		}
 		if !stop() {
 			c.broken = true
 			if err != nil && !errors.Is(err, ctx.Err()) {

@@ -15,7 +15,8 @@
 // fences), snapshots.go, nodes.go, claims.go (chunk claims), fleet.go (fleet
 // reads), plan.go (planning and repairs), plan_date.go (history back to a date), plan_hostile.go (a provider's
 // odd watermarks), releases.go (building releases), search.go (searching
-// them) and users.go (the Newznab API's users, keys and limits);
+// them), users.go (the Newznab API's users, keys and limits) and
+// connslots.go (the providers' connection slots);
 // helpers.go holds what they share. RunConcurrent and
 // RunFencingRace (concurrent.go) and RunLinearizable (linearize*.go) are
 // suites of their own.
@@ -27,16 +28,19 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/clock"
+	"github.com/edgeindex/edgeindex/connlease"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/grouplease"
 )
 
 // Backend is what the suite tests: every store a coordinator's Service
-// uses (coordinator.Store, the one union of them) and the planning its
-// daemon adds (grouplease.PlanStore).
+// uses (coordinator.Store, the one union of them), the planning its
+// daemon adds (grouplease.PlanStore) and the providers' connection
+// budgets (connlease.Store).
 type Backend interface {
 	coordinator.Store
 	grouplease.PlanStore
+	connlease.Store
 }
 
 // Open returns a new, empty backend whose one clock is c. The backend is
@@ -123,6 +127,7 @@ func Run(t *testing.T, open Open) {
 		{"SearchIndexedOnce", testSearchIndexedOnce}, {"SearchHostileNames", testSearchHostileNames}, {"SearchBadQueries", testSearchBadQueries},
 		{"UsersManage", testUsersManage}, {"UsersRequestLimit", testUsersRequestLimit}, {"UsersGrab", testUsersGrab},
 		{"UsersConcurrentLimit", testUsersConcurrentLimit},
+		{"ConnSlotsTake", testConnSlotsTake}, {"ConnSlotsExpiry", testConnSlotsExpiry}, {"ConnSlotsRace", testConnSlotsRace},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -59,8 +59,9 @@ type Main struct {
 	Sources sourceFlags
 	Addr    string
 	TTL     time.Duration
-	// NNTPConns bounds the connections to an NNTP source; 0 keeps the
-	// URL's conns parameter or the nntp package's default.
+	// NNTPConns is an NNTP account's connections in all, the budget the
+	// coordinators sharing the database share; 0 keeps the URL's conns
+	// parameter or the nntp package's default.
 	NNTPConns int
 	// Poll is how often the provider's watermarks are read to plan ranges.
 	Poll time.Duration
@@ -393,7 +394,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.Var(&m.Sources, "source", "where chunks come from: synthetic or nntp://[user:pass@]host:port (default synthetic); "+
 		"repeat it as NAME=URL for several providers, one of them unnamed at most")
 	fs.DurationVar(&m.TTL, "lease-ttl", coordinator.DefaultLeaseTTL, "lease TTL; workers heartbeat at TTL/3")
-	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "most connections to an NNTP source (default: the URL's conns, or 4)")
+	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "the NNTP account's connections in all, shared by the coordinators on the database (default: the URL's conns, or 4)")
 	fs.DurationVar(&m.Poll, "poll", time.Minute, "how often to read the provider's watermarks and plan ranges")
 	fs.IntVar(&m.Store.RepairTries, "repair-tries", sqlstore.DefaultRepairTries, "how often a missing article is fetched again before it counts as lost")
 	fs.DurationVar(&m.Store.RepairDelay, "repair-delay", sqlstore.DefaultRepairDelay, "how long a missing article waits between tries")
@@ -448,11 +449,6 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 			return nil, err
 		}
 	}
-	src, err := m.sources(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, src.close)
 	token, err := m.adminToken()
 	if err != nil {
 		return nil, err
@@ -465,6 +461,16 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	if err != nil {
 		return nil, err
 	}
+	// The store is open before the source is made: every connection, the
+	// source's start-up check's too, holds a slot of its provider's budget.
+	bud := newBudgets(store, owner, log)
+	src, err := m.sources(ctx, bud.budget)
+	if err != nil {
+		bud.close()
+		return nil, err
+	}
+	src.close = andThen(src.close, bud.close) // the slots go back once the connections are closed
+	closers = append(closers, src.close)
 	st, err := m.openStorage(ctx, log)
 	if err != nil {
 		return nil, err
@@ -1068,9 +1074,14 @@ func (m *Main) status(ctx context.Context, args []string) error {
 			stuck = append(stuck, c)
 		}
 	}
-	if *asJSON {
-		return m.printJSON(map[string]any{"lanes": lanes, "plans": plans, "stuckFetches": stuck})
+	slots, err := store.Slots(ctx)
+	if err != nil {
+		return err
 	}
+	if *asJSON {
+		return m.printJSON(map[string]any{"lanes": lanes, "plans": plans, "stuckFetches": stuck, "connSlots": slots})
+	}
+	defer printSlots(m.Stdout, slots) // after the tables below
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tLANE\tHOLDER\tNEXT\tPENDING\tLEASED\tDONE\tFAILED\tHEADERS")
 	for _, l := range lanes {

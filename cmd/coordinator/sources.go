@@ -179,12 +179,8 @@ func (m *Main) openSource(ctx context.Context, p provider, budget func(provider 
 		cfg.MaxConns = m.NNTPConns
 	}
 	if budget != nil {
-		b, err := budget(p.name, cmp.Or(cfg.MaxConns, nntp.DefaultMaxConns))
-		if err != nil {
+		if cfg.Budget, err = budget(p.name, cmp.Or(cfg.MaxConns, nntp.DefaultMaxConns)); err != nil {
 			return nil, nil, fmt.Errorf("%s: connection budget: %w", p.label(), err)
-		}
-		if cfg, err = withBudget(cfg, b); err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", p.label(), err)
 		}
 	}
 	src, err := nntp.New(cfg)
@@ -198,16 +194,6 @@ func (m *Main) openSource(ctx context.Context, p provider, budget func(provider 
 		return nil, nil, fmt.Errorf("%s: %w", p.label(), err)
 	}
 	return src, src, nil
-}
-
-// withBudget returns cfg bounded by the connection budget b. This build's
-// nntp.Config has no budget to take, so a budget is refused rather than
-// ignored: a coordinator must never open more than it was given.
-func withBudget(cfg nntp.Config, b nntp.Budget) (nntp.Config, error) {
-	if b == nil {
-		return cfg, nil
-	}
-	return cfg, errors.New("this build's NNTP source takes no connection budget")
 }
 
 // providerFlag adds --provider, for the commands that take a group.

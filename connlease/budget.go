@@ -1,0 +1,338 @@
+package connlease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/nntp"
+)
+
+// Defaults of Config.
+const (
+	// DefaultTTL is how long a slot's lease holds unless renewed: a
+	// coordinator that dies leaves its slots to the others this long
+	// after. Held slots are renewed every TTL/3.
+	DefaultTTL = 30 * time.Second
+	// DefaultPoll is how often Acquire asks again for a slot while every
+	// slot is held (with jitter, so waiters on many coordinators spread).
+	DefaultPoll = 500 * time.Millisecond
+)
+
+// releaseTimeout bounds the ReleaseSlot of a slot given back: past it the
+// lease runs out by itself.
+const releaseTimeout = 5 * time.Second
+
+// ErrClosed is returned by Acquire once the Budget is closed.
+var ErrClosed = errors.New("connlease: the budget is closed")
+
+// Config configures a Budget. Store, Size and Holder are required; the
+// zero value of every other field means its default.
+type Config struct {
+	Store Store
+	// Provider names the account whose budget it is: "" for the default
+	// provider.
+	Provider string
+	// Size is the account's connections in all, shared by every holder.
+	Size int
+	// Holder names this coordinator in the leases (its owner id).
+	Holder string
+	// TTL is how long a lease holds unless renewed. Default DefaultTTL.
+	// A slot is renewed every TTL/3, and counted lost when no renewal has
+	// succeeded within TTL less a sixth of it, by the local clock: before
+	// the database would let another holder take it over.
+	TTL time.Duration
+	// Poll is how often Acquire asks again while every slot is held.
+	// Default DefaultPoll.
+	Poll   time.Duration
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.Poll == 0 {
+		c.Poll = DefaultPoll
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return lease.Invalidf("connlease: a Store is required")
+	case c.Size < 1:
+		return lease.Invalidf("connlease: Size %d: want at least 1 connection", c.Size)
+	case c.Holder == "":
+		return lease.Invalidf("connlease: a Holder is required")
+	case c.TTL < 30*time.Millisecond:
+		return lease.Invalidf("connlease: TTL %s: want at least 30ms", c.TTL)
+	case c.Poll < 0:
+		return lease.Invalidf("connlease: Poll %s must not be negative", c.Poll)
+	}
+	return nil
+}
+
+// Budget is a provider's connection budget in a Store, shared with every
+// other Budget of that provider on the database: nntp.Config.Budget. Each
+// slot it hands out is a lease that a goroutine of its own renews while it
+// is held. Close it when the Source using it is closed.
+type Budget struct {
+	cfg Config
+
+	mu     sync.Mutex
+	held   map[*slot]struct{}
+	freed  chan struct{} // closed, and replaced, when a slot is given back
+	closed bool
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+var _ nntp.Budget = (*Budget)(nil)
+
+// New checks cfg and starts the Budget's renewer.
+func New(cfg Config) (*Budget, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b := &Budget{cfg: cfg, held: map[*slot]struct{}{}, freed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go b.renewer()
+	return b, nil
+}
+
+// slot is one slot held: its lease, and when it counts as lost by the
+// local clock.
+type slot struct {
+	b        *Budget
+	lease    Slot      // b.mu guards it
+	deadline time.Time // no renewal succeeded by then: lost
+	renewed  time.Time // when the last successful take or renewal was sent
+	timer    *time.Timer
+	lost     chan struct{}
+	isLost   bool
+	released bool
+	renewing bool // the renewer is renewing it
+}
+
+func (s *slot) Lost() <-chan struct{} { return s.lost }
+
+// Release gives the slot back (ReleaseSlot, bounded by a timeout); an
+// error is logged, and the lease then runs out by itself. A second call
+// does nothing.
+func (s *slot) Release() {
+	b := s.b
+	b.mu.Lock()
+	if s.released {
+		b.mu.Unlock()
+		return
+	}
+	s.released = true
+	delete(b.held, s)
+	s.timer.Stop()
+	s.loseLocked()
+	l := s.lease
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := b.cfg.Store.ReleaseSlot(ctx, l); err != nil {
+		b.cfg.Logger.Warn("connlease: give a connection slot back; it runs out by itself", "provider", l.Provider, "slot", l.N, "err", err)
+	}
+	b.mu.Lock()
+	close(b.freed)
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// loseLocked closes Lost once. b.mu is held.
+func (s *slot) loseLocked() {
+	if !s.isLost {
+		s.isLost = true
+		close(s.lost)
+	}
+}
+
+// Acquire takes a slot no other holder has, waiting while every slot is
+// held (asking again every Poll, or at once when this Budget gives one
+// back) until ctx ends.
+func (b *Budget) Acquire(ctx context.Context) (nntp.Slot, error) {
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, ErrClosed
+		}
+		full := len(b.held) >= b.cfg.Size // no need to ask the store
+		freed := b.freed
+		b.mu.Unlock()
+		if !full {
+			sent := time.Now()
+			l, ok, err := b.cfg.Store.TakeSlot(ctx, b.cfg.Provider, b.cfg.Size, b.cfg.Holder, b.cfg.TTL)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				return nil, fmt.Errorf("connlease: take a slot of %q: %w", b.cfg.Provider, err)
+			}
+			if ok {
+				return b.add(l, sent)
+			}
+		}
+		t := time.NewTimer(time.Duration(float64(b.cfg.Poll) * (0.5 + rand.Float64())))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-b.stop:
+			t.Stop()
+			return nil, ErrClosed
+		case <-freed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// add records the lease l taken at sent.
+func (b *Budget) add(l Slot, sent time.Time) (nntp.Slot, error) {
+	s := &slot{b: b, lease: l, renewed: sent, deadline: b.deadline(sent), lost: make(chan struct{})}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		s.released = true
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		b.cfg.Store.ReleaseSlot(ctx, l)
+		return nil, ErrClosed
+	}
+	b.held[s] = struct{}{}
+	s.timer = time.AfterFunc(time.Until(s.deadline), func() { b.expire(s) })
+	b.mu.Unlock()
+	return s, nil
+}
+
+// deadline is when a lease taken or renewed at sent counts as lost unless
+// renewed again: TTL after it was sent (the store's now is later), less a
+// margin for the clocks' drift and the time Lost takes to close the
+// connection.
+func (b *Budget) deadline(sent time.Time) time.Time {
+	return sent.Add(b.cfg.TTL - b.cfg.TTL/6)
+}
+
+// expire marks s lost when its deadline has passed with no renewal.
+func (b *Budget) expire(s *slot) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s.released || s.isLost {
+		return
+	}
+	if wait := time.Until(s.deadline); wait > 0 { // renewed meanwhile
+		s.timer.Reset(wait)
+		return
+	}
+	b.cfg.Logger.Warn("connlease: a connection slot was not renewed in time; closing its connection",
+		"provider", s.lease.Provider, "slot", s.lease.N)
+	s.loseLocked()
+}
+
+// renewer renews, every tick, the slots last renewed TTL/3 ago or more,
+// each in a goroutine of its own so one slow renewal does not hold up the
+// others.
+func (b *Budget) renewer() {
+	defer close(b.done)
+	tick := time.NewTicker(max(b.cfg.TTL/12, time.Millisecond))
+	defer tick.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case <-b.stop:
+			cancel()
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		b.mu.Lock()
+		for s := range b.held {
+			if !s.isLost && !s.renewing && now.Sub(s.renewed) >= b.cfg.TTL/3 {
+				s.renewing = true
+				wg.Go(func() { b.renew(ctx, s) })
+			}
+		}
+		b.mu.Unlock()
+	}
+}
+
+// renew renews s once, within what is left of its deadline.
+func (b *Budget) renew(ctx context.Context, s *slot) {
+	b.mu.Lock()
+	l, deadline := s.lease, s.deadline
+	b.mu.Unlock()
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	sent := time.Now()
+	nl, err := b.cfg.Store.RenewSlot(ctx, l, b.cfg.TTL)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s.renewing = false
+	if s.released || s.isLost {
+		return
+	}
+	switch {
+	case errors.Is(err, ErrLost):
+		b.cfg.Logger.Warn("connlease: a connection slot was taken over; closing its connection",
+			"provider", l.Provider, "slot", l.N, "err", err)
+		s.loseLocked()
+	case err != nil:
+		// Tried again at the next tick; the deadline's timer counts it
+		// lost if none succeeds in time.
+		b.cfg.Logger.Warn("connlease: renew a connection slot", "provider", l.Provider, "slot", l.N, "err", err)
+	default:
+		s.lease, s.renewed, s.deadline = nl, sent, b.deadline(sent)
+		s.timer.Reset(time.Until(s.deadline))
+	}
+}
+
+// Held is how many slots this Budget holds now.
+func (b *Budget) Held() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.held)
+}
+
+// Close stops the renewer, gives back every slot still held (their Lost
+// channels close, so connections still holding them close) and makes
+// Acquire fail with ErrClosed. Close the Sources using the Budget first:
+// they give back their slots once their connections are closed, so none
+// is handed to another holder while its connection is open.
+func (b *Budget) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	held := make([]*slot, 0, len(b.held))
+	for s := range b.held {
+		held = append(held, s)
+	}
+	b.mu.Unlock()
+	close(b.stop)
+	<-b.done
+	for _, s := range held {
+		s.Release()
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/connlease"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// A provider's budget hands out slots 0 to size−1, lowest free first, and
+// refuses once all are held; providers' budgets are apart; a slot given
+// back goes to the next taker with a higher token.
+func testConnSlotsTake(t *testing.T, e *env) {
+	take := func(provider string, size int, holder string) (connlease.Slot, bool) {
+		t.Helper()
+		s, ok, err := e.TakeSlot(e.ctx, provider, size, holder, ttl)
+		require.NoError(t, err)
+		return s, ok
+	}
+	var held []connlease.Slot
+	for i := range 3 {
+		s, ok := take("eweka", 3, fmt.Sprintf("c%d", i))
+		require.True(t, ok, "slot %d", i)
+		require.Equal(t, i, s.N)
+		require.Equal(t, "eweka", s.Provider)
+		require.Equal(t, fmt.Sprintf("c%d", i), s.Holder)
+		require.Equal(t, e.clock.Now().Add(ttl), s.Expires.UTC())
+		require.Positive(t, s.Token)
+		held = append(held, s)
+	}
+	_, ok := take("eweka", 3, "c9")
+	require.False(t, ok, "every slot of the budget is held")
+	s, ok := take("", 1, "c9")
+	require.True(t, ok, "another provider's budget is its own")
+	require.Equal(t, 0, s.N)
+
+	slots, err := e.Slots(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, slots, 4)
+	require.Equal(t, "", slots[0].Provider, "by provider, then by number")
+	require.Equal(t, held, slots[1:])
+
+	require.NoError(t, e.ReleaseSlot(e.ctx, held[1]))
+	s, ok = take("eweka", 3, "c9")
+	require.True(t, ok, "a slot given back is free")
+	require.Equal(t, 1, s.N)
+	require.Greater(t, s.Token, held[1].Token, "tokens rise with every take")
+
+	s, ok = take("eweka", 4, "c9")
+	require.True(t, ok, "a budget that grew has more slots")
+	require.Equal(t, 3, s.N)
+
+	_, _, err = e.TakeSlot(e.ctx, "eweka", 0, "c1", ttl)
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	_, _, err = e.TakeSlot(e.ctx, "eweka", 1, "", ttl)
+	require.ErrorIs(t, err, lease.ErrInvalid)
+	_, _, err = e.TakeSlot(e.ctx, "eweka", 1, "c1", 0)
+	require.ErrorIs(t, err, lease.ErrInvalid)
+}
+
+// A lease that runs out goes to the next taker with a higher token; the
+// old holder's renewal then fails with ErrLost, and its late give-back
+// leaves the new lease alone. A renewal in time moves the lease's end.
+func testConnSlotsExpiry(t *testing.T, e *env) {
+	a, ok, err := e.TakeSlot(e.ctx, "p", 1, "a", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	e.clock.Advance(ttl / 2)
+	a2, err := e.RenewSlot(e.ctx, a, ttl)
+	require.NoError(t, err)
+	require.Equal(t, e.clock.Now().Add(ttl), a2.Expires.UTC())
+	require.Equal(t, a.Token, a2.Token, "a renewal keeps the token")
+
+	e.clock.Advance(ttl - time.Second)
+	_, ok, err = e.TakeSlot(e.ctx, "p", 1, "b", ttl)
+	require.NoError(t, err)
+	require.False(t, ok, "a renewed lease holds until its new end")
+	e.clock.Advance(2 * time.Second)
+	b, ok, err := e.TakeSlot(e.ctx, "p", 1, "b", ttl)
+	require.NoError(t, err)
+	require.True(t, ok, "a lease that ran out is taken over")
+	require.Greater(t, b.Token, a.Token)
+	require.Equal(t, "b", b.Holder)
+
+	_, err = e.RenewSlot(e.ctx, a2, ttl)
+	require.ErrorIs(t, err, connlease.ErrLost, "the old holder's renewal")
+	require.NoError(t, e.ReleaseSlot(e.ctx, a2), "giving back a lost slot is no error")
+	slots, err := e.Slots(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, slots, 1)
+	require.Equal(t, b.Token, slots[0].Token, "the old holder's give-back leaves the new lease")
+	_, ok, err = e.TakeSlot(e.ctx, "p", 1, "c", ttl)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	// Run out, not taken over: lost all the same.
+	e.clock.Advance(ttl + time.Second)
+	_, err = e.RenewSlot(e.ctx, b, ttl)
+	require.ErrorIs(t, err, connlease.ErrLost, "a lease that ran out")
+	slots, err = e.Slots(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, slots, "Slots lists the leases not run out")
+
+	// Given back: its renewal fails too.
+	c, ok, err := e.TakeSlot(e.ctx, "p", 1, "c", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, e.ReleaseSlot(e.ctx, c))
+	_, err = e.RenewSlot(e.ctx, c, ttl)
+	require.ErrorIs(t, err, connlease.ErrLost, "a slot given back")
+}
+
+// Holders racing for a budget never hold more than its size: of 16 takers
+// at once of a budget of 4, exactly 4 get a slot, each a different one.
+func testConnSlotsRace(t *testing.T, e *env) {
+	const size, takers = 4, 16
+	for round := range 3 {
+		provider := fmt.Sprintf("race%d", round)
+		var wg sync.WaitGroup
+		got := make([]connlease.Slot, takers)
+		oks := make([]bool, takers)
+		errs := make([]error, takers)
+		start := make(chan struct{})
+		for i := range takers {
+			wg.Go(func() {
+				<-start
+				got[i], oks[i], errs[i] = e.TakeSlot(e.ctx, provider, size, fmt.Sprintf("h%d", i), ttl)
+			})
+		}
+		close(start)
+		wg.Wait()
+		seen := map[int]bool{}
+		for i := range takers {
+			require.NoError(t, errs[i])
+			if oks[i] {
+				require.False(t, seen[got[i].N], "slot %d taken twice", got[i].N)
+				seen[got[i].N] = true
+			}
+		}
+		require.Len(t, seen, size, "round %d: exactly size takers pass", round)
+	}
+}
