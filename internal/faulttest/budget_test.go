@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/connlease"
 	"github.com/edgeindex/edgeindex/internal/miniotest"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
@@ -73,9 +75,15 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 		h.coords = append(h.coords, c)
 		h.startBudget(c, source)
 	}
-	for i := range budgetWorkers {
-		h.startWorker(i, strings.TrimSpace(h.cli("node", "add", fmt.Sprintf("w%02d", i+1))))
+	// One worker starts first, so that c3 is killed while the work is
+	// young; the others join once it is: six start faster than the
+	// workload takes to finish.
+	startWorkers := func(from, to int) {
+		for i := from; i < to; i++ {
+			h.startWorker(i, strings.TrimSpace(h.cli("node", "add", fmt.Sprintf("w%02d", i+1))))
+		}
 	}
+	startWorkers(0, 1)
 
 	killed := false
 	limit := began.Add(5 * time.Minute)
@@ -86,9 +94,10 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 	for {
 		lanes, err := h.store.Lanes(t.Context(), "")
 		require.NoError(t, err)
-		var done, failed int64
+		var done, leased, failed int64
 		for _, l := range lanes {
 			done += l.Ranges[lease.StateDone]
+			leased += l.Ranges[lease.StateLeased]
 			failed += l.Ranges[lease.StateFailed]
 		}
 		require.Zero(t, failed, "ranges failed")
@@ -100,6 +109,21 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 			t.Logf("progress %d/%d ranges at %v; server: %d open (at most %d), %d accepted; %d slots held",
 				done, budgetRanges, time.Since(began).Round(time.Millisecond), st.Open, st.MaxOpen, st.Accepted, len(slots))
 		}
+		// c3 dies mid-way: as soon as it is caught holding a slot, or
+		// once workers are at work, before the last range is done.
+		// Ranges finish in bursts, so waiting for a share of them done
+		// may wait past the last.
+		if !killed && done < budgetRanges {
+			slots, err := h.store.Slots(t.Context())
+			require.NoError(t, err)
+			holds := slices.ContainsFunc(slots, func(s connlease.Slot) bool { return s.Holder == h.coords[2].name })
+			if holds || leased+done >= 1 {
+				t.Logf("SIGKILL c3 at %d/%d ranges, holding a slot: %t; slots held: %v", done, budgetRanges, holds, slots)
+				h.kill(h.coords[2], 0)
+				killed = true
+				startWorkers(1, budgetWorkers)
+			}
+		}
 		if done >= budgetRanges {
 			break
 		}
@@ -109,13 +133,6 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 		if time.Now().After(limit) || time.Since(lastProgress) > 90*time.Second {
 			h.diagnose()
 			t.Fatalf("stuck: %d of %d ranges done, the last progress %v ago", done, budgetRanges, time.Since(lastProgress).Round(time.Second))
-		}
-		if !killed && done >= budgetRanges/4 {
-			slots, err := h.store.Slots(t.Context())
-			require.NoError(t, err)
-			t.Logf("SIGKILL c3 at %d/%d ranges; slots held: %v", done, budgetRanges, slots)
-			h.kill(h.coords[2], 0)
-			killed = true
 		}
 		for _, c := range h.coords {
 			if !c.dead && c.p.exited() {
@@ -127,7 +144,7 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 	st := srv.Stats()
 	t.Logf("all %d ranges done %v after the start; the server accepted %d connections, at most %d at once, refused %d",
 		budgetRanges, time.Since(began).Round(time.Millisecond), st.Accepted, st.MaxOpen, st.Refused)
-	require.True(t, killed)
+	require.True(t, killed, "c3 was never killed before the last range was done")
 	require.Zero(t, st.Refused, "the server refused a connection")
 	require.LessOrEqual(t, st.MaxOpen, budgetConns)
 
