@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/textproto"
+
+	"github.com/edgeindex/edgeindex/internal/inflate"
 )
 
 // negotiateCompression asks for the compression Config.Compress says, once
@@ -49,14 +51,22 @@ func (c *conn) negotiateCompression() error {
 // startDeflate turns COMPRESS DEFLATE on after its 206: everything the
 // server sends from here is one raw deflate stream, and so is everything
 // the client sends, each command ending in a sync flush so the server can
-// inflate it at once. The inflater reads through the read buffer the 206
+// inflate it at once.
+//
+// The inflater is internal/inflate, compress/flate's decompressor changed
+// to hand on each block's data as the block ends: INN's nnrpd ends each
+// reply with zlib's Z_PARTIAL_FLUSH (an empty fixed-code block, not the
+// empty stored block of a sync flush), and compress/flate hands on a
+// block's data only at a stored block, a full window or the end, so it
+// would wait for the stream's next bytes, which the server sends only
+// after the next command. The inflater reads through the read buffer the 206
 // came from (it may hold the first compressed bytes already), which reads
 // the socket through deadlineConn: every read keeps its deadline, and
 // MaxFetchBytes and the line bounds apply to the inflated text, read from
 // a buffer of readBufSize, so no reply, however well it inflates, is held
 // whole.
 func (c *conn) startDeflate() {
-	c.r = bufio.NewReaderSize(&inflater{r: flate.NewReader(c.r)}, readBufSize)
+	c.r = bufio.NewReaderSize(&inflater{r: inflate.NewReader(c.r)}, readBufSize)
 	c.tp = textproto.NewReader(c.r)
 	fw, err := flate.NewWriter(c.rw, flate.BestSpeed)
 	if err != nil {
@@ -98,10 +108,11 @@ type inflater struct{ r io.Reader }
 
 func (f *inflater) Read(p []byte) (int, error) {
 	n, err := f.r.Read(p)
-	var corrupt flate.CorruptInputError
+	var corrupt inflate.CorruptInputError
+	var internal inflate.InternalError
 	switch {
 	case err == nil, err == io.EOF:
-	case errors.As(err, &corrupt):
+	case errors.As(err, &corrupt), errors.As(err, &internal):
 		err = fmt.Errorf("%w: corrupt deflate stream: %w", ErrProtocol, err)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		err = fmt.Errorf("the deflate stream was cut: %w", err)
