@@ -31,8 +31,13 @@ func TestParseURL(t *testing.T) {
 		{"nntps://news.example.com", nntp.Config{Addr: "news.example.com:563", TLS: true}},
 		{"nntp://u:p%40ss@news.example.com:1119", nntp.Config{Addr: "news.example.com:1119", User: "u", Pass: "p@ss"}},
 		{"NNTP://[::1]:120/", nntp.Config{Addr: "[::1]:120"}},
-		{"nntp://h?starttls=1&compress=1&conns=8&timeout=5s", nntp.Config{Addr: "h:119", StartTLS: nntp.StartTLSRequire, Compress: true, MaxConns: 8, Timeout: 5 * time.Second}},
+		{"nntp://h?starttls=1&compress=1&conns=8&timeout=5s", nntp.Config{Addr: "h:119", StartTLS: nntp.StartTLSRequire, Compress: nntp.CompressGzip, MaxConns: 8, Timeout: 5 * time.Second}},
 		{"nntp://h?starttls=0", nntp.Config{Addr: "h:119", StartTLS: nntp.StartTLSOff}},
+		{"nntp://h?compress=0", nntp.Config{Addr: "h:119", Compress: nntp.CompressNone}},
+		{"nntp://h?compress=auto", nntp.Config{Addr: "h:119", Compress: nntp.CompressAuto}},
+		{"nntp://h?compress=deflate", nntp.Config{Addr: "h:119", Compress: nntp.CompressDeflate}},
+		{"nntp://h?compress=GZIP", nntp.Config{Addr: "h:119", Compress: nntp.CompressGzip}},
+		{"nntp://h?compress=none", nntp.Config{Addr: "h:119", Compress: nntp.CompressNone}},
 		{"nntp://h?minrate=1024&maxbytes=1000000&maxchunk=500000", nntp.Config{Addr: "h:119", MinRate: 1024, MaxFetchBytes: 1_000_000, MaxChunkBytes: 500_000}},
 	}
 	for _, c := range good {
@@ -42,7 +47,7 @@ func TestParseURL(t *testing.T) {
 	}
 	bad := []string{
 		"", "news.example.com", "http://h", "nntp://", "nntp://h:0", "nntp://h:99999", "nntp://h:x",
-		"nntp://h/alt.test", "nntp://h?conns=0", "nntp://h?conns=x", "nntp://h?starttls=maybe",
+		"nntp://h/alt.test", "nntp://h?conns=0", "nntp://h?conns=x", "nntp://h?starttls=maybe", "nntp://h?compress=zstd",
 		"nntp://h?timeout=-1s", "nntp://h?bogus=1", "nntp://h#frag", "nntp:opaque", "nntp://:pw@h",
 		"nntp://u:sec%0d%0aret@h", "nntp://h?minrate=0", "nntp://h?maxbytes=-1", "nntp://h?maxchunk=x",
 		"nntp://h?maxchunk=67108864", "nntp://h?maxbytes=9223372036854775807",
@@ -316,7 +321,7 @@ func TestEmptyRange(t *testing.T) {
 			t.Run(fmt.Sprint(code, compress), func(t *testing.T) {
 				t.Parallel()
 				srv := serve(t, nntptest.Config{EmptyReply: code, Compress: compress, Groups: oneGroup(nntptest.Lines(testGroup, 1, 3))})
-				src := open(t, srv, func(c *nntp.Config) { c.Compress = compress })
+				src := open(t, srv, func(c *nntp.Config) { c.Compress = gzipIf(compress) })
 				chunk, err := src.Fetch(ctxT(t), testGroup, span(10, 20))
 				require.NoError(t, err)
 				require.Empty(t, chunkText(t, chunk))
@@ -356,7 +361,7 @@ func TestBytesKept(t *testing.T) {
 	}
 	for _, compress := range []bool{false, true} {
 		srv := serve(t, nntptest.Config{Compress: compress, Groups: oneGroup(lines)})
-		src := open(t, srv, func(c *nntp.Config) { c.Compress = compress })
+		src := open(t, srv, func(c *nntp.Config) { c.Compress = gzipIf(compress) })
 		chunk, err := src.Fetch(ctxT(t), testGroup, span(1, 5))
 		require.NoError(t, err)
 		require.Equal(t, linesText(lines...), chunkText(t, chunk), "compress %t", compress)
@@ -397,7 +402,7 @@ func TestLongLine(t *testing.T) {
 	lines = append(lines, nntptest.Lines(testGroup, 6, 9)...)
 	for _, compress := range []bool{false, true} {
 		srv := serve(t, nntptest.Config{Compress: compress, Groups: oneGroup(lines)})
-		src := open(t, srv, func(c *nntp.Config) { c.Compress = compress })
+		src := open(t, srv, func(c *nntp.Config) { c.Compress = gzipIf(compress) })
 		chunk, err := src.Fetch(ctxT(t), testGroup, span(1, 9))
 		require.NoError(t, err)
 		want := append(nntptest.Lines(testGroup, 1, 4), nntptest.Lines(testGroup, 6, 9)...)
@@ -454,7 +459,7 @@ func TestServerClosesMidOver(t *testing.T) {
 	t.Parallel()
 	for _, compress := range []bool{false, true} {
 		srv := serve(t, nntptest.Config{CloseAfter: 5, Compress: compress, Groups: oneGroup(nntptest.Lines(testGroup, 1, 100))})
-		src := open(t, srv, func(c *nntp.Config) { c.MaxConns = 1; c.Compress = compress })
+		src := open(t, srv, func(c *nntp.Config) { c.MaxConns = 1; c.Compress = gzipIf(compress) })
 		_, err := src.Fetch(ctxT(t), testGroup, span(1, 100))
 		require.Error(t, err)
 		srv.Update(func(c *nntptest.Config) { c.CloseAfter = 0 })
@@ -551,7 +556,7 @@ func TestEndlessResponse(t *testing.T) {
 	t.Parallel()
 	for _, compress := range []bool{false, true} {
 		srv := serve(t, nntptest.Config{Endless: true, Compress: compress, Groups: oneGroup(nntptest.Lines(testGroup, 1, 10))})
-		src := open(t, srv, func(c *nntp.Config) { c.Compress = compress })
+		src := open(t, srv, func(c *nntp.Config) { c.Compress = gzipIf(compress) })
 		_, err := src.Fetch(ctxT(t), testGroup, span(1, 10))
 		require.ErrorIs(t, err, nntp.ErrProtocol)
 	}

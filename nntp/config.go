@@ -91,6 +91,63 @@ func (m StartTLSMode) String() string {
 	return "StartTLSMode(" + strconv.Itoa(int(m)) + ")"
 }
 
+// CompressMode says which compression a connection asks for. Both kinds
+// are bounded like plain text: Config.MaxFetchBytes counts inflated bytes.
+type CompressMode int
+
+const (
+	// CompressAuto, the default, turns on COMPRESS DEFLATE (RFC 8054) when
+	// CAPABILITIES lists it; otherwise XFEATURE COMPRESS GZIP when
+	// CAPABILITIES lists XFEATURE-COMPRESS GZIP; otherwise nothing. It
+	// sends only what the server says it has, so a server that offers
+	// neither sees no command it does not know, and a refused COMPRESS
+	// goes on uncompressed.
+	CompressAuto CompressMode = iota
+	// CompressDeflate requires COMPRESS DEFLATE: a server that does not
+	// list it, or refuses it, fails the connection with an error wrapping
+	// ErrCompressUnavailable.
+	CompressDeflate
+	// CompressGzip sends XFEATURE COMPRESS GZIP whether or not the server
+	// lists it (many that accept it do not), as compress=1 always did:
+	// responses are inflated when the server accepts (290), read plain
+	// otherwise. COMPRESS DEFLATE is not asked for.
+	CompressGzip
+	// CompressNone asks for no compression.
+	CompressNone
+)
+
+func (m CompressMode) String() string {
+	switch m {
+	case CompressAuto:
+		return "auto"
+	case CompressDeflate:
+		return "deflate"
+	case CompressGzip:
+		return "gzip"
+	case CompressNone:
+		return "none"
+	}
+	return "CompressMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// parseCompressMode parses the compress parameter of a source URL; the
+// booleans (1, 0, true...) are the old forms: on meant gzip.
+func parseCompressMode(v string) (CompressMode, error) {
+	for m := CompressAuto; m <= CompressNone; m++ {
+		if strings.EqualFold(v, m.String()) {
+			return m, nil
+		}
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: compress=%q: want auto, deflate, gzip or none", ErrBadURL, v)
+	}
+	if b {
+		return CompressGzip, nil
+	}
+	return CompressNone, nil
+}
+
 // Config configures a Source. The zero value of every field but Addr means
 // its default. Its String never shows the password.
 type Config struct {
@@ -107,9 +164,12 @@ type Config struct {
 	// User and Pass, when User is set, are sent with AUTHINFO USER/PASS
 	// right after connecting (and again if the server answers 480).
 	User, Pass string
-	// Compress asks for XFEATURE COMPRESS GZIP; responses are compressed
-	// when the server accepts (290).
-	Compress bool
+	// Compress is the compression a connection asks for after it has
+	// logged in; see CompressMode. The default, CompressAuto, deflates the
+	// whole connection when the server lists COMPRESS DEFLATE, uses
+	// XFEATURE COMPRESS GZIP when it lists that instead, and reads plain
+	// text otherwise.
+	Compress CompressMode
 	// MaxConns is the most connections open at once. Default 4. When it is
 	// 2 or more, fetches hold at most MaxConns-1 of them, so GROUP (the
 	// planner's watermarks) always finds a connection within the budget,
@@ -155,7 +215,7 @@ func (c Config) String() string {
 	if c.Pass != "" {
 		pass = "<redacted>"
 	}
-	return fmt.Sprintf("nntp.Config{Addr:%q TLS:%t StartTLS:%s User:%q Pass:%q Compress:%t MaxConns:%d Timeout:%s DialBackoff:%s MaxDialBackoff:%s MinRate:%d MaxFetchBytes:%d MaxChunkBytes:%d}",
+	return fmt.Sprintf("nntp.Config{Addr:%q TLS:%t StartTLS:%s User:%q Pass:%q Compress:%s MaxConns:%d Timeout:%s DialBackoff:%s MaxDialBackoff:%s MinRate:%d MaxFetchBytes:%d MaxChunkBytes:%d}",
 		c.Addr, c.TLS, c.StartTLS, c.User, pass, c.Compress, c.MaxConns, c.Timeout, c.DialBackoff, c.MaxDialBackoff,
 		c.MinRate, c.MaxFetchBytes, c.MaxChunkBytes)
 }
@@ -226,6 +286,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: MaxChunkBytes %d is past the frame limit: want at most %d", ErrBadURL, c.MaxChunkBytes, maxChunkLimit)
 	case c.StartTLS < StartTLSAuto || c.StartTLS > StartTLSRequire:
 		return fmt.Errorf("%w: StartTLS mode %d", ErrBadURL, int(c.StartTLS))
+	case c.Compress < CompressAuto || c.Compress > CompressNone:
+		return fmt.Errorf("%w: compress mode %d", ErrBadURL, int(c.Compress))
 	case c.Pass != "" && c.User == "":
 		return fmt.Errorf("%w: a password without a user", ErrBadURL)
 	case strings.ContainsAny(c.User+c.Pass, "\r\n"):
@@ -240,7 +302,10 @@ func (c Config) validate() error {
 // Query parameters:
 //
 //	starttls=1|0     require STARTTLS, or never send it (default: use it when offered)
-//	compress=1|0     ask for XFEATURE COMPRESS GZIP
+//	compress=auto    COMPRESS DEFLATE when listed, else XFEATURE COMPRESS GZIP when listed (the default)
+//	compress=deflate require COMPRESS DEFLATE
+//	compress=gzip    always ask for XFEATURE COMPRESS GZIP (compress=1 is the old form)
+//	compress=none    no compression (compress=0 is the old form)
 //	conns=N          MaxConns
 //	timeout=30s      Timeout
 //	minrate=65536    MinRate, bytes a second
@@ -319,11 +384,11 @@ func (c *Config) setParam(k, v string) error {
 			c.StartTLS = StartTLSRequire
 		}
 	case "compress":
-		b, err := strconv.ParseBool(v)
+		m, err := parseCompressMode(v)
 		if err != nil {
-			return fmt.Errorf("%w: compress=%q: want 1 or 0", ErrBadURL, v)
+			return err
 		}
-		c.Compress = b
+		c.Compress = m
 	case "conns":
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

@@ -93,15 +93,18 @@ type conn struct {
 	r        *bufio.Reader
 	tp       *textproto.Reader
 	w        *bufio.Writer
-	caps     Capabilities // nil when CAPABILITIES was refused
-	tls      bool         // the connection is encrypted
-	compress bool         // XFEATURE COMPRESS GZIP was accepted
-	group    string       // the group GROUP last selected
-	high     int64        // its high watermark then
-	broken   bool         // an I/O error, a timeout or a desync: never reuse
-	used     bool         // it went back to the pool once
-	authed   bool         // AUTHINFO succeeded
-	replied  bool         // a status line was read since the pool handed it out
+	caps     Capabilities  // nil when CAPABILITIES was refused
+	rw       io.ReadWriter // what r and w read and write: the socket, or TLS on it
+	tls      bool          // the connection is encrypted
+	compress bool          // XFEATURE COMPRESS GZIP was accepted
+	deflate  bool          // COMPRESS DEFLATE is on: r inflates, w deflates
+	counted  bool          // the Source counted its compression
+	group    string        // the group GROUP last selected
+	high     int64         // its high watermark then
+	broken   bool          // an I/O error, a timeout or a desync: never reuse
+	used     bool          // it went back to the pool once
+	authed   bool          // AUTHINFO succeeded
+	replied  bool          // a status line was read since the pool handed it out
 
 	zr   io.ReadCloser // the zlib reader, reset per compressed response
 	gzr  *gzip.Reader  // the gzip reader, likewise
@@ -128,8 +131,9 @@ const (
 )
 
 // dial connects, reads the greeting, and negotiates: CAPABILITIES, MODE
-// READER when the server needs it, STARTTLS, AUTHINFO and XFEATURE
-// COMPRESS GZIP. ctx aborts it by closing the socket.
+// READER when the server needs it, STARTTLS, AUTHINFO, then COMPRESS
+// DEFLATE or XFEATURE COMPRESS GZIP (Config.Compress). ctx aborts it by
+// closing the socket.
 func dial(ctx context.Context, cfg *Config) (_ *conn, err error) {
 	d := net.Dialer{Timeout: cfg.Timeout}
 	tcp, err := d.DialContext(ctx, "tcp", cfg.Addr)
@@ -171,6 +175,7 @@ func dial(ctx context.Context, cfg *Config) (_ *conn, err error) {
 }
 
 func (c *conn) setRW(rw io.ReadWriter) {
+	c.rw = rw
 	c.r = bufio.NewReaderSize(rw, readBufSize)
 	c.tp = textproto.NewReader(c.r)
 	c.w = bufio.NewWriterSize(rw, 4096)
@@ -212,14 +217,7 @@ func (c *conn) handshake() error {
 			return err
 		}
 	}
-	if c.cfg.Compress {
-		code, _, err := c.cmd("XFEATURE", "XFEATURE COMPRESS GZIP")
-		if err != nil {
-			return err
-		}
-		c.compress = code == 290
-	}
-	return nil
+	return c.negotiateCompression()
 }
 
 // capabilities reads the CAPABILITIES list into c.caps; a server that

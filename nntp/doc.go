@@ -1,5 +1,6 @@
 // Package nntp is a spool.ChunkSource on an NNTP provider, built on
-// net/textproto and the standard library only.
+// net/textproto and the standard library, with compress/flate's
+// decompressor adapted for INN (internal/inflate).
 //
 // A Source keeps a pool of up to Config.MaxConns connections (providers
 // limit them). Each connection is dialled plain or with TLS (nntps://),
@@ -7,8 +8,8 @@
 // CAPABILITIES (a server that refuses it is fine), sends MODE READER only
 // when the server needs it (it lists MODE-READER, or no READER, or no
 // capabilities at all), upgrades with STARTTLS when offered (or required,
-// Config.StartTLS), logs in with AUTHINFO USER/PASS, and asks for XFEATURE
-// COMPRESS GZIP when Config.Compress is set. A connection remembers the
+// Config.StartTLS), logs in with AUTHINFO USER/PASS, and then asks for
+// compression (Config.Compress). A connection remembers the
 // group it selected and its high watermark then, so a run of chunks of one
 // group costs one GROUP; a span past that high selects the group again,
 // since a server may fix a group's articles at GROUP (INN's nnrpd does).
@@ -19,9 +20,27 @@
 // Source) when the server answers OVER with 500, and writes the lines into
 // a gzip stream as they arrive: each dot-unstuffed, its CRLF made LF, its
 // bytes kept as sent (no UTF-8 is assumed). 423, 420 and an empty block are
-// an empty chunk. A compressed response is inflated on the way: gzip when
-// it starts with 0x1f 0x8b, zlib otherwise, with the terminating line
-// inside the compressed data or after it, as servers differ.
+// an empty chunk.
+//
+// Compression. By default (CompressAuto) a connection sends COMPRESS
+// DEFLATE (RFC 8054) when CAPABILITIES lists it, after AUTHINFO; on 206
+// the connection is raw deflate both ways: every command is deflated and
+// sync-flushed, and everything the server sends is inflated, replies
+// flushed with zlib's Z_PARTIAL_FLUSH (INN's nnrpd) included. A refused
+// COMPRESS leaves the connection plain. Otherwise, when CAPABILITIES lists
+// XFEATURE-COMPRESS GZIP, it sends XFEATURE COMPRESS GZIP, and a response
+// that comes compressed is inflated on the way: gzip when it starts with
+// 0x1f 0x8b, zlib otherwise, with the terminating line inside the
+// compressed data or after it, as servers differ. CompressDeflate
+// requires COMPRESS DEFLATE (ErrCompressUnavailable); CompressGzip sends
+// XFEATURE COMPRESS GZIP unlisted, as many servers that accept it do not
+// list it; CompressNone asks for neither. Stats counts the connections of
+// each kind. The bounds below hold for the inflated text: MaxFetchBytes
+// counts inflated bytes and the line bounds inflated lines, read through
+// a fixed buffer, so a reply that inflates a thousandfold (a deflate bomb)
+// is cut at the bound and never held; the socket's deadlines hold under
+// the inflater, and a deflate stream that is corrupt (ErrProtocol) or cut
+// short drops the connection.
 //
 // Every read and write has a deadline (Config.Timeout), and so does every
 // whole exchange, so a server that trickles bytes cannot hold one: the
@@ -41,7 +60,7 @@
 //
 // Errors: ErrNoSuchGroup (411, which is also spool.ErrNoSuchGroup),
 // ErrAuthRequired (480), ErrEncryptionRequired (483), ErrAuthFailed,
-// ErrRefused, ErrTLSUnavailable, ErrProtocol, ErrDeadline, ErrTooLarge,
+// ErrRefused, ErrTLSUnavailable, ErrCompressUnavailable, ErrProtocol, ErrDeadline, ErrTooLarge,
 // ErrChunkTooLarge and ErrBadURL are sentinels for
 // errors.Is; other unexpected replies are a *ProtocolError with the code and
 // the server's text. The password is never in an error or in Config's

@@ -29,6 +29,9 @@ var (
 	// ErrTLSUnavailable means Config required STARTTLS and the server does
 	// not offer it, or refused it.
 	ErrTLSUnavailable = errors.New("STARTTLS unavailable")
+	// ErrCompressUnavailable means Config required COMPRESS DEFLATE
+	// (CompressDeflate) and the server does not list it, or refused it.
+	ErrCompressUnavailable = errors.New("COMPRESS DEFLATE unavailable")
 	// ErrNoSuchGroup means the server does not carry the group (411). It
 	// wraps spool.ErrNoSuchGroup, so errors.Is matches either.
 	ErrNoSuchGroup = fmt.Errorf("nntp: %w", spool.ErrNoSuchGroup)

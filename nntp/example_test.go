@@ -72,7 +72,7 @@ func ExampleParseURL() {
 	_, err = nntp.ParseURL("nntp://news.example.com:99999")
 	fmt.Println(err)
 	// Output:
-	// news.example.com:563 true 8 true
+	// news.example.com:563 true 8 gzip
 	// reader true
 	// bad NNTP URL: port "99999": want 1..65535
 }

@@ -68,3 +68,12 @@ func linesText(lines ...[]byte) string {
 func oneGroup(lines [][]byte) []nntptest.Group {
 	return []nntptest.Group{{Name: testGroup, Lines: lines}}
 }
+
+// gzipIf is CompressGzip when on, else CompressNone: the two modes of the
+// tests written when compression was XFEATURE COMPRESS GZIP or nothing.
+func gzipIf(on bool) nntp.CompressMode {
+	if on {
+		return nntp.CompressGzip
+	}
+	return nntp.CompressNone
+}

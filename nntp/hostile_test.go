@@ -62,7 +62,7 @@ func TestFetchTrickleCut(t *testing.T) {
 	for _, compress := range []bool{false, true} {
 		srv := serve(t, nntptest.Config{Trickle: 20 * time.Millisecond, Compress: compress, Groups: oneGroup(nntptest.Lines(testGroup, 1, 100))})
 		src := open(t, srv, func(c *nntp.Config) {
-			c.Timeout, c.MinRate, c.Compress = 300*time.Millisecond, 1<<20, compress
+			c.Timeout, c.MinRate, c.Compress = 300*time.Millisecond, 1<<20, gzipIf(compress)
 		})
 		_, err := src.Fetch(ctxT(t), testGroup, span(1, 100))
 		require.ErrorIs(t, err, nntp.ErrDeadline, "compress %t", compress)
@@ -120,7 +120,7 @@ func TestWatermarksBesideStuckFetches(t *testing.T) {
 func TestFetchEndlessLongLines(t *testing.T) {
 	for _, compress := range []bool{false, true} {
 		srv := serve(t, nntptest.Config{EndlessLong: 2 << 20, Compress: compress, Groups: oneGroup(nntptest.Lines(testGroup, 1, 10))})
-		src := open(t, srv, func(c *nntp.Config) { c.MaxFetchBytes, c.Compress = 64<<20, compress })
+		src := open(t, srv, func(c *nntp.Config) { c.MaxFetchBytes, c.Compress = 64<<20, gzipIf(compress) })
 		var err error
 		peak := heapPeak(t, func() { _, err = src.Fetch(ctxT(t), testGroup, span(1, 10)) })
 		require.ErrorIs(t, err, nntp.ErrChunkTooLarge, "compress %t", compress)
@@ -195,7 +195,7 @@ func TestTrailingCompressed(t *testing.T) {
 	t.Parallel()
 	for _, gz := range []bool{false, true} {
 		srv := serve(t, nntptest.Config{Compress: true, Gzip: gz, TrailingZeros: 8 << 30, Groups: oneGroup(nntptest.Lines(testGroup, 1, 10))})
-		src := open(t, srv, func(c *nntp.Config) { c.Compress = true })
+		src := open(t, srv, func(c *nntp.Config) { c.Compress = nntp.CompressGzip })
 		_, err := src.Fetch(ctxT(t), testGroup, span(1, 10))
 		require.ErrorIs(t, err, nntp.ErrProtocol, "gzip %t", gz)
 		require.Contains(t, err.Error(), "after the terminator")

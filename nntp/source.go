@@ -26,6 +26,8 @@ type Source struct {
 	dropped atomic.Int64
 	cutTime atomic.Int64 // fetches cut by their deadline
 	cutSize atomic.Int64 // fetches cut by a byte bound
+	// connections used, by the compression they negotiated
+	deflated, gzipped atomic.Int64
 
 	mu       sync.Mutex
 	nextID   uint64
@@ -75,6 +77,9 @@ type Stats struct {
 	// CutDeadline and CutTooLarge count the fetches cut by their deadline
 	// (ErrDeadline) and by a byte bound (ErrTooLarge).
 	CutDeadline, CutTooLarge int64
+	// Deflate and Gzip count the connections used that negotiated COMPRESS
+	// DEFLATE and XFEATURE COMPRESS GZIP; the rest read plain text.
+	Deflate, Gzip int64
 	// InFlight is the fetches running now, and Oldest how long the oldest
 	// of them has run (0 when none runs).
 	InFlight int
@@ -84,7 +89,8 @@ type Stats struct {
 // Stats returns the counts so far.
 func (s *Source) Stats() Stats {
 	st := Stats{Dials: s.pool.dials.Load(), Lines: s.lines.Load(), Dropped: s.dropped.Load(),
-		CutDeadline: s.cutTime.Load(), CutTooLarge: s.cutSize.Load()}
+		CutDeadline: s.cutTime.Load(), CutTooLarge: s.cutSize.Load(),
+		Deflate: s.deflated.Load(), Gzip: s.gzipped.Load()}
 	now := time.Now()
 	s.mu.Lock()
 	st.InFlight = len(s.inFlight)
@@ -126,6 +132,7 @@ func (s *Source) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.seen(c)
 	s.pool.put(c)
 	return nil
 }
@@ -141,6 +148,7 @@ func (s *Source) with(ctx context.Context, within time.Duration, limit int64, fn
 		if err != nil {
 			return err
 		}
+		s.seen(c)
 		c.replied = false
 		c.read = 0
 		stop := context.AfterFunc(ctx, func() { c.Close() })

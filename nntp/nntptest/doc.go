@@ -1,7 +1,7 @@
 // Package nntptest is a real NNTP server on 127.0.0.1 for tests: it speaks
 // the greeting, CAPABILITIES, MODE READER, STARTTLS (with a generated
 // self-signed certificate), AUTHINFO USER/PASS, GROUP, OVER, XOVER,
-// XFEATURE COMPRESS GZIP and QUIT over groups and overview lines the test
+// XFEATURE COMPRESS GZIP, COMPRESS DEFLATE and QUIT over groups and overview lines the test
 // supplies, bytes as given (invalid UTF-8 and lines starting with "." are
 // fine; the server dot-stuffs them).
 //
@@ -13,7 +13,8 @@
 // never ends (lines past the range, or lines too long to keep), a response
 // that trickles a byte at a time, in-span lines of any size, a
 // CAPABILITIES list of any size, data after a compressed response's
-// terminator, a QUIT never answered, and a connection limit; the OVER
+// terminator, a refused COMPRESS, a deflate stream cut inside a block or
+// corrupt, a deflate bomb, a QUIT never answered, and a connection limit; the OVER
 // misbehaviours may be limited to some groups (Config.Only). Stats counts connections (the most
 // served at once, so a test can assert a client's pool never exceeded its
 // maximum) and commands.

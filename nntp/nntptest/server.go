@@ -94,6 +94,27 @@ type Config struct {
 	// TerminatorOutside is set. The 224 line says [COMPRESS=GZIP] unless
 	// NoMark is set.
 	Compress, Gzip, TerminatorOutside, NoMark bool
+	// Deflate lists COMPRESS DEFLATE (RFC 8054) in CAPABILITIES and
+	// accepts it (206): from then on the session reads commands through an
+	// inflater (Stats.Deflated counts them) and deflates everything it
+	// sends, with a sync flush after each reply. DeflateReply, when set,
+	// answers COMPRESS with that code instead (403, 502...), the capability
+	// still listed.
+	Deflate      bool
+	DeflateReply int
+	// DeflateBreak, on a deflated session, cuts the stream after that many
+	// lines of an OVER or XOVER block: it sends the first half of the
+	// compressed bytes not yet sent, so the stream stops inside a block,
+	// and closes the connection. With DeflateCorrupt it sends them whole
+	// and then the header of a block of the reserved type, which no
+	// inflater takes, before it closes.
+	DeflateBreak   int
+	DeflateCorrupt bool
+	// DeflateBomb, on a deflated session, answers OVER and XOVER with 224
+	// and then DeflateBomb bytes of "x", with no line end, made of a piece
+	// of about 1 KiB of compressed data that inflates to 1 MiB, sent again
+	// and again (never held whole), and closes the connection.
+	DeflateBomb int64
 
 	// LineDelay is slept before each line of an OVER or XOVER block.
 	LineDelay time.Duration
@@ -158,6 +179,7 @@ type Stats struct {
 	Open     int            // connections being served now
 	MaxOpen  int            // the most served at once
 	Commands map[string]int // commands received, by upper-case verb ("MODE READER" for MODE)
+	Deflated int            // commands read through the inflater, after COMPRESS DEFLATE
 }
 
 // Server is an NNTP server on 127.0.0.1 for tests. Every goroutine it
@@ -378,6 +400,7 @@ type session struct {
 	authed   bool
 	user     string // from AUTHINFO USER
 	compress bool
+	z        *deflater // COMPRESS DEFLATE is on
 	group    *group
 }
 
@@ -459,6 +482,9 @@ func (ss *session) command(line string) bool {
 	s := ss.s
 	s.mu.Lock()
 	s.stats.Commands[verb]++
+	if ss.z != nil {
+		s.stats.Deflated++
+	}
 	cfg := s.cfg
 	s.mu.Unlock()
 
@@ -491,6 +517,8 @@ func (ss *session) command(line string) bool {
 		} else {
 			ss.reply(500, "unknown feature")
 		}
+	case "COMPRESS":
+		return ss.compressDeflate(cfg, f)
 	case "GROUP":
 		ss.selectGroup(f)
 	case "OVER", "XOVER":
@@ -594,6 +622,9 @@ func (ss *session) capabilities(cfg Config) {
 	if cfg.Compress {
 		caps = append(caps, "XFEATURE-COMPRESS GZIP TERMINATOR")
 	}
+	if cfg.Deflate && ss.z == nil {
+		caps = append(caps, "COMPRESS DEFLATE")
+	}
 	for _, c := range caps {
 		ss.w.WriteString(c + "\r\n")
 	}
@@ -695,6 +726,9 @@ func (ss *session) over(cfg Config, f []string) bool {
 		text += " [COMPRESS=GZIP]"
 	}
 	ss.reply(224, text)
+	if cfg.DeflateBomb > 0 && ss.z != nil {
+		return ss.bomb(cfg.DeflateBomb)
+	}
 	ow := ss.newOverWriter(cfg)
 	var huge []byte
 	for k, l := range lines {
@@ -810,6 +844,9 @@ func (ow *overWriter) send(l []byte) bool {
 	ow.write(l)
 	err := ow.write(crlf)
 	ow.sent++
+	if ow.cfg.DeflateBreak > 0 && ow.sent == ow.cfg.DeflateBreak && ow.ss.z != nil {
+		return ow.ss.breakDeflate(ow.cfg.DeflateCorrupt)
+	}
 	return err == nil
 }
 
