@@ -122,8 +122,8 @@ func TestBackfillFindDate(t *testing.T) {
 func TestBackfillFindDateLatePosts(t *testing.T) {
 	t.Parallel()
 	const low, high = int64(1), int64(50_000_000)
-	boundary := int64(31_415_926)               // the first article dated on or after since
-	lateFrom, lateTo := boundary, boundary+5000 // posted late
+	boundary := int64(31_415_926)                       // the first article dated on or after since
+	lateFrom, lateTo := boundary, boundary+5000         // posted late
 	base := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC) // 50,000,000 s later is still past
 	real := func(n int64) time.Time { return base.Add(time.Duration(n) * time.Second) }
 	date := func(n int64) time.Time {
