@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -31,6 +33,9 @@ type PlannerConfig struct {
 	// prefetcher's Kick. Optional.
 	Planned func()
 	Logger  *slog.Logger
+	// Clock times the wait before a failed date search is tried again.
+	// Nil means clock.Real.
+	Clock clock.Clock
 }
 
 // Planner polls the provider for the watermarks of every group that has a
@@ -38,7 +43,21 @@ type PlannerConfig struct {
 // repair ranges.
 type Planner struct {
 	cfg PlannerConfig
+
+	mu     sync.Mutex
+	failed map[int64]searchFailure // by group id
 }
+
+// searchFailure is a group's run of failed date searches: the next is
+// not tried before next.
+type searchFailure struct {
+	fails int
+	next  time.Time
+}
+
+// maxSearchBackoff is how many Intervals at most a group whose date
+// searches keep failing waits before the next: 64 (an hour by default).
+const maxSearchBackoff = 64
 
 // withDefaults returns c with every zero field that has a default set to it.
 func (c PlannerConfig) withDefaults() PlannerConfig {
@@ -47,6 +66,9 @@ func (c PlannerConfig) withDefaults() PlannerConfig {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
 	}
 	return c
 }
@@ -68,7 +90,7 @@ func NewPlanner(cfg PlannerConfig) (*Planner, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Planner{cfg: cfg}, nil
+	return &Planner{cfg: cfg, failed: map[int64]searchFailure{}}, nil
 }
 
 // Run makes a pass at once and then every Interval until ctx ends. A failed
@@ -92,34 +114,64 @@ func (p *Planner) Run(ctx context.Context) error {
 // Pass polls every planned group once, plans its ranges, then plans the
 // repairs that are due. It returns the ranges added. A group the provider
 // fails to answer for is skipped, and its error joined to the result.
+//
+// The date searches (see PlannerConfig.Dates) run after every group's
+// ranges are planned, because one may take minutes on a slow provider
+// (nntp's takes up to four times its Timeout) and must not hold up the
+// other groups' tails. A group whose search succeeded plans its history
+// right after it, in the same pass, when the pass's reply was trusted
+// whole; otherwise at the next pass. A group whose search failed is not
+// searched again for Interval, doubling with each failure up to 64
+// Intervals, on the Clock.
 func (p *Planner) Pass(ctx context.Context) ([]lease.Range, error) {
 	plans, err := p.cfg.Store.Plans(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
+	type search struct {
+		pl        PlanStatus
+		low, high int64
+		replan    bool // the pass's reply was trusted whole: plan again with it
+	}
 	var added []lease.Range
 	var errs []error
+	var searches []search
 	for _, pl := range plans {
-		if err := p.historyStart(ctx, pl); err != nil {
-			// The tail goes on: history waits for a later pass.
-			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
+		s := search{pl: pl}
+		if needsDate(pl) {
+			searches = append(searches, s)
 		}
 		low, high, err := p.cfg.Source.Watermarks(ctx, pl.Group)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
 			continue
 		}
-		res, err := p.cfg.Store.PlanRanges(ctx, pl.GroupID, low, high)
+		res, err := p.plan(ctx, pl, low, high)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
+			errs = append(errs, err)
 			continue
 		}
-		if res.Held != nil {
-			p.cfg.Logger.Warn(fmt.Sprintf("planner: group %q: watermarks %d..%d not trusted until a later poll confirms them", pl.Group, low, high),
-				"group", pl.Group, "low", low, "high", high, "trustedLow", res.Trusted.Low, "trustedHigh", res.Trusted.High)
+		added = append(added, res.Ranges...)
+		if needsDate(pl) {
+			searches[len(searches)-1] = search{pl: pl, low: low, high: high, replan: res.Held == nil}
 		}
-		if len(res.Ranges) > 0 {
-			p.cfg.Logger.Info("planned", "group", pl.Group, "ranges", len(res.Ranges), "low", res.Trusted.Low, "high", res.Trusted.High)
+	}
+	for _, s := range searches {
+		found, err := p.historyStart(ctx, s.pl)
+		if err != nil {
+			// The tail went on: history waits for a later pass.
+			errs = append(errs, fmt.Errorf("planner: group %q: %w", s.pl.Group, err))
+			continue
+		}
+		if !found || !s.replan {
+			continue
+		}
+		// The same reply again: trusted whole once, it moves nothing the
+		// first call did not, and history now has its start.
+		res, err := p.plan(ctx, s.pl, s.low, s.high)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		added = append(added, res.Ranges...)
 	}
@@ -137,27 +189,69 @@ func (p *Planner) Pass(ctx context.Context) ([]lease.Range, error) {
 	return added, errors.Join(errs...)
 }
 
+// plan plans a group's ranges for one reply, and logs what it did.
+func (p *Planner) plan(ctx context.Context, pl PlanStatus, low, high int64) (Planned, error) {
+	res, err := p.cfg.Store.PlanRanges(ctx, pl.GroupID, low, high)
+	if err != nil {
+		return res, fmt.Errorf("planner: group %q: %w", pl.Group, err)
+	}
+	if res.Held != nil {
+		p.cfg.Logger.Warn(fmt.Sprintf("planner: group %q: watermarks %d..%d not trusted until a later poll confirms them", pl.Group, low, high),
+			"group", pl.Group, "low", low, "high", high, "trustedLow", res.Trusted.Low, "trustedHigh", res.Trusted.High)
+	}
+	if len(res.Ranges) > 0 {
+		p.cfg.Logger.Info("planned", "group", pl.Group, "ranges", len(res.Ranges), "low", res.Trusted.Low, "high", res.Trusted.High)
+	}
+	return res, nil
+}
+
+// needsDate reports whether the plan's history waits for the article of
+// its HistorySince.
+func needsDate(pl PlanStatus) bool {
+	return pl.History && !pl.HistorySince.IsZero() && pl.HistoryFrom == 0 && pl.HistoryNext == 0
+}
+
 // ErrNoDateFinder is the error for a plan with a HistorySince when the
 // Planner has no PlannerConfig.Dates: its history is never planned.
 var ErrNoDateFinder = errors.New("the plan's history goes back to a date, and the planner has no date finder (PlannerConfig.Dates)")
 
-// historyStart finds and records the article of the plan's HistorySince
-// while history is not planned yet and it was not found.
-func (p *Planner) historyStart(ctx context.Context, pl PlanStatus) error {
-	if !pl.History || pl.HistorySince.IsZero() || pl.HistoryFrom > 0 || pl.HistoryNext > 0 {
-		return nil
-	}
+// historyStart finds and records the article of the plan's HistorySince,
+// which needsDate says it waits for, unless the group's last search failed
+// too recently. It reports whether it recorded one.
+//
+// A ResetPlan while the search runs is not seen: the article found before
+// it is recorded after it (SetHistoryStart checks only that the plan still
+// has this HistorySince and no history planned). It is the article of the
+// same date on the same provider, so history starts where a search after
+// the reset would have started it, give or take what arrived meanwhile.
+func (p *Planner) historyStart(ctx context.Context, pl PlanStatus) (bool, error) {
 	if p.cfg.Dates == nil {
-		return ErrNoDateFinder
+		return false, ErrNoDateFinder
+	}
+	now := p.cfg.Clock.Now()
+	p.mu.Lock()
+	f, failed := p.failed[pl.GroupID]
+	p.mu.Unlock()
+	if failed && now.Before(f.next) {
+		return false, nil
 	}
 	pt, err := p.cfg.Dates.FindDate(ctx, pl.Group, pl.HistorySince)
 	if err != nil {
-		return fmt.Errorf("history since %s: %w", pl.HistorySince.UTC().Format(time.RFC3339), err)
+		f.fails++
+		f.next = p.cfg.Clock.Now().Add(p.cfg.Interval * time.Duration(min(1<<(f.fails-1), maxSearchBackoff)))
+		p.mu.Lock()
+		p.failed[pl.GroupID] = f
+		p.mu.Unlock()
+		return false, fmt.Errorf("history since %s (tried again after %s): %w", pl.HistorySince.UTC().Format(time.RFC3339),
+			f.next.UTC().Format(time.RFC3339), err)
 	}
+	p.mu.Lock()
+	delete(p.failed, pl.GroupID)
+	p.mu.Unlock()
 	if err := p.cfg.Store.SetHistoryStart(ctx, pl.GroupID, pl.HistorySince, pt); err != nil {
-		return err
+		return false, err
 	}
 	p.cfg.Logger.Info("history start found", "group", pl.Group, "since", pl.HistorySince.UTC().Format(time.RFC3339),
 		"article", pt.Article, "date", pt.Date.UTC().Format(time.RFC3339), "calls", pt.Calls)
-	return nil
+	return true, nil
 }

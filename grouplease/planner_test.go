@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/sqlstore"
@@ -212,11 +213,17 @@ func TestPlannerBackfillHistoryDate(t *testing.T) {
 	require.ErrorContains(t, err, `"g"`)
 	require.Empty(t, added)
 
-	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: src, Dates: finder})
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: src, Dates: finder, Clock: clk})
 	require.NoError(t, err)
 	_, err = p.Pass(ctx)
 	require.ErrorIs(t, err, errSearch, "a failed search is reported")
 	fail = false
+	added, err = p.Pass(ctx)
+	require.NoError(t, err)
+	require.Empty(t, added)
+	require.Equal(t, 2, finder.calls, "a failed search waits an Interval before it is tried again")
+	clk.Advance(time.Minute)
 	added, err = p.Pass(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, finder.calls, "each group searched again after the failure")
@@ -236,4 +243,45 @@ func TestPlannerBackfillHistoryDate(t *testing.T) {
 	_, err = p.Pass(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 4, finder.calls, "a date found is not searched again")
+}
+
+// TestPlannerBackfillDateSearchDoesNotHoldOtherTails: a date search on a
+// slow or hung provider (nntp's FindDate may take 4 × Timeout, 4 minutes
+// by default) does not hold up the tail of the other groups.
+func TestPlannerBackfillDateSearchDoesNotHoldOtherTails(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
+	require.NoError(t, err)
+	defer st.Close()
+	since := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	_, err = st.AddGroup(ctx, grouplease.Group{Name: "slow@a", RangeSize: 100})
+	require.NoError(t, err)
+	require.NoError(t, st.SetPlan(ctx, "slow@a", grouplease.GroupPlan{Tail: true, History: true, HistorySince: since}))
+	_, err = st.AddGroup(ctx, grouplease.Group{Name: "fast@b", RangeSize: 100})
+	require.NoError(t, err)
+	require.NoError(t, st.SetPlan(ctx, "fast@b", grouplease.GroupPlan{Tail: true}))
+
+	release := make(chan struct{})
+	finder := &dateFinder{fn: func(time.Time) (grouplease.DatePoint, error) {
+		<-release // provider a's OVER hangs until the search's deadline
+		return grouplease.DatePoint{Article: 1}, nil
+	}}
+	src := &watermarks{high: 250}
+	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: src, Dates: finder})
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { defer close(done); p.Pass(ctx) }()
+	defer func() { close(release); <-done }()
+
+	require.Eventually(t, func() bool {
+		plans, err := st.Plans(ctx)
+		require.NoError(t, err)
+		for _, pl := range plans {
+			if pl.Group == "fast@b" && pl.TailNext > 0 {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "fast@b's tail waits for slow@a's date search")
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/edgeframe"
 )
 
@@ -207,6 +208,9 @@ type Config struct {
 	// so the range counts a corrupt attempt. Default DefaultMaxChunkBytes
 	// (16 MiB); at most edgeframe.DefaultMaxFrame less 64 KiB.
 	MaxChunkBytes int64
+	// Clock tells FindDate the time: an article dated more than
+	// DateTolerance after its Now counts as undated. Nil means clock.Real.
+	Clock clock.Clock
 }
 
 // String shows the configuration with the password replaced.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
 )
 
@@ -35,9 +36,10 @@ const (
 	maxDateField = 256
 )
 
-// ErrDateSearch means a date search could not settle within
-// MaxDateCalls OVER commands. The search is built to settle within them
-// for any group; this is the bound that makes sure.
+// ErrDateSearch means a date search could not settle: not within
+// MaxDateCalls OVER commands (the search is built to settle within them
+// for any group; this is the bound that makes sure), or on no article
+// with a Date it could read.
 var ErrDateSearch = errors.New("nntp: date search did not settle")
 
 var _ grouplease.DateFinder = (*Source)(nil)
@@ -50,24 +52,35 @@ var _ grouplease.DateFinder = (*Source)(nil)
 //
 // Each probe asks for a window of DateWindow numbers and takes the first
 // present article in it, so a hole (cancelled or expired numbers) shorter
-// than the window is stepped over. A window with no article counts as
-// older: the search goes on above it. That is right for the articles that
-// expired below the first present one (a low watermark reported below
-// them), the usual long run of absent numbers; a longer run in the middle
-// of a group, with articles not older just below it, would make the
-// search settle above it.
+// than the window is stepped over. A window with no article is followed
+// by probes further right, at windows 1, 2, 4, ... windows away, for an
+// article that says which side of the date the window lies on, so that a
+// long hole in the middle of a group does not send the search above the
+// articles just below it. These probes take only the calls the bisection
+// can spare: when they run out, or reach the bisection's upper end, the
+// empty window counts as older and the search goes on above it. That is
+// right for the articles expired below the first present one (a low
+// watermark reported below them), where every window is empty; such a
+// search spends up to MaxDateCalls on them instead of about 25.
 //
 // An article dated at most DateTolerance before since counts as not
 // older, so that a post that propagated late (its Date older than its
-// number says) does not mislead the bisection. A line whose Date does
-// not parse (RFC 5322 and the usual Usenet variants are accepted), or that
-// is not an overview line of the window, counts as absent.
+// number says) does not mislead the bisection. One dated more than
+// DateTolerance after the Config.Clock's now, a client's clock far ahead,
+// counts as undated, so that it does not stand for its window. A line
+// whose Date does not parse (RFC 5322 and the usual Usenet variants are
+// accepted), or that is not an overview line of the window, counts as
+// absent. Windows that held overview lines of which not one had a Date
+// that counts are an error wrapping ErrDateSearch, not "every article
+// older": a server whose Dates cannot be read must not silently get no
+// history.
 //
 // The search sends at most MaxDateCalls OVER commands whatever the server
-// answers; it needs log2(high − low) − 5 of them. Every reply is bounded:
-// a window at most maxDateWindowLines lines and maxDateWindowBytes bytes, a
-// line at most overview.MaxLineBytes (longer ones are skipped unread),
-// and the whole search must end within four times Config.Timeout.
+// answers; it needs log2(high − low) − 5 of them when it meets no long
+// hole. Every reply is bounded: a window at most maxDateWindowLines lines
+// and maxDateWindowBytes bytes, a line at most overview.MaxLineBytes
+// (longer ones are skipped unread), and the whole search must end within
+// four times Config.Timeout.
 func (s *Source) FindDate(ctx context.Context, group string, since time.Time) (grouplease.DatePoint, error) {
 	var pt grouplease.DatePoint
 	err := s.with(ctx, 4*s.cfg.Timeout, MaxDateCalls*maxDateWindowBytes+readBufSize, func(c *conn) error {
@@ -75,9 +88,16 @@ func (s *Source) FindDate(ctx context.Context, group string, since time.Time) (g
 		if err != nil {
 			return err
 		}
-		d := dateSearch{c: c, s: s, cutoff: since.Add(-DateTolerance)}
+		now := clock.Real.Now()
+		if s.cfg.Clock != nil {
+			now = s.cfg.Clock.Now()
+		}
+		d := dateSearch{c: c, s: s, cutoff: since.Add(-DateTolerance), ceiling: now.Add(DateTolerance)}
 		pt, err = d.find(g)
 		pt.Calls = d.calls
+		if err == nil && d.lines > 0 && !d.dated {
+			err = fmt.Errorf("%w: %d overview lines, not one with a Date that parses and is not in the future", ErrDateSearch, d.lines)
+		}
 		return err
 	})
 	if err != nil {
@@ -88,10 +108,13 @@ func (s *Source) FindDate(ctx context.Context, group string, since time.Time) (g
 
 // dateSearch is one FindDate on its connection.
 type dateSearch struct {
-	c      *conn
-	s      *Source
-	cutoff time.Time // an article dated before it is older
-	calls  int
+	c       *conn
+	s       *Source
+	cutoff  time.Time // an article dated before it is older
+	ceiling time.Time // an article dated after it is in the future: undated
+	calls   int
+	lines   int  // overview lines of a window read
+	dated   bool // whether one of them had a Date that counts
 }
 
 // find bisects [lo, hi): every present article below lo is older, and hi
@@ -111,8 +134,21 @@ func (d *dateSearch) find(g GroupInfo) (grouplease.DatePoint, error) {
 		switch {
 		case err != nil:
 			return grouplease.DatePoint{}, err
-		case !found: // an empty window: treated as older (see FindDate)
-			lo = mid + DateWindow
+		case !found:
+			// An empty window: a present article further right says
+			// which side of the date it lies on; with none, it counts
+			// as older (see FindDate).
+			r, rdate, rfound, rnewer, err := d.right(mid+DateWindow, lo, hi)
+			switch {
+			case err != nil:
+				return grouplease.DatePoint{}, err
+			case !rfound:
+				lo = mid + DateWindow
+			case !rnewer:
+				lo = r + 1
+			default:
+				hi, hiDate = r, rdate
+			}
 		case !newer:
 			lo = n + 1
 		default:
@@ -129,6 +165,36 @@ func (d *dateSearch) find(g GroupInfo) (grouplease.DatePoint, error) {
 		}
 	}
 	return grouplease.DatePoint{Article: hi, Date: hiDate}, nil
+}
+
+// need is how many probes the bisection of a span of n numbers sends at
+// most, its last window included.
+func need(n int64) int {
+	k := 1
+	for ; n > 2*DateWindow; k++ {
+		n -= (n - DateWindow) / 2
+	}
+	return k
+}
+
+// right looks for a present article right of an empty window, from on:
+// the windows at from + DateWindow·(2^k − 1), k = 0, 1, ..., below hi,
+// the first holding a present article with a Date standing for them. It
+// probes only while the calls left leave the bisection of [lo, hi) all
+// it needs, so it never makes the search fail; found is false when it
+// stopped without an article.
+func (d *dateSearch) right(from, lo, hi int64) (n int64, date time.Time, found, newer bool, err error) {
+	for step := int64(0); from+step < hi; step = 2*step + DateWindow {
+		if d.calls+2+need(hi-lo) > MaxDateCalls { // +2: a probe may be OVER then XOVER
+			return 0, time.Time{}, false, false, nil
+		}
+		a := from + step
+		n, date, found, newer, err = d.first(a, min(a+DateWindow, hi)-1)
+		if err != nil || found {
+			return n, date, found, newer, err
+		}
+	}
+	return 0, time.Time{}, false, false, nil
 }
 
 // first sends OVER from-to and returns the first article in it with a
@@ -149,10 +215,12 @@ func (d *dateSearch) first(from, to int64) (n int64, date time.Time, found, newe
 			return nil
 		}
 		last = k
+		d.lines++
 		t, ok := overviewDate(l)
-		if !ok {
-			return nil
+		if !ok || t.After(d.ceiling) {
+			return nil // undated, or dated by a clock ahead: as if absent
 		}
+		d.dated = true
 		// The first not older, or else the last older: all before it are.
 		n, date, found, newer = k, t, true, !t.Before(d.cutoff)
 		return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
@@ -24,7 +25,9 @@ const (
 	gigaFirst = gigaLow + 100_000_000 // the first present article
 )
 
-var gigaBase = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+// gigaBase is the date of its first number: 10^9 seconds (31.7 years)
+// later is still in the past, where FindDate believes dates.
+var gigaBase = time.Date(1990, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func gigaPresent(n int64) bool {
 	return n >= gigaFirst && n%97 != 0 && n%10_000 >= 50
@@ -40,8 +43,14 @@ func gigaGen() *nntptest.Gen {
 // checks the bound on OVER commands on both sides.
 func findDate(t *testing.T, cfg nntptest.Config, since time.Time) (grouplease.DatePoint, error) {
 	t.Helper()
+	return findDateWith(t, cfg, since, nil)
+}
+
+// findDateWith is findDate with the Source's Config changed by mod.
+func findDateWith(t *testing.T, cfg nntptest.Config, since time.Time, mod func(*nntp.Config)) (grouplease.DatePoint, error) {
+	t.Helper()
 	srv := serve(t, cfg)
-	src := open(t, srv, nil)
+	src := open(t, srv, mod)
 	pt, err := src.FindDate(ctxT(t), testGroup, since)
 	st := srv.Stats()
 	over := st.Commands["OVER"] + st.Commands["XOVER"]
@@ -74,16 +83,20 @@ func TestBackfillFindDate(t *testing.T) {
 	t.Parallel()
 	tol := nntp.DateTolerance
 	for _, tc := range []struct {
-		name  string
-		since time.Time
-		want  int64
+		name     string
+		since    time.Time
+		want     int64
+		maxCalls int
 	}{
-		{"middle", gigaDate(gigaLow + 543_210_987), firstPresent(gigaLow + 543_210_987 - int64(tol/time.Second))},
-		{"in a hole", gigaDate(gigaLow + 700_000_020), firstPresent(gigaLow + 700_000_020 - int64(tol/time.Second))},
-		{"before every article: the first present, above the expired ones", gigaBase.Add(-24 * time.Hour), gigaFirst},
-		{"in the expired numbers", gigaDate(gigaLow + 1000), gigaFirst},
-		{"just after the last", gigaDate(gigaHigh + 1).Add(tol + time.Second), gigaHigh + 1},
-		{"the last", gigaDate(gigaHigh - 1).Add(tol), gigaHigh - 1},
+		{"middle", gigaDate(gigaLow + 543_210_987), firstPresent(gigaLow + 543_210_987 - int64(tol/time.Second)), 30},
+		{"in a hole", gigaDate(gigaLow + 700_000_020), firstPresent(gigaLow + 700_000_020 - int64(tol/time.Second)), 30},
+		// The search meets the 10^8 expired numbers as empty windows,
+		// and probes right of each with the calls the bisection can
+		// spare, in case they are a hole with articles below it.
+		{"before every article: the first present, above the expired ones", gigaBase.Add(-24 * time.Hour), gigaFirst, nntp.MaxDateCalls},
+		{"in the expired numbers", gigaDate(gigaLow + 1000), gigaFirst, nntp.MaxDateCalls},
+		{"just after the last", gigaDate(gigaHigh + 1).Add(tol + time.Second), gigaHigh + 1, 30},
+		{"the last", gigaDate(gigaHigh - 1).Add(tol), gigaHigh - 1, 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -95,7 +108,7 @@ func TestBackfillFindDate(t *testing.T) {
 			} else {
 				require.True(t, gigaDate(tc.want).Equal(pt.Date))
 			}
-			require.LessOrEqual(t, pt.Calls, 30, "log2(10^9) − 5 and a last window")
+			require.LessOrEqual(t, pt.Calls, tc.maxCalls, "log2(10^9) − 5 and a last window, and probes right of empty ones")
 			t.Logf("%s: article %d in %d OVER calls", tc.name, pt.Article, pt.Calls)
 		})
 	}
@@ -109,9 +122,9 @@ func TestBackfillFindDate(t *testing.T) {
 func TestBackfillFindDateLatePosts(t *testing.T) {
 	t.Parallel()
 	const low, high = int64(1), int64(50_000_000)
-	boundary := int64(31_415_926)               // the first article dated on or after since
-	lateFrom, lateTo := boundary, boundary+5000 // posted late
-	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	boundary := int64(31_415_926)                       // the first article dated on or after since
+	lateFrom, lateTo := boundary, boundary+5000         // posted late
+	base := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC) // 50,000,000 s later is still past
 	real := func(n int64) time.Time { return base.Add(time.Duration(n) * time.Second) }
 	date := func(n int64) time.Time {
 		switch {
@@ -168,8 +181,12 @@ func TestBackfillFindDateHostile(t *testing.T) {
 			}},
 		{"garbage lines", genConfig(&nntptest.Gen{Low: gigaLow, High: gigaHigh, Line: garbage}),
 			func(t *testing.T, pt grouplease.DatePoint, err error) {
-				require.NoError(t, err)
-				require.Equal(t, gigaHigh+1, pt.Article, "lines without a Date count as absent")
+				require.ErrorIs(t, err, nntp.ErrDateSearch, "lines but no Date: not every article older")
+			}},
+		{"every Date in the future", genConfig(&nntptest.Gen{Low: gigaLow, High: gigaHigh,
+			Date: func(int64) time.Time { return time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC) }}),
+			func(t *testing.T, pt grouplease.DatePoint, err error) {
+				require.ErrorIs(t, err, nntp.ErrDateSearch, "future Dates count as none")
 			}},
 		{"the highest numbers", genConfig(&nntptest.Gen{Low: 1, High: grouplease.MaxArticle,
 			Date: func(n int64) time.Time { return gigaBase.Add(time.Duration(n>>34) * time.Second) }}),
@@ -259,4 +276,49 @@ func TestBackfillParseDate(t *testing.T) {
 		_, ok := nntp.ParseDate(s)
 		require.False(t, ok, "%q", s)
 	}
+}
+
+// TestBackfillFindDateLongHoleMidGroup: a run of 20,000 absent numbers
+// (a takedown, a lost spool file) above the date's first article does not
+// make FindDate settle above the hole, which would lose every article
+// between the date and the hole.
+func TestBackfillFindDateLongHoleMidGroup(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2016, 1, 1, 0, 0, 0, 0, time.UTC)
+	date := func(n int64) time.Time { return base.Add(time.Duration(n) * time.Minute) }
+	const holeFrom, holeTo = 40_000, 60_000
+	gen := &nntptest.Gen{Low: 1, High: 100_000, Date: date,
+		Present: func(n int64) bool { return n < holeFrom || n > holeTo }}
+	pt, err := findDate(t, genConfig(gen), date(30_000))
+	require.NoError(t, err)
+	// DateTolerance is 1h: 60 articles here.
+	require.Equal(t, int64(30_000-60), pt.Article, "settled %d articles too high", pt.Article-(30_000-60))
+}
+
+// TestBackfillFindDateFutureDatedPosts: posts from a client whose clock
+// is years ahead (one in 500 here) count as undated, so they do not make
+// a probe's window "not older" and send the search far below the date.
+// The Source's clock is injected: the fixture's dates are its past.
+func TestBackfillFindDateFutureDatedPosts(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := base.Add(100_000*time.Minute + 24*time.Hour)
+	date := func(n int64) time.Time {
+		if n%500 == 0 {
+			return time.Date(2037, 1, 1, 0, 0, 0, 0, time.UTC)
+		}
+		return base.Add(time.Duration(n) * time.Minute)
+	}
+	gen := &nntptest.Gen{Low: 1, High: 100_000, Date: date}
+	pt, err := findDateWith(t, genConfig(gen), date(90_001), func(c *nntp.Config) { c.Clock = clock.NewManual(now) })
+	require.NoError(t, err)
+	require.Equal(t, int64(90_001-60), pt.Article, "settled %d articles below the date", 90_001-60-pt.Article)
+
+	// The same group searched by a clock at 2036: the posts are no
+	// longer in its future, and the search settles low.
+	pt, err = findDateWith(t, genConfig(gen), date(90_001), func(c *nntp.Config) {
+		c.Clock = clock.NewManual(time.Date(2037, 6, 1, 0, 0, 0, 0, time.UTC))
+	})
+	require.NoError(t, err)
+	require.Less(t, pt.Article, int64(90_001-60), "the clock decides what is in the future")
 }
