@@ -38,6 +38,9 @@ func (g Group) Normalize() (Group, error) {
 			return g, lease.Invalidf("group %q: a name has no spaces, control characters or invalid UTF-8", g.Name)
 		}
 	}
+	if err := CheckGroupName(g.Name); err != nil {
+		return g, err
+	}
 	if g.RangeSize == 0 {
 		g.RangeSize = DefaultRangeSize
 	}

@@ -2,6 +2,7 @@ package grouplease
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -30,6 +31,27 @@ func CheckProvider(name string) error {
 		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '-' || c == '_')
 		if !ok {
 			return lease.Invalidf("provider %q: lower-case letters, digits, - and _, starting with a letter or digit", name)
+		}
+	}
+	return nil
+}
+
+// CheckGroupName refuses a stored group name whose newsgroup part is empty
+// or holds "@", or whose provider part, when there is an "@", fails
+// CheckProvider: SplitGroup splits at the last "@", so a newsgroup with
+// one would be split wrong (a@b@eweka), and one stored without a
+// newsgroup (@eweka) names nothing a provider can read.
+func CheckGroupName(name string) error {
+	newsgroup, provider := SplitGroup(name)
+	if newsgroup == "" {
+		return lease.Invalidf("group %q: a newsgroup name is required before any %q", name, providerSep)
+	}
+	if strings.Contains(newsgroup, providerSep) {
+		return lease.Invalidf("group %q: a newsgroup name holds no %q; one %q may name its provider, NEWSGROUP@PROVIDER", name, providerSep, providerSep)
+	}
+	if strings.Contains(name, providerSep) {
+		if err := CheckProvider(provider); err != nil {
+			return fmt.Errorf("group %q: %w", name, err)
 		}
 	}
 	return nil

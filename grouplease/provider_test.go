@@ -32,3 +32,18 @@ func TestCheckProviderRefusesBadNames(t *testing.T) {
 		assert.True(t, errors.Is(err, lease.ErrInvalid), "%q: %v", bad, err)
 	}
 }
+
+// A stored group name is a newsgroup, then at most one "@" and a provider
+// name: SplitGroup splits at the last "@", so a newsgroup holding one, or
+// none at all, would name the wrong group.
+func TestProvidersCheckGroupNameRefusesEmptyOrAtNewsgroup(t *testing.T) {
+	for _, ok := range []string{"alt.binaries.test", "alt.binaries.test@eweka", "a.b-c+d_e@news-2", "x"} {
+		assert.NoError(t, grouplease.CheckGroupName(ok), ok)
+	}
+	for _, bad := range []string{"", "@", "@eweka", "a@b@eweka", "a@@eweka", "a@", "a@Eweka", "a@b.c"} {
+		err := grouplease.CheckGroupName(bad)
+		assert.True(t, errors.Is(err, lease.ErrInvalid), "%q: %v", bad, err)
+		_, err = grouplease.Group{Name: bad}.Normalize()
+		assert.True(t, errors.Is(err, lease.ErrInvalid), "Normalize %q: %v", bad, err)
+	}
+}

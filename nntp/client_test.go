@@ -62,6 +62,33 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
+// A password holding "/", "?" or "#" unescaped ends the URL's authority
+// early, so url.Parse reads its rest as path, query or fragment and the
+// host as a port: the error shows nothing of the URL and says to
+// percent-encode the password; a path or fragment is never shown either.
+func TestParseURLUnescapedPasswordShowsNothing(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"nntps://user:1234/s3cr3t@news.example:563",
+		"nntps://user:1234?s3cr3t@news.example:563",
+		"nntps://user:1234#s3cr3t@news.example:563",
+		"nntp://user:99999/s3cr3t@news.example",
+		"nntp://user:1234?conns=s3cr3t@news.example",
+	} {
+		_, err := nntp.ParseURL(raw)
+		require.ErrorIs(t, err, nntp.ErrBadURL, raw)
+		require.ErrorContains(t, err, "percent-encoded", raw)
+		for _, part := range []string{"1234", "99999", "s3cr3t", "news.example", "user"} {
+			require.NotContains(t, err.Error(), part, raw)
+		}
+	}
+	for _, raw := range []string{"nntp://h/s3cr3t", "nntp://h#s3cr3t"} {
+		_, err := nntp.ParseURL(raw)
+		require.ErrorIs(t, err, nntp.ErrBadURL, raw)
+		require.NotContains(t, err.Error(), "s3cr3t", raw)
+	}
+}
+
 func TestParseURLEnvironment(t *testing.T) {
 	t.Setenv(nntp.EnvUser, "envuser")
 	t.Setenv(nntp.EnvPass, "envpass")

@@ -325,6 +325,13 @@ func ParseURL(raw string) (Config, error) {
 		// url's error quotes the whole URL, password included.
 		return c, fmt.Errorf("%w: the source URL does not parse; want nntp://[user:pass@]host[:port]", ErrBadURL)
 	}
+	// A password holding "/", "?" or "#" unescaped ends the authority
+	// early: url.Parse then reads no user info, and the password's rest,
+	// up to the "@", as path, query or fragment. Nothing of the URL is
+	// shown, as it holds the password.
+	if strings.Contains(u.Path, "@") || strings.Contains(u.RawQuery, "@") || strings.Contains(u.Fragment, "@") {
+		return c, fmt.Errorf(`%w: an "@" after the host: a password holding "/", "?" or "#" must be percent-encoded (%%2F, %%3F, %%23)`, ErrBadURL)
+	}
 	port := DefaultPort
 	switch strings.ToLower(u.Scheme) {
 	case "nntp":
@@ -337,7 +344,8 @@ func ParseURL(raw string) (Config, error) {
 		return c, fmt.Errorf("%w: no host: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
 	}
 	if u.Path != "" && u.Path != "/" {
-		return c, fmt.Errorf("%w: unexpected path %q: want %s://[user:pass@]host[:port]", ErrBadURL, u.Path, u.Scheme)
+		// The path is not shown: it may be the rest of a password.
+		return c, fmt.Errorf("%w: unexpected path: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
 	}
 	if u.Fragment != "" {
 		return c, fmt.Errorf("%w: unexpected fragment", ErrBadURL)

@@ -16,6 +16,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/edgeindex/edgeindex/collate"
+	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -542,9 +543,13 @@ func (s *Store) Releases(ctx context.Context, q release.Query) (release.Page, er
 		if err := s.knownNewsgroup(ctx, q.Group); err != nil {
 			return release.Page{}, fmt.Errorf("releases: %w", err)
 		}
+		// A provider's group (NEWSGROUP@PROVIDER, as status shows it)
+		// lists its newsgroup's releases: a release's groups are
+		// newsgroups, its parts merged over the providers.
+		newsgroup, _ := grouplease.SplitGroup(q.Group)
 		err = s.rdb.SelectContext(ctx, &rows, s.q(`SELECT `+prefixed("r.", releaseCols)+` FROM release_groups g
 			JOIN releases r ON r.id = g.release_id WHERE g.group_name = ? AND g.release_id > ? ORDER BY g.release_id LIMIT ?`),
-			q.Group, after, q.Limit)
+			newsgroup, after, q.Limit)
 	}
 	if err != nil {
 		return release.Page{}, fmt.Errorf("releases: %w", err)

@@ -29,6 +29,10 @@ func testGroupAdd(t *testing.T, e *env) {
 	for _, bad := range []grouplease.Group{
 		{Name: ""},
 		{Name: "has space"},
+		{Name: "@x"},    // no newsgroup before the provider
+		{Name: "x@y@z"}, // a newsgroup never holds "@"
+		{Name: "x@"},    // an "@" names a provider
+		{Name: "x@Bad.Provider"},
 		{Name: "x", RangeSize: -1},
 		{Name: "x", ChunkSize: -5},
 	} {

@@ -38,7 +38,16 @@ func testProvidersReleasesByNewsgroup(t *testing.T, e *env) {
 	for _, f := range r.Files {
 		require.Equal(t, []string{newsgroup}, f.Groups)
 	}
-	for _, g := range []string{"alt.binaries.prov", "alt.binaries.provXders", newsgroup + "@"} {
+	// A provider's group, as status shows it, lists the releases of its
+	// newsgroup: a release's groups are newsgroups, merged over the
+	// providers, so it is the same list.
+	for _, g := range []string{a, b} {
+		page, err := rs.Releases(e.ctx, release.Query{Group: g})
+		require.NoError(t, err, g)
+		require.Len(t, page.Releases, 1, "%s lists its newsgroup's releases", g)
+		require.Equal(t, r.ID, page.Releases[0].ID, g)
+	}
+	for _, g := range []string{"alt.binaries.prov", "alt.binaries.provXders", newsgroup + "@", newsgroup + "@c"} {
 		_, err := rs.Releases(e.ctx, release.Query{Group: g})
 		require.ErrorIs(t, err, lease.ErrNotFound, g)
 	}

@@ -60,8 +60,9 @@ type Main struct {
 	Addr    string
 	TTL     time.Duration
 	// NNTPConns is an NNTP account's connections in all, the budget the
-	// coordinators sharing the database share; 0 keeps the URL's conns
-	// parameter or the nntp package's default.
+	// coordinators sharing the database share, for each source URL
+	// without a conns parameter (a URL's conns wins); 0 leaves those to
+	// the nntp package's default.
 	NNTPConns int
 	// Poll is how often the provider's watermarks are read to plan ranges.
 	Poll time.Duration
@@ -206,7 +207,8 @@ coordinator help
 
 --source is synthetic (the default) or nntp://[user:pass@]host[:port] (nntps:// for TLS). Repeat it as NAME=URL
 (--source eweka=nntps://news.eweka.example:563 --source news2=nntp://news2.example), one provider each, each with its
-own connections (the URL's ?conns=N, else --nntp-conns); one source may be unnamed, the default provider.
+own connections (the URL's ?conns=N, else --nntp-conns, else 4: a URL's conns wins over the flag); one source may be
+unnamed, the default provider. That count is the account's total, shared by the coordinators on one database.
 --provider P reads a group from provider P: it is stored, and shown by status, as NAME@P, which the commands that take
 a group accept too. One newsgroup may be added once per provider; the release builder merges what they hold.
 --storage puts the spool, the corpus and the snapshots in an S3-compatible bucket that coordinators on several
@@ -394,7 +396,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	fs.Var(&m.Sources, "source", "where chunks come from: synthetic or nntp://[user:pass@]host:port (default synthetic); "+
 		"repeat it as NAME=URL for several providers, one of them unnamed at most")
 	fs.DurationVar(&m.TTL, "lease-ttl", coordinator.DefaultLeaseTTL, "lease TTL; workers heartbeat at TTL/3")
-	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "the NNTP account's connections in all, shared by the coordinators on the database (default: the URL's conns, or 4)")
+	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "the NNTP account's connections in all, shared by the coordinators on one database, for each --source URL without ?conns=N (a URL's conns wins over this flag; default 4)")
 	fs.DurationVar(&m.Poll, "poll", time.Minute, "how often to read the provider's watermarks and plan ranges")
 	fs.IntVar(&m.Store.RepairTries, "repair-tries", sqlstore.DefaultRepairTries, "how often a missing article is fetched again before it counts as lost")
 	fs.DurationVar(&m.Store.RepairDelay, "repair-delay", sqlstore.DefaultRepairDelay, "how long a missing article waits between tries")

@@ -16,7 +16,7 @@ import (
 
 // budgets makes the connection budgets of serve's NNTP sources: one per
 // provider, over the database, so the coordinators sharing it share each
-// provider's --nntp-conns (or the URL's conns) between them.
+// provider's connections (the URL's conns, else --nntp-conns) between them.
 type budgets struct {
 	store  *sqlstore.Store
 	holder string

@@ -204,23 +204,22 @@ func providerFlag(fs *flag.FlagSet) *string {
 // groupName returns the stored name of a command line's group: NAME read
 // from --provider's provider is NAME@PROVIDER (grouplease.ProviderGroup).
 // The stored form NAME@PROVIDER, as status shows it, is accepted too, but
-// not with --provider as well.
+// not with --provider as well. Either way the stored name must pass
+// grouplease.CheckGroupName, as the store checks it too: this says so
+// as a usage error, before the store is opened.
 func groupName(name, provider string) (string, error) {
-	newsgroup, inName := grouplease.SplitGroup(name)
-	if strings.Contains(name, "@") {
-		if provider != "" {
+	stored := name
+	if provider != "" {
+		if strings.Contains(name, "@") {
 			return "", usagef("group %q already names its provider: NAME@PROVIDER or NAME --provider PROVIDER, not both", name)
 		}
-		if err := grouplease.CheckProvider(inName); err != nil {
-			return "", usagef("group %q: %v", name, err)
+		if err := grouplease.CheckProvider(provider); err != nil {
+			return "", usagef("--provider: %v", err)
 		}
-		return name, nil
+		stored = grouplease.ProviderGroup(name, provider)
 	}
-	if provider == "" {
-		return name, nil
+	if err := grouplease.CheckGroupName(stored); err != nil {
+		return "", usagef("%v", err)
 	}
-	if err := grouplease.CheckProvider(provider); err != nil {
-		return "", usagef("--provider: %v", err)
-	}
-	return grouplease.ProviderGroup(newsgroup, provider), nil
+	return stored, nil
 }

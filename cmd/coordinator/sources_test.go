@@ -185,3 +185,67 @@ func TestProvidersGroupOncePerProvider(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, g+"@news2")
 }
+
+// The newsgroup part of NAME@PROVIDER must be a newsgroup: not empty and
+// without "@", or SplitGroup would split it at the wrong "@".
+func TestProvidersGroupNameRefusesEmptyOrAtNewsgroup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, provider string }{
+		{"@eweka", ""},
+		{"a@b@eweka", ""},
+		{"a@b", "eweka"}, // would be stored a@b@eweka
+		{"@", "eweka"},
+		{"", "eweka"},
+	} {
+		got, err := groupName(tc.name, tc.provider)
+		require.ErrorIs(t, err, errUsage, "group %q --provider %q was accepted as %q", tc.name, tc.provider, got)
+	}
+	data := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"@eweka"}, "a newsgroup name is required"},
+		{[]string{"a@b@eweka"}, `a newsgroup name holds no "@"`},
+		{[]string{"a@b", "--provider", "eweka"}, "not both"},
+	} {
+		_, err := run(t, data, append([]string{"group", "add"}, c.args...)...)
+		require.ErrorIs(t, err, errUsage, "%q", c.args)
+		require.ErrorContains(t, err, c.want, "%q", c.args)
+	}
+	out, err := run(t, data, "status", "--json")
+	require.NoError(t, err)
+	require.NotContains(t, out, "eweka", "no refused group was stored")
+}
+
+// A password holding "=" in an unnamed --source is not taken for NAME=URL.
+func TestProvidersSourcePasswordWithEquals(t *testing.T) {
+	t.Parallel()
+	ps, err := parseSources([]string{"nntps://user:pa=ss@news.example:563"})
+	require.NoError(t, err)
+	require.Len(t, ps, 1)
+	require.Equal(t, "", ps[0].name)
+	require.Equal(t, "nntps://user:pa=ss@news.example:563", ps[0].raw)
+}
+
+// A password with "/", "#" or "?" in an unescaped --source URL ends the
+// authority early, so url.Parse sees no userinfo: the start-up error must
+// still print nothing of the password, and say to percent-encode it.
+func TestProvidersSourceErrorHidesPassword(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"eweka=nntps://user:1234/s3cr3t@news.example:563",
+		"eweka=nntps://user:1234#s3cr3t@news.example:563",
+		"eweka=nntps://user:1234?s3cr3t@news.example:563",
+		"nntps://user:1234/s3cr3t@news.example:563",
+		"nntps://user:1234#s3cr3t@news.example:563",
+		"eweka=nntp://news.example:119#s3cr3t", // the label shows no fragment
+	} {
+		m := NewMain(nil, nil)
+		m.Sources = []string{raw}
+		_, err := m.sources(t.Context(), nil)
+		require.ErrorIs(t, err, errUsage, raw)
+		require.NotContains(t, err.Error(), "s3cr3t", raw)
+		require.NotContains(t, err.Error(), "1234", raw)
+	}
+}

@@ -12,14 +12,19 @@ import (
 const Hidden = "xxxxx"
 
 // URL returns raw with its password hidden: the user info's, as
-// url.URL.Redacted shows it ("postgres://u:xxxxx@host/db"), and a password
-// query parameter's (lib/pq reads one). A raw URL that does not parse is
-// not shown at all.
+// url.URL.Redacted shows it ("postgres://u:xxxxx@host/db"), a password
+// query parameter's (lib/pq reads one) and the fragment. A raw URL that
+// does not parse, or whose "@" stands after the host (misplacedUserInfo),
+// is not shown at all.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return unparsed
 	}
+	if misplacedUserInfo(u) || strings.Contains(u.RawQuery, "@") {
+		return misplaced
+	}
+	hideFragment(u)
 	if q := u.Query(); q.Has("password") {
 		q.Set("password", Hidden)
 		u.RawQuery = q.Encode()
@@ -36,6 +41,10 @@ func URLShowing(raw string, show ...string) string {
 	if err != nil {
 		return unparsed
 	}
+	if misplacedUserInfo(u) {
+		return misplaced
+	}
+	hideFragment(u)
 	if u.RawQuery != "" {
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
@@ -72,3 +81,26 @@ func shown(v string) string {
 // unparsed stands for a URL that does not parse: it might hold a secret
 // anywhere.
 const unparsed = "(a URL that does not parse)"
+
+// misplacedUserInfo reports whether an "@" stands in u's path or fragment.
+// A password holding "/", "?" or "#" unescaped ends the authority early:
+// url.Parse then reads no user info, the user as the host, the password's
+// start as the port and its rest, up to the "@", as path, query or
+// fragment, so that Redacted would show it all. (URL also refuses an "@"
+// in the query; URLShowing hides the query's values, some of which are
+// URLs with user info.)
+func misplacedUserInfo(u *url.URL) bool {
+	return strings.Contains(u.Path, "@") || strings.Contains(u.Fragment, "@")
+}
+
+// hideFragment hides u's fragment, which no URL here needs and which
+// Redacted would show as it is.
+func hideFragment(u *url.URL) {
+	if u.Fragment != "" || u.RawFragment != "" {
+		u.Fragment, u.RawFragment = Hidden, ""
+	}
+}
+
+// misplaced stands for a URL with an "@" after its host: its password,
+// not percent-encoded, may be anywhere in it.
+const misplaced = "(a URL with an \"@\" after its host: percent-encode the password)"
