@@ -24,9 +24,14 @@ const (
 	DefaultPoll = 500 * time.Millisecond
 )
 
-// releaseTimeout bounds the ReleaseSlot of a slot given back: past it the
-// lease runs out by itself.
+// releaseTimeout bounds the ReleaseSlot of a slot given back (and Close's
+// give-back of them all): past it the lease runs out by itself.
 const releaseTimeout = 5 * time.Second
+
+// takeTimeout bounds a TakeSlot. The take runs on a context of its own,
+// not the caller's: a take cancelled after its commit would report an
+// error and leave the slot leased to nobody for a TTL.
+const takeTimeout = 10 * time.Second
 
 // ErrClosed is returned by Acquire once the Budget is closed.
 var ErrClosed = errors.New("connlease: the budget is closed")
@@ -70,8 +75,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Store == nil:
 		return lease.Invalidf("connlease: a Store is required")
-	case c.Size < 1:
-		return lease.Invalidf("connlease: Size %d: want at least 1 connection", c.Size)
+	case c.Size < 1 || c.Size > MaxSize:
+		return lease.Invalidf("connlease: Size %d: want 1 to %d connections", c.Size, MaxSize)
 	case c.Holder == "":
 		return lease.Invalidf("connlease: a Holder is required")
 	case c.TTL < 30*time.Millisecond:
@@ -127,10 +132,27 @@ type slot struct {
 
 func (s *slot) Lost() <-chan struct{} { return s.lost }
 
+// Expired reports whether the slot is lost, or its deadline has passed by
+// the local monotonic clock though the timer that would mark it lost has
+// not run yet (a process paused past it, then resumed): a connection is
+// not reused on it.
+func (s *slot) Expired() bool {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	return s.isLost || !time.Now().Before(s.deadline)
+}
+
 // Release gives the slot back (ReleaseSlot, bounded by a timeout); an
 // error is logged, and the lease then runs out by itself. A second call
 // does nothing.
 func (s *slot) Release() {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	s.release(ctx)
+}
+
+// release is Release within ctx.
+func (s *slot) release(ctx context.Context) {
 	b := s.b
 	b.mu.Lock()
 	if s.released {
@@ -143,8 +165,6 @@ func (s *slot) Release() {
 	s.loseLocked()
 	l := s.lease
 	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
 	if err := b.cfg.Store.ReleaseSlot(ctx, l); err != nil {
 		b.cfg.Logger.Warn("connlease: give a connection slot back; it runs out by itself", "provider", l.Provider, "slot", l.N, "err", err)
 	}
@@ -177,12 +197,16 @@ func (b *Budget) Acquire(ctx context.Context) (nntp.Slot, error) {
 		b.mu.Unlock()
 		if !full {
 			sent := time.Now()
-			l, ok, err := b.cfg.Store.TakeSlot(ctx, b.cfg.Provider, b.cfg.Size, b.cfg.Holder, b.cfg.TTL)
+			l, ok, err := b.take(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
 				return nil, fmt.Errorf("connlease: take a slot of %q: %w", b.cfg.Provider, err)
+			}
+			if ok && ctx.Err() != nil { // the caller gave up meanwhile: give it back
+				b.giveBack(l)
+				return nil, ctx.Err()
 			}
 			if ok {
 				return b.add(l, sent)
@@ -203,16 +227,31 @@ func (b *Budget) Acquire(ctx context.Context) (nntp.Slot, error) {
 	}
 }
 
+// take runs TakeSlot on a context of its own, bounded by takeTimeout (and
+// ended by Close), so that its reply is never lost to ctx's end after the
+// take committed: Acquire gives back a slot taken for a caller gone.
+func (b *Budget) take(ctx context.Context) (Slot, bool, error) {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeTimeout)
+	defer cancel()
+	return b.cfg.Store.TakeSlot(tctx, b.cfg.Provider, b.cfg.Size, b.cfg.Holder, b.cfg.TTL)
+}
+
+// giveBack releases l, a lease no slot records.
+func (b *Budget) giveBack(l Slot) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := b.cfg.Store.ReleaseSlot(ctx, l); err != nil {
+		b.cfg.Logger.Warn("connlease: give a connection slot back; it runs out by itself", "provider", l.Provider, "slot", l.N, "err", err)
+	}
+}
+
 // add records the lease l taken at sent.
 func (b *Budget) add(l Slot, sent time.Time) (nntp.Slot, error) {
 	s := &slot{b: b, lease: l, renewed: sent, deadline: b.deadline(sent), lost: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		s.released = true
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		defer cancel()
-		b.cfg.Store.ReleaseSlot(ctx, l)
+		b.giveBack(l)
 		return nil, ErrClosed
 	}
 	b.held[s] = struct{}{}
@@ -331,8 +370,14 @@ func (b *Budget) Close() error {
 	b.mu.Unlock()
 	close(b.stop)
 	<-b.done
+	// At once, within one timeout: a slow database costs Close that
+	// timeout, not that times the slots.
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
 	for _, s := range held {
-		s.Release()
+		wg.Go(func() { s.release(ctx) })
 	}
+	wg.Wait()
 	return nil
 }

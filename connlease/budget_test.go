@@ -157,8 +157,9 @@ func TestConnectionBudgetRenews(t *testing.T) {
 func TestConnectionBudgetWaitsForRelease(t *testing.T) {
 	t.Parallel()
 	store := openStore(t, nil)
+	refused := refusingStore{Store: store, refused: make(chan struct{}, 100)}
 	a := newBudget(t, connlease.Config{Store: store, Size: 1, Holder: "a", Poll: 5 * time.Millisecond})
-	b := newBudget(t, connlease.Config{Store: store, Size: 1, Holder: "b", Poll: 5 * time.Millisecond})
+	b := newBudget(t, connlease.Config{Store: refused, Size: 1, Holder: "b", Poll: 5 * time.Millisecond})
 	s, err := a.Acquire(ctxT(t))
 	require.NoError(t, err)
 	got := make(chan nntp.Slot, 1)
@@ -169,10 +170,12 @@ func TestConnectionBudgetWaitsForRelease(t *testing.T) {
 		}
 		got <- s
 	}()
+	<-refused.refused // b asked while a holds the slot ...
+	<-refused.refused // ... twice: it waits and asks again
 	select {
 	case <-got:
 		t.Fatal("b took a slot a holds")
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	s.Release()
 	s.Release() // a second give-back does nothing
@@ -194,8 +197,26 @@ func TestConnectionBudgetBadConfig(t *testing.T) {
 		{Store: store, Size: 1},
 		{Store: store, Size: 1, Holder: "a", TTL: time.Millisecond},
 		{Store: store, Size: 1, Holder: "a", Poll: -time.Second},
+		{Store: store, Size: connlease.MaxSize + 1, Holder: "a"},
 	} {
 		_, err := connlease.New(cfg)
 		require.ErrorIs(t, err, lease.ErrInvalid, "%+v", cfg)
 	}
+}
+
+// refusingStore signals each take the store refused: every slot held.
+type refusingStore struct {
+	connlease.Store
+	refused chan struct{}
+}
+
+func (s refusingStore) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Slot, bool, error) {
+	sl, ok, err := s.Store.TakeSlot(ctx, provider, size, holder, ttl)
+	if err == nil && !ok {
+		select {
+		case s.refused <- struct{}{}:
+		default:
+		}
+	}
+	return sl, ok, err
 }

@@ -25,7 +25,10 @@ type Slot struct {
 type Store interface {
 	// TakeSlot leases to holder, until the store's now + ttl, a slot of
 	// provider numbered below size that no lease holds or whose lease
-	// ran out. It reports false when every such slot is held.
+	// ran out. It reports false when every such slot is held. The store
+	// keeps provider's size: the first take sets it, and a take with
+	// another size fails with an error wrapping lease.ErrConflict while
+	// any slot of provider is held (and sets it when none is).
 	TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (Slot, bool, error)
 	// RenewSlot moves the lease's end to now + ttl, if s.Token still
 	// holds it; otherwise it fails with an error wrapping ErrLost.
@@ -35,4 +38,15 @@ type Store interface {
 	ReleaseSlot(ctx context.Context, s Slot) error
 	// Slots lists the leases held and not run out, by provider and N.
 	Slots(ctx context.Context) ([]Slot, error)
+	// BudgetSizes lists the providers' stored sizes, by provider.
+	BudgetSizes(ctx context.Context) ([]BudgetSize, error)
+}
+
+// MaxSize bounds a budget's size: far past any provider's account.
+const MaxSize = 10000
+
+// BudgetSize is the size a Store keeps for a provider's budget.
+type BudgetSize struct {
+	Provider string `json:"provider" db:"provider"`
+	Size     int    `json:"size" db:"size"`
 }

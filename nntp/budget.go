@@ -22,3 +22,8 @@ type Slot interface {
 	// Release gives the slot back, once its connection has closed.
 	Release()
 }
+
+// A Slot may also have a method Expired() bool, reporting that its lease
+// may have run out by the local clock before Lost closed (a process paused
+// past the lease's TTL): an idle connection on such a slot is closed, not
+// reused. connlease's slots have it.

@@ -30,10 +30,17 @@ var ErrSlotLost = errors.New("nntp: the connection's slot of the budget was lost
 // the dial until it is closed, idle included; an idle one is closed after
 // IdleTimeout, and one whose slot is lost is closed at once. A call that
 // finds no idle connection waits for a slot, or for a connection another
-// call puts back, whichever comes first: so GROUP is handed the next
-// connection this Source puts back even when other coordinators hold every
-// other slot of the account. When they hold all of them and this Source
-// has none open, GROUP waits for a slot until its ctx ends.
+// call puts back, whichever comes first. A connection put back goes to
+// the first call waiting that is not a fetch (GROUP, DATE), else to the
+// first fetch: so GROUP is handed the next connection this Source puts
+// back, ahead of the fetches waiting, even when other coordinators hold
+// every other slot of the account. When they hold all of them and this
+// Source has none open, GROUP waits for a slot until its ctx ends.
+//
+// An idle connection whose slot's lease may have run out (by the local
+// monotonic clock, Slot's optional Expired) is closed, not reused: a
+// process paused past the lease's TTL resumes with its sockets open while
+// another coordinator may have taken its slots.
 type pool struct {
 	cfg     *Config
 	slots   chan struct{} // a token per connection busy or being dialled
@@ -45,7 +52,7 @@ type pool struct {
 	fails   int       // consecutive failed dials
 	next    time.Time // no dial before this after a failure
 	held    map[*conn]*held
-	waiters []*waiter // calls waiting for a slot, first come first
+	waiters []*waiter // calls waiting for a slot, first come first (fetches after the others)
 
 	xover atomic.Bool // the server answered 500 to OVER: use XOVER
 	dials atomic.Int64
@@ -65,7 +72,12 @@ type held struct {
 type waiter struct {
 	ch     chan *conn // buffered: put never blocks
 	cancel context.CancelFunc
+	fetch  bool // a fetch: served after the calls that are not
 }
+
+// expirer is a Slot that can tell its lease may have run out before its
+// Lost channel closed (connlease's slots).
+type expirer interface{ Expired() bool }
 
 func newPool(cfg *Config) *pool {
 	return &pool{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), fetches: make(chan struct{}, max(1, cfg.MaxConns-1)),
@@ -87,8 +99,8 @@ func (p *pool) unreserve() { <-p.fetches }
 
 // get returns an idle connection, or dials one when fewer than MaxConns
 // are open (and, with a Budget, once it has a slot). It blocks while all
-// are busy, until ctx is done.
-func (p *pool) get(ctx context.Context, fresh bool) (*conn, error) {
+// are busy, until ctx is done. fetch says the call is a fetch.
+func (p *pool) get(ctx context.Context, fresh, fetch bool) (*conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -102,6 +114,13 @@ func (p *pool) get(ctx context.Context, fresh bool) (*conn, error) {
 		p.mu.Unlock()
 		<-p.slots
 		return nil, ErrClosed
+	}
+	for !fresh && len(p.idle) > 0 && p.expired(p.idle[len(p.idle)-1]) {
+		c := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		p.mu.Unlock()
+		p.drop(c, false) // its slot may be another's: no QUIT
+		p.mu.Lock()
 	}
 	if !fresh && len(p.idle) > 0 {
 		c := p.idle[len(p.idle)-1]
@@ -132,7 +151,7 @@ func (p *pool) get(ctx context.Context, fresh bool) (*conn, error) {
 	if p.cfg.Budget != nil {
 		var c *conn
 		var err error
-		slot, c, err = p.acquire(ctx, fresh)
+		slot, c, err = p.acquire(ctx, fresh, fetch)
 		if err != nil || c != nil {
 			if err != nil {
 				<-p.slots
@@ -156,7 +175,7 @@ func (p *pool) get(ctx context.Context, fresh bool) (*conn, error) {
 
 // acquire waits for a slot of the Budget, or (unless fresh) for a
 // connection put back meanwhile, which it returns instead.
-func (p *pool) acquire(ctx context.Context, fresh bool) (Slot, *conn, error) {
+func (p *pool) acquire(ctx context.Context, fresh, fetch bool) (Slot, *conn, error) {
 	if fresh {
 		slot, err := p.cfg.Budget.Acquire(ctx)
 		if err != nil {
@@ -166,7 +185,7 @@ func (p *pool) acquire(ctx context.Context, fresh bool) (Slot, *conn, error) {
 	}
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := &waiter{ch: make(chan *conn, 1), cancel: cancel}
+	w := &waiter{ch: make(chan *conn, 1), cancel: cancel, fetch: fetch}
 	p.mu.Lock()
 	p.waiters = append(p.waiters, w)
 	p.mu.Unlock()
@@ -273,6 +292,16 @@ func (p *pool) lost(c *conn) bool {
 	return h != nil && h.lost
 }
 
+// expired reports whether c's slot may have run out. p.mu is held.
+func (p *pool) expired(c *conn) bool {
+	h := p.held[c]
+	if h == nil {
+		return false
+	}
+	e, ok := h.slot.(expirer)
+	return ok && e.Expired()
+}
+
 // busy stops c's idle timer: a call took it. p.mu is held.
 func (p *pool) busy(c *conn) {
 	if h := p.held[c]; h != nil && h.idle != nil {
@@ -316,8 +345,9 @@ func (p *pool) put(c *conn) {
 	}
 	c.used = true
 	if len(p.waiters) > 0 {
-		w := p.waiters[0]
-		p.waiters = p.waiters[1:]
+		i := max(0, slices.IndexFunc(p.waiters, func(w *waiter) bool { return !w.fetch }))
+		w := p.waiters[i]
+		p.waiters = slices.Delete(p.waiters, i, i+1)
 		w.ch <- c
 		w.cancel()
 		p.mu.Unlock()

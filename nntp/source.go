@@ -128,7 +128,7 @@ func (s *Source) fetchDeadline(span lease.Span) time.Duration {
 // with one clear error for a bad login or an unreachable server. The
 // connection then waits in the pool.
 func (s *Source) Check(ctx context.Context) error {
-	c, err := s.pool.get(ctx, true)
+	c, err := s.pool.get(ctx, true, false)
 	if err != nil {
 		return err
 	}
@@ -143,8 +143,14 @@ func (s *Source) Check(ctx context.Context) error {
 // connection that fails before its first reply (the server closed it while
 // idle) is dropped and fn runs once more on a fresh one.
 func (s *Source) with(ctx context.Context, within time.Duration, limit int64, fn func(*conn) error) error {
+	return s.withConn(ctx, false, within, limit, fn)
+}
+
+// withConn is with; fetch says fn is a fetch, which waits for a
+// connection behind the calls that are not (the pool's put).
+func (s *Source) withConn(ctx context.Context, fetch bool, within time.Duration, limit int64, fn func(*conn) error) error {
 	for attempt := 0; ; attempt++ {
-		c, err := s.pool.get(ctx, attempt > 0)
+		c, err := s.pool.get(ctx, attempt > 0, fetch)
 		if err != nil {
 			return err
 		}
@@ -228,7 +234,7 @@ func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]by
 	start := time.Now()
 	var out []byte
 	var read int64
-	err := s.with(ctx, s.fetchDeadline(span), s.cfg.MaxFetchBytes+readBufSize, func(c *conn) error {
+	err := s.withConn(ctx, true, s.fetchDeadline(span), s.cfg.MaxFetchBytes+readBufSize, func(c *conn) error {
 		defer func() { read = c.read }()
 		// A server may fix a group's articles when GROUP selects it (INN's
 		// nnrpd does): a span past the high it saw selects the group again.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/edgeindex/edgeindex/connlease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -14,8 +16,8 @@ import (
 var _ connlease.Store = (*Store)(nil)
 
 // maxSlots bounds a budget's size: far past any provider's account, and
-// the most rows a TakeSlot adds.
-const maxSlots = 10000
+// the most rows a take adds.
+const maxSlots = connlease.MaxSize
 
 // maxProvider bounds a provider's name.
 const maxProvider = 200
@@ -34,15 +36,13 @@ func (r slotRow) slot() connlease.Slot {
 		Expires: fromMicros(sql.NullInt64{Int64: r.Expires, Valid: true})}
 }
 
-// takeSlotQuery leases the lowest free slot below the size: one statement,
-// so the row it picks is free when it takes it. On PostgreSQL the
-// subquery locks the row it picks and skips the rows other takers have
-// locked (a row another taker took after this statement began is checked
-// again, and passed over, when locked); on SQLite the one writer does one
-// statement at a time.
+// takeSlotQuery leases the lowest free slot below the size. It runs in
+// the transaction that locked the provider's conn_budgets row, so takers
+// of one provider go one at a time on PostgreSQL too, and a resize cannot
+// slip between the check of the size and the take.
 const takeSlotQuery = `UPDATE conn_slots SET holder = ?, token = token + 1, expires_us = {now} + ?
 	WHERE provider = ? AND n = (SELECT n FROM conn_slots WHERE provider = ? AND n < ? AND expires_us <= {now}
-		ORDER BY n LIMIT 1 {skiplocked})
+		ORDER BY n LIMIT 1)
 	RETURNING provider, n, holder, token, expires_us`
 
 // addSlotsQuery adds the rows of slots 0 to size−1 that are missing, free.
@@ -53,6 +53,14 @@ const addSlotsQuery = `WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 F
 
 // TakeSlot implements connlease.Store. The slot taken is the lowest one
 // free; its token is one more than the slot's last.
+//
+// The provider's size is stored: the first take writes it (and the slots'
+// rows, once), and a take with another size changes it only while no slot
+// of the provider is held; while one is, it fails with an error wrapping
+// lease.ErrConflict. So coordinators told different sizes for one account
+// never hold the larger between them, and an operator resizes a budget by
+// stopping its coordinators and starting them with the new size (or
+// waiting a TTL after a crash).
 func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Slot, bool, error) {
 	if err := checkSlotArgs(provider, holder); err != nil {
 		return connlease.Slot{}, false, err
@@ -64,29 +72,91 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 	if err != nil {
 		return connlease.Slot{}, false, err
 	}
-	take := func() (connlease.Slot, bool, error) {
+	var out connlease.Slot
+	var ok bool
+	err = s.tx(ctx, func(tx *sqlx.Tx) error {
 		now := s.now()
+		cur, err := s.budgetSize(ctx, tx, provider)
+		if err != nil {
+			return err
+		}
+		add := false
+		if cur == 0 {
+			res, err := tx.ExecContext(ctx, s.q("INSERT INTO conn_budgets (provider, size) VALUES (?, ?) ON CONFLICT (provider) DO NOTHING"),
+				provider, size)
+			if err != nil {
+				return fmt.Errorf("take slot: write the budget's size: %w", err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return fmt.Errorf("take slot: write the budget's size: %w", err)
+			}
+			if add = n == 1; !add { // another taker wrote it first
+				if cur, err = s.budgetSize(ctx, tx, provider); err != nil {
+					return err
+				}
+			} else {
+				cur = size
+			}
+		}
+		if cur != size {
+			var held int
+			if err := tx.GetContext(ctx, &held, s.q("SELECT COUNT(*) FROM conn_slots WHERE provider = ? AND expires_us > {now}"),
+				provider, now); err != nil {
+				return fmt.Errorf("take slot: %w", err)
+			}
+			if held > 0 {
+				return fmt.Errorf("take slot: the connection budget of %q is %d connections (%d held), not this coordinator's %d; "+
+					"stop its coordinators to change it: %w", provider, cur, held, size, lease.ErrConflict)
+			}
+			if _, err := tx.ExecContext(ctx, s.q("UPDATE conn_budgets SET size = ? WHERE provider = ?"), size, provider); err != nil {
+				return fmt.Errorf("take slot: resize the budget: %w", err)
+			}
+			add = true
+		}
+		if add {
+			if _, err := tx.ExecContext(ctx, s.q(addSlotsQuery), size, provider); err != nil {
+				return fmt.Errorf("take slot: add the slots: %w", err)
+			}
+		}
 		var r slotRow
-		err := s.db.GetContext(ctx, &r, s.q(takeSlotQuery), holder, now, ttlUS, provider, provider, size, now)
+		err = tx.GetContext(ctx, &r, s.q(takeSlotQuery), holder, now, ttlUS, provider, provider, size, now)
 		if errors.Is(err, sql.ErrNoRows) {
-			return connlease.Slot{}, false, nil
+			return nil
 		}
 		if err != nil {
-			return connlease.Slot{}, false, fmt.Errorf("take slot: %w", err)
+			return fmt.Errorf("take slot: %w", err)
 		}
-		return r.slot(), true, nil
+		out, ok = r.slot(), true
+		return nil
+	})
+	if err != nil {
+		return connlease.Slot{}, false, err
 	}
-	sl, ok, err := take()
-	if ok || err != nil {
-		return sl, ok, err
+	return out, ok, nil
+}
+
+// budgetSize reads, and locks until tx ends, provider's stored size: 0
+// when none is stored.
+func (s *Store) budgetSize(ctx context.Context, tx *sqlx.Tx, provider string) (int, error) {
+	var size int
+	err := tx.GetContext(ctx, &size, s.q("SELECT size FROM conn_budgets WHERE provider = ? {forupdate}"), provider)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
 	}
-	// Every row below size is held, or some are missing: the budget is new
-	// or grew. Add those, free, and take again: the rows this or a
-	// concurrent taker added are free.
-	if _, err := s.db.ExecContext(ctx, s.q(addSlotsQuery), size, provider); err != nil {
-		return connlease.Slot{}, false, fmt.Errorf("take slot: add the slots: %w", err)
+	if err != nil {
+		return 0, fmt.Errorf("take slot: read the budget's size: %w", err)
 	}
-	return take()
+	return size, nil
+}
+
+// BudgetSizes implements connlease.Store.
+func (s *Store) BudgetSizes(ctx context.Context) ([]connlease.BudgetSize, error) {
+	var out []connlease.BudgetSize
+	if err := s.rdb.SelectContext(ctx, &out, "SELECT provider, size FROM conn_budgets ORDER BY provider"); err != nil {
+		return nil, fmt.Errorf("budget sizes: %w", err)
+	}
+	return out, nil
 }
 
 // RenewSlot implements connlease.Store. A lease that ran out is lost, even

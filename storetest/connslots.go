@@ -51,10 +51,6 @@ func testConnSlotsTake(t *testing.T, e *env) {
 	require.Equal(t, 1, s.N)
 	require.Greater(t, s.Token, held[1].Token, "tokens rise with every take")
 
-	s, ok = take("eweka", 4, "c9")
-	require.True(t, ok, "a budget that grew has more slots")
-	require.Equal(t, 3, s.N)
-
 	_, _, err = e.TakeSlot(e.ctx, "eweka", 0, "c1", ttl)
 	require.ErrorIs(t, err, lease.ErrInvalid)
 	_, _, err = e.TakeSlot(e.ctx, "eweka", 1, "", ttl)
@@ -145,4 +141,51 @@ func testConnSlotsRace(t *testing.T, e *env) {
 		}
 		require.Len(t, seen, size, "round %d: exactly size takers pass", round)
 	}
+}
+
+// The first take stores the budget's size. A take with another size fails
+// with ErrConflict, naming both, while any slot is held, so holders told
+// different sizes never hold the larger between them; once none is held
+// (given back or run out) it sets the new size, and a budget that grew
+// has the new slots.
+func testConnSlotsSize(t *testing.T, e *env) {
+	a, ok, err := e.TakeSlot(e.ctx, "eweka", 2, "a", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, _, err = e.TakeSlot(e.ctx, "eweka", 4, "b", ttl)
+	require.ErrorIs(t, err, lease.ErrConflict, "a larger size while a slot is held")
+	require.ErrorContains(t, err, "is 2 connections")
+	require.ErrorContains(t, err, "coordinator's 4")
+	_, _, err = e.TakeSlot(e.ctx, "eweka", 1, "b", ttl)
+	require.ErrorIs(t, err, lease.ErrConflict, "a smaller size while a slot is held")
+	sizes, err := e.BudgetSizes(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []connlease.BudgetSize{{Provider: "eweka", Size: 2}}, sizes)
+
+	b, ok, err := e.TakeSlot(e.ctx, "eweka", 2, "b", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, ok, err = e.TakeSlot(e.ctx, "eweka", 2, "c", ttl)
+	require.NoError(t, err)
+	require.False(t, ok, "the stored size's slots are all held")
+
+	require.NoError(t, e.ReleaseSlot(e.ctx, a))
+	_, _, err = e.TakeSlot(e.ctx, "eweka", 3, "c", ttl)
+	require.ErrorIs(t, err, lease.ErrConflict, "one slot is still held")
+	e.clock.Advance(ttl + time.Second) // b runs out
+	var got []int
+	for _, h := range []string{"c", "d", "e"} {
+		s, ok, err := e.TakeSlot(e.ctx, "eweka", 3, h, ttl)
+		require.NoError(t, err)
+		require.True(t, ok, "the budget, resized while no slot was held, grew to 3")
+		got = append(got, s.N)
+	}
+	require.Equal(t, []int{0, 1, 2}, got)
+	_, _, err = e.TakeSlot(e.ctx, "eweka", 2, "f", ttl)
+	require.ErrorIs(t, err, lease.ErrConflict)
+	_, err = e.RenewSlot(e.ctx, b, ttl)
+	require.ErrorIs(t, err, connlease.ErrLost)
+	sizes, err = e.BudgetSizes(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []connlease.BudgetSize{{Provider: "eweka", Size: 3}}, sizes)
 }

@@ -127,7 +127,7 @@ func Run(t *testing.T, open Open) {
 		{"SearchIndexedOnce", testSearchIndexedOnce}, {"SearchHostileNames", testSearchHostileNames}, {"SearchBadQueries", testSearchBadQueries},
 		{"UsersManage", testUsersManage}, {"UsersRequestLimit", testUsersRequestLimit}, {"UsersGrab", testUsersGrab},
 		{"UsersConcurrentLimit", testUsersConcurrentLimit},
-		{"ConnSlotsTake", testConnSlotsTake}, {"ConnSlotsExpiry", testConnSlotsExpiry}, {"ConnSlotsRace", testConnSlotsRace},
+		{"ConnSlotsTake", testConnSlotsTake}, {"ConnSlotsExpiry", testConnSlotsExpiry}, {"ConnSlotsRace", testConnSlotsRace}, {"ConnSlotsSize", testConnSlotsSize},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

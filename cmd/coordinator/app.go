@@ -1080,10 +1080,14 @@ func (m *Main) status(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return m.printJSON(map[string]any{"lanes": lanes, "plans": plans, "stuckFetches": stuck, "connSlots": slots})
+	sizes, err := store.BudgetSizes(ctx)
+	if err != nil {
+		return err
 	}
-	defer printSlots(m.Stdout, slots) // after the tables below
+	if *asJSON {
+		return m.printJSON(map[string]any{"lanes": lanes, "plans": plans, "stuckFetches": stuck, "connSlots": slots, "connBudgets": sizes})
+	}
+	defer printSlots(m.Stdout, sizes, slots) // after the tables below
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tLANE\tHOLDER\tNEXT\tPENDING\tLEASED\tDONE\tFAILED\tHEADERS")
 	for _, l := range lanes {

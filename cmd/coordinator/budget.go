@@ -64,35 +64,48 @@ func andThen(first, second func() error) func() error {
 	return func() error { return errors.Join(first(), second()) }
 }
 
-// printSlots prints the connection slots held, per provider and
-// coordinator.
-func printSlots(w io.Writer, slots []connlease.Slot) {
-	if len(slots) == 0 {
+// printSlots prints each provider's budget (its stored size, the slots
+// held and free), then the slots held per provider and coordinator.
+func printSlots(w io.Writer, sizes []connlease.BudgetSize, slots []connlease.Slot) {
+	if len(sizes) == 0 && len(slots) == 0 {
 		return
 	}
-	type key struct{ provider, holder string }
-	var order []key
-	count := map[key][]int{}
-	expires := map[key]time.Time{}
+	name := func(provider string) string {
+		if provider == "" {
+			return "-"
+		}
+		return provider
+	}
+	heldBy := map[string]int{}
 	for _, s := range slots {
-		k := key{s.Provider, s.Holder}
-		if _, ok := count[k]; !ok {
-			order = append(order, k)
-		}
-		count[k] = append(count[k], s.N)
-		if s.Expires.After(expires[k]) {
-			expires[k] = s.Expires
-		}
+		heldBy[s.Provider]++
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "")
-	fmt.Fprintln(tw, "PROVIDER\tCOORDINATOR\tSLOTS HELD\tNUMBERS\tLAST EXPIRES")
-	for _, k := range order {
-		provider := k.provider
-		if provider == "" {
-			provider = "-"
+	fmt.Fprintln(tw, "PROVIDER\tBUDGET\tHELD\tFREE")
+	for _, b := range sizes {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", name(b.Provider), b.Size, heldBy[b.Provider], max(0, b.Size-heldBy[b.Provider]))
+	}
+	if len(slots) > 0 {
+		type key struct{ provider, holder string }
+		var order []key
+		count := map[key][]int{}
+		expires := map[key]time.Time{}
+		for _, s := range slots {
+			k := key{s.Provider, s.Holder}
+			if _, ok := count[k]; !ok {
+				order = append(order, k)
+			}
+			count[k] = append(count[k], s.N)
+			if s.Expires.After(expires[k]) {
+				expires[k] = s.Expires
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", provider, k.holder, len(count[k]), count[k], expires[k].Format(time.RFC3339))
+		fmt.Fprintln(tw, "")
+		fmt.Fprintln(tw, "PROVIDER\tCOORDINATOR\tSLOTS HELD\tNUMBERS\tLAST EXPIRES")
+		for _, k := range order {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", name(k.provider), k.holder, len(count[k]), count[k], expires[k].Format(time.RFC3339))
+		}
 	}
 	tw.Flush()
 }

@@ -10,3 +10,12 @@ CREATE TABLE conn_slots (
     expires_us BIGINT NOT NULL,
     PRIMARY KEY (provider, n)
 );
+
+-- The size of each provider's budget: written by the first take, and
+-- changed only by a take while no slot of the provider is held, so that
+-- coordinators told different sizes never share one account as the
+-- larger (a take with another size fails while a slot is held).
+CREATE TABLE conn_budgets (
+    provider TEXT NOT NULL PRIMARY KEY,
+    size     INTEGER NOT NULL
+);
