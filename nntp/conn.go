@@ -87,24 +87,25 @@ func (d *deadlineConn) deadlineErr(err error) error {
 
 // conn is one connection to the server, used by one goroutine at a time.
 type conn struct {
-	cfg      *Config
-	tcp      net.Conn // the socket, closed to abort a call
-	dc       *deadlineConn
-	r        *bufio.Reader
-	tp       *textproto.Reader
-	w        *bufio.Writer
-	caps     Capabilities  // nil when CAPABILITIES was refused
-	rw       io.ReadWriter // what r and w read and write: the socket, or TLS on it
-	tls      bool          // the connection is encrypted
-	compress bool          // XFEATURE COMPRESS GZIP was accepted
-	deflate  bool          // COMPRESS DEFLATE is on: r inflates, w deflates
-	counted  bool          // the Source counted its compression
-	group    string        // the group GROUP last selected
-	high     int64         // its high watermark then
-	broken   bool          // an I/O error, a timeout or a desync: never reuse
-	used     bool          // it went back to the pool once
-	authed   bool          // AUTHINFO succeeded
-	replied  bool          // a status line was read since the pool handed it out
+	cfg       *Config
+	tcp       net.Conn // the socket, closed to abort a call
+	dc        *deadlineConn
+	r         *bufio.Reader
+	tp        *textproto.Reader
+	w         *bufio.Writer
+	caps      Capabilities  // nil when CAPABILITIES was refused
+	rw        io.ReadWriter // what r and w read and write: the socket, or TLS on it
+	tls       bool          // the connection is encrypted
+	compress  bool          // XFEATURE COMPRESS GZIP was accepted
+	deflate   bool          // COMPRESS DEFLATE is on: r inflates, w deflates
+	counted   bool          // the Source counted its compression
+	group     string        // the group GROUP last selected
+	high      int64         // its high watermark then
+	broken    bool          // an I/O error, a timeout or a desync: never reuse
+	used      bool          // it went back to the pool once
+	authed    bool          // AUTHINFO succeeded
+	capsStale bool          // AUTHINFO succeeded since caps was read
+	replied   bool          // a status line was read since the pool handed it out
 
 	zr   io.ReadCloser // the zlib reader, reset per compressed response
 	gzr  *gzip.Reader  // the gzip reader, likewise
@@ -128,6 +129,24 @@ type blockLimits struct {
 const (
 	maxReplyLines = 1000
 	maxReplyBytes = 256 << 10
+)
+
+// Bounds of the bytes read off the wire (after TLS, before inflating) by
+// calls whose replies are status lines and lists. The text bounds
+// (maxReplyLine, maxReplyBytes) do not bound the wire on a deflated
+// connection: empty deflate blocks inflate to nothing, at line rate. Each
+// leaves room for a read buffer or two past the text, which the buffer
+// may read ahead.
+const (
+	// groupWireBytes bounds a GROUP call: its status lines (with a 480,
+	// AUTHINFO's and the GROUP sent again).
+	groupWireBytes = maxReplyLine + 2*readBufSize
+	// handshakeWireBytes bounds a dial: the greeting, status lines, up to
+	// four CAPABILITIES lists (first, after MODE READER, STARTTLS and
+	// AUTHINFO) and a TLS handshake.
+	handshakeWireBytes = 4*maxReplyBytes + 2*readBufSize
+	// callWireBytes bounds a call that sets no bound of its own.
+	callWireBytes = maxReplyBytes + 2*readBufSize
 )
 
 // dial connects, reads the greeting, and negotiates: CAPABILITIES, MODE
@@ -155,8 +174,9 @@ func dial(ctx context.Context, cfg *Config) (_ *conn, err error) {
 	}()
 	dc := &deadlineConn{Conn: quickack.Conn(tcp), timeout: cfg.Timeout}
 	c.dc = dc
-	// The whole handshake, not only each read, must end within Timeout.
-	dc.bound(cfg.Timeout, 0)
+	// The whole handshake, not only each read, must end within Timeout,
+	// and read a bounded number of bytes.
+	dc.bound(cfg.Timeout, handshakeWireBytes)
 	defer func() { err = dc.deadlineErr(err) }()
 	var rw net.Conn = dc
 	if cfg.TLS {
@@ -217,6 +237,15 @@ func (c *conn) handshake() error {
 			return err
 		}
 	}
+	// RFC 4643: after AUTHINFO the client must discard the list it
+	// read before, which may change (a provider may list COMPRESS only
+	// now); read it again, here where the bytes are bounded, before
+	// COMPRESS is decided on it.
+	if c.capsStale {
+		if err := c.capabilities(); err != nil {
+			return err
+		}
+	}
 	return c.negotiateCompression()
 }
 
@@ -227,6 +256,7 @@ func (c *conn) capabilities() error {
 	if err != nil {
 		return err
 	}
+	c.capsStale = false
 	if code != 101 {
 		c.caps = nil
 		return nil
@@ -312,7 +342,7 @@ func (c *conn) auth() error {
 	}
 	switch code {
 	case 281:
-		c.authed = true
+		c.authed, c.capsStale = true, true
 		return nil
 	case 481, 482, 502:
 		return c.replyErr("AUTHINFO", code, text, ErrAuthFailed)

@@ -2,7 +2,6 @@ package nntp
 
 import (
 	"bufio"
-	"compress/flate"
 	"errors"
 	"fmt"
 	"io"
@@ -50,8 +49,8 @@ func (c *conn) negotiateCompression() error {
 
 // startDeflate turns COMPRESS DEFLATE on after its 206: everything the
 // server sends from here is one raw deflate stream, and so is everything
-// the client sends, each command ending in a sync flush so the server can
-// inflate it at once.
+// the client sends: each command as stored (uncompressed) blocks ending in
+// an empty one, as a sync flush does, so the server can inflate it at once.
 //
 // The inflater is internal/inflate, compress/flate's decompressor changed
 // to hand on each block's data as the block ends: INN's nnrpd ends each
@@ -68,11 +67,7 @@ func (c *conn) negotiateCompression() error {
 func (c *conn) startDeflate() {
 	c.r = bufio.NewReaderSize(&inflater{r: inflate.NewReader(c.r)}, readBufSize)
 	c.tp = textproto.NewReader(c.r)
-	fw, err := flate.NewWriter(c.rw, flate.BestSpeed)
-	if err != nil {
-		panic(err) // BestSpeed is a valid level
-	}
-	c.w = bufio.NewWriterSize(syncFlusher{fw}, 4096)
+	c.w = bufio.NewWriterSize(storedBlocks{c.rw}, 4096)
 	c.deflate = true
 }
 
@@ -87,17 +82,29 @@ func (c *conn) compression() CompressMode {
 	return CompressNone
 }
 
-// syncFlusher deflates what the connection's write buffer hands it and
-// sync-flushes after each write: the buffer is flushed once a command, so
-// each command reaches the server whole, ending on a byte boundary.
-type syncFlusher struct{ fw *flate.Writer }
+// storedBlocks writes each flush of the command buffer as non-final
+// stored deflate blocks: valid deflate that a server inflates like any
+// other, with no compressor state. Commands are a few dozen bytes, and
+// flate.NewWriter would hold some 1.3 MB a pooled connection to compress
+// them. The flush ends with an empty stored block, as a sync flush does:
+// inflaters such as compress/flate hand on a stored block's data only
+// then. It is one Write of the socket, so a command goes out whole.
+type storedBlocks struct{ w io.Writer }
 
-func (s syncFlusher) Write(p []byte) (int, error) {
-	n, err := s.fw.Write(p)
-	if err == nil {
-		err = s.fw.Flush()
+func (s storedBlocks) Write(p []byte) (int, error) {
+	const maxStored = 0xffff // a stored block's LEN is 16 bits
+	b := make([]byte, 0, len(p)+5*(len(p)/maxStored+2))
+	for rest := p; len(rest) > 0; {
+		k := min(len(rest), maxStored)
+		// BFINAL 0, BTYPE 00 (stored), padded to the byte; LEN, NLEN.
+		b = append(b, 0, byte(k), byte(k>>8), ^byte(k), ^byte(k>>8))
+		b, rest = append(b, rest[:k]...), rest[k:]
 	}
-	return n, err
+	b = append(b, 0, 0, 0, 0xff, 0xff)
+	if _, err := s.w.Write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // inflater is the flate reader of a deflated connection, its errors made

@@ -218,3 +218,22 @@ func TestDeflateTrickleCutByDeadline(t *testing.T) {
 	require.Equal(t, int64(1), st.CutDeadline)
 	require.Equal(t, int64(1), st.Deflate)
 }
+
+// TestDeflateListedOnlyAfterAuth: RFC 4643 has the client discard the
+// capabilities it read before AUTHINFO; a server that lists COMPRESS
+// DEFLATE only once logged in gets it asked for, under compress=auto and
+// compress=deflate, because the list is read again after the login.
+func TestDeflateListedOnlyAfterAuth(t *testing.T) {
+	t.Parallel()
+	lines := nntptest.Lines(testGroup, 1, 100)
+	srv := serve(t, nntptest.Config{Deflate: true, DeflateAfterAuth: true, User: "reader", Pass: "s3cret", Groups: oneGroup(lines)})
+	for _, mode := range []nntp.CompressMode{nntp.CompressAuto, nntp.CompressDeflate} {
+		src := open(t, srv, func(c *nntp.Config) { c.Compress = mode })
+		chunk, err := src.Fetch(ctxT(t), testGroup, span(1, 100))
+		require.NoError(t, err, "mode %v", mode)
+		require.Equal(t, linesText(lines...), chunkText(t, chunk))
+		require.Equal(t, int64(1), src.Stats().Deflate, "mode %v", mode)
+	}
+	require.Equal(t, 4, srv.Stats().Commands["CAPABILITIES"], "once before and once after each login")
+	require.Equal(t, 2, srv.Stats().Commands["COMPRESS"])
+}

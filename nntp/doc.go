@@ -23,9 +23,11 @@
 // an empty chunk.
 //
 // Compression. By default (CompressAuto) a connection sends COMPRESS
-// DEFLATE (RFC 8054) when CAPABILITIES lists it, after AUTHINFO; on 206
-// the connection is raw deflate both ways: every command is deflated and
-// sync-flushed, and everything the server sends is inflated, replies
+// DEFLATE (RFC 8054) when CAPABILITIES lists it, after AUTHINFO (the list
+// is read again after a login, as RFC 4643 says); on 206 the connection is
+// raw deflate both ways: every command goes as stored deflate blocks
+// ending on a byte boundary, as a sync flush does (no compressor state
+// for a few dozen bytes), and everything the server sends is inflated, replies
 // flushed with zlib's Z_PARTIAL_FLUSH (INN's nnrpd) included. A refused
 // COMPRESS leaves the connection plain. Otherwise, when CAPABILITIES lists
 // XFEATURE-COMPRESS GZIP, it sends XFEATURE COMPRESS GZIP, and a response
@@ -39,7 +41,9 @@
 // counts inflated bytes and the line bounds inflated lines, read through
 // a fixed buffer, so a reply that inflates a thousandfold (a deflate bomb)
 // is cut at the bound and never held; the socket's deadlines hold under
-// the inflater, and a deflate stream that is corrupt (ErrProtocol) or cut
+// the inflater, as does a bound on the bytes each call reads off the wire
+// (empty deflate blocks inflate to nothing, so the text bounds alone would
+// not end them), and a deflate stream that is corrupt (ErrProtocol) or cut
 // short drops the connection.
 //
 // Every read and write has a deadline (Config.Timeout), and so does every

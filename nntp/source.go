@@ -138,8 +138,11 @@ func (s *Source) Check(ctx context.Context) error {
 }
 
 // with runs fn on a pooled connection, which must end within within (its
-// every read and write, dialling aside) and read at most limit bytes (0: no
-// bound). ctx's end closes the connection, which aborts fn. A reused
+// every read and write, dialling aside) and read at most limit bytes off
+// the wire (0: callWireBytes). The bound is on wire bytes, not only on the
+// text: a deflated reply of empty blocks inflates to nothing, so no line
+// or block bound is ever reached, and only this ends it before the
+// deadline. ctx's end closes the connection, which aborts fn. A reused
 // connection that fails before its first reply (the server closed it while
 // idle) is dropped and fn runs once more on a fresh one.
 func (s *Source) with(ctx context.Context, within time.Duration, limit int64, fn func(*conn) error) error {
@@ -158,6 +161,9 @@ func (s *Source) withConn(ctx context.Context, fetch bool, within time.Duration,
 		c.replied = false
 		c.read = 0
 		stop := context.AfterFunc(ctx, func() { c.Close() })
+		if limit <= 0 {
+			limit = callWireBytes
+		}
 		c.dc.bound(within, limit)
 		err = c.dc.deadlineErr(fn(c))
 		c.dc.unbound()
@@ -182,7 +188,7 @@ func (s *Source) withConn(ctx context.Context, fetch bool, within time.Duration,
 // wrapping ErrNoSuchGroup (and spool.ErrNoSuchGroup) on 411.
 func (s *Source) Group(ctx context.Context, name string) (GroupInfo, error) {
 	var g GroupInfo
-	err := s.with(ctx, s.cfg.Timeout, 0, func(c *conn) (err error) {
+	err := s.with(ctx, s.cfg.Timeout, groupWireBytes, func(c *conn) (err error) {
 		g, err = c.selectGroup(name, true)
 		return err
 	})

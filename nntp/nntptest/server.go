@@ -100,8 +100,12 @@ type Config struct {
 	// sends, with a sync flush after each reply. DeflateReply, when set,
 	// answers COMPRESS with that code instead (403, 502...), the capability
 	// still listed.
-	Deflate      bool
-	DeflateReply int
+	// DeflateAfterAuth, with Deflate and User, lists COMPRESS DEFLATE only
+	// once the session has authenticated, as a provider may (RFC 4643 lets
+	// the list change then).
+	Deflate          bool
+	DeflateReply     int
+	DeflateAfterAuth bool
 	// DeflateBreak, on a deflated session, cuts the stream after that many
 	// lines of an OVER or XOVER block: it sends the first half of the
 	// compressed bytes not yet sent, so the stream stops inside a block,
@@ -622,7 +626,7 @@ func (ss *session) capabilities(cfg Config) {
 	if cfg.Compress {
 		caps = append(caps, "XFEATURE-COMPRESS GZIP TERMINATOR")
 	}
-	if cfg.Deflate && ss.z == nil {
+	if cfg.Deflate && ss.z == nil && (!cfg.DeflateAfterAuth || ss.authed) {
 		caps = append(caps, "COMPRESS DEFLATE")
 	}
 	for _, c := range caps {
