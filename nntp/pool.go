@@ -37,6 +37,11 @@ var ErrSlotLost = errors.New("nntp: the connection's slot of the budget was lost
 // every other slot of the account. When they hold all of them and this
 // Source has none open, GROUP waits for a slot until its ctx ends.
 //
+// A connection whose slot yields (Slot's optional Yield: its coordinator
+// holds more than its fair share while another waits) is closed when it is
+// put back, even with calls of this Source waiting: the slot is for the
+// other coordinator.
+//
 // An idle connection whose slot's lease may have run out (by the local
 // monotonic clock, Slot's optional Expired) is closed, not reused: a
 // process paused past the lease's TTL resumes with its sockets open while
