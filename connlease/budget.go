@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeindex/edgeindex/lease"
@@ -98,21 +99,33 @@ type Budget struct {
 	held   map[*slot]struct{}
 	freed  chan struct{} // closed, and replaced, when a slot is given back
 	closed bool
+	// waiting counts the Acquires waiting; share is the last refresh of
+	// the demand's decision (share.go).
+	waiting int
+	share   share
+	gaveWay bool // a slot yielded since the last refresh that found no one starved
 
-	stop chan struct{}
-	done chan struct{}
+	yields atomic.Int64 // slots still to yield at their next put
+
+	stop      chan struct{}
+	done      chan struct{} // the renewer ended
+	refreshed chan struct{} // the refresher ended
 }
 
 var _ nntp.Budget = (*Budget)(nil)
 
-// New checks cfg and starts the Budget's renewer.
+// New checks cfg and starts the Budget's renewer and the refresher of the
+// provider's demand, which shares the slots fairly between the holders
+// (share.go).
 func New(cfg Config) (*Budget, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	b := &Budget{cfg: cfg, held: map[*slot]struct{}{}, freed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	b := &Budget{cfg: cfg, held: map[*slot]struct{}{}, freed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+		refreshed: make(chan struct{})}
 	go b.renewer()
+	go b.refresher()
 	return b, nil
 }
 
@@ -184,15 +197,26 @@ func (s *slot) loseLocked() {
 
 // Acquire takes a slot no other holder has, waiting while every slot is
 // held (asking again every Poll, or at once when this Budget gives one
-// back) until ctx ends.
+// back) until ctx ends. It also waits, without asking, while this Budget
+// holds its fair share or more and another holder that wants a slot holds
+// less: a slot given back then goes to that holder, not back to this one.
 func (b *Budget) Acquire(ctx context.Context) (nntp.Slot, error) {
+	b.mu.Lock()
+	b.waiting++
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.waiting--
+		b.mu.Unlock()
+	}()
 	for {
 		b.mu.Lock()
 		if b.closed {
 			b.mu.Unlock()
 			return nil, ErrClosed
 		}
-		full := len(b.held) >= b.cfg.Size // no need to ask the store
+		full := len(b.held) >= b.cfg.Size || // no need to ask the store
+			b.holdBack()
 		freed := b.freed
 		b.mu.Unlock()
 		if !full {
@@ -370,6 +394,7 @@ func (b *Budget) Close() error {
 	b.mu.Unlock()
 	close(b.stop)
 	<-b.done
+	<-b.refreshed
 	// At once, within one timeout: a slow database costs Close that
 	// timeout, not that times the slots.
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)

@@ -6,6 +6,12 @@
 // another coordinator once a dead one's lease runs out. Together the
 // coordinators never hold more slots than the budget.
 //
+// The slots are shared fairly by demand: a coordinator that holds more
+// than its share, max(1, size / coordinators holding or wanting), while
+// another that wants one holds less, gives the excess back as their
+// connections are next put back (a reconnect each), and takes no more
+// meanwhile. One at its share keeps its slots.
+//
 // Budget implements nntp.Budget over a Store; sqlstore implements Store
 // on SQLite and PostgreSQL.
 package connlease

@@ -40,6 +40,18 @@ type Store interface {
 	Slots(ctx context.Context) ([]Slot, error)
 	// BudgetSizes lists the providers' stored sizes, by provider.
 	BudgetSizes(ctx context.Context) ([]BudgetSize, error)
+	// Demand lists, by holder, the holders of provider's slots whose
+	// leases have not run out and the holders that wanted a slot within
+	// the last within, by the store's clock. TakeSlot records the want
+	// when it finds every slot held, and forgets it when it takes one.
+	Demand(ctx context.Context, provider string, within time.Duration) ([]Holding, error)
+}
+
+// Holding is one holder's demand on a provider's budget.
+type Holding struct {
+	Holder string `json:"holder" db:"holder"`
+	Held   int    `json:"held" db:"held"`   // slots held, leases not run out
+	Wants  bool   `json:"wants" db:"wants"` // it found every slot held lately
 }
 
 // MaxSize bounds a budget's size: far past any provider's account.

@@ -27,3 +27,9 @@ type Slot interface {
 // may have run out by the local clock before Lost closed (a process paused
 // past the lease's TTL): an idle connection on such a slot is closed, not
 // reused. connlease's slots have it.
+//
+// A Slot may also have a method Yield() bool, asked each time its
+// connection is put back: true closes the connection (QUIT) and gives the
+// slot back rather than keeping it idle or handing it to a call waiting,
+// so that another coordinator waiting under its fair share of the account
+// gets it. connlease's slots have it.

@@ -37,6 +37,11 @@ var ErrSlotLost = errors.New("nntp: the connection's slot of the budget was lost
 // every other slot of the account. When they hold all of them and this
 // Source has none open, GROUP waits for a slot until its ctx ends.
 //
+// A connection whose slot yields (Slot's optional Yield: its coordinator
+// holds more than its fair share while another waits) is closed when it is
+// put back, even with calls of this Source waiting: the slot is for the
+// other coordinator.
+//
 // An idle connection whose slot's lease may have run out (by the local
 // monotonic clock, Slot's optional Expired) is closed, not reused: a
 // process paused past the lease's TTL resumes with its sockets open while
@@ -78,6 +83,11 @@ type waiter struct {
 // expirer is a Slot that can tell its lease may have run out before its
 // Lost channel closed (connlease's slots).
 type expirer interface{ Expired() bool }
+
+// yielder is a Slot that can ask for itself back when its connection is
+// next put back: its Budget holds more than its fair share of the account
+// while another coordinator waits with less (connlease's slots).
+type yielder interface{ Yield() bool }
 
 func newPool(cfg *Config) *pool {
 	return &pool{cfg: cfg, slots: make(chan struct{}, cfg.MaxConns), fetches: make(chan struct{}, max(1, cfg.MaxConns-1)),
@@ -302,6 +312,13 @@ func (p *pool) expired(c *conn) bool {
 	return ok && e.Expired()
 }
 
+// yields reports whether slot asks for itself back (Slot's optional
+// Yield).
+func yields(slot Slot) bool {
+	y, ok := slot.(yielder)
+	return ok && y.Yield()
+}
+
 // busy stops c's idle timer: a call took it. p.mu is held.
 func (p *pool) busy(c *conn) {
 	if h := p.held[c]; h != nil && h.idle != nil {
@@ -333,11 +350,14 @@ func (p *pool) drop(c *conn, polite bool) {
 }
 
 // put gives c back: to a call waiting for a slot, or to the idle ones; it
-// closes c when it is broken, its slot was lost, or the pool closed.
+// closes c when it is broken, its slot was lost, or the pool closed, and
+// politely (QUIT, then the slot given back) when its slot yields: another
+// coordinator waits for it, so neither a local waiter nor the idle ones
+// keep it.
 func (p *pool) put(c *conn) {
 	p.mu.Lock()
 	h := p.held[c]
-	if c.broken || p.closed || (h != nil && h.lost) {
+	if c.broken || p.closed || (h != nil && h.lost) || (h != nil && yields(h.slot)) {
 		p.mu.Unlock()
 		p.drop(c, true)
 		<-p.slots

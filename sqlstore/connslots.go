@@ -122,10 +122,13 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 		var r slotRow
 		err = tx.GetContext(ctx, &r, s.q(takeSlotQuery), holder, now, ttlUS, provider, provider, size, now)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+			return s.want(ctx, tx, provider, holder, now)
 		}
 		if err != nil {
 			return fmt.Errorf("take slot: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM conn_wants WHERE provider = ? AND holder = ?"), provider, holder); err != nil {
+			return fmt.Errorf("take slot: forget the want: %w", err)
 		}
 		out, ok = r.slot(), true
 		return nil
@@ -134,6 +137,46 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 		return connlease.Slot{}, false, err
 	}
 	return out, ok, nil
+}
+
+// wantsKept is how long a want is kept: far past any holder's Poll, so a
+// holder that stopped (or was renamed) leaves no row for long.
+const wantsKept = time.Hour
+
+// want records, in the take's transaction, that holder found every slot
+// of provider held, and forgets the wants older than wantsKept.
+func (s *Store) want(ctx context.Context, tx *sqlx.Tx, provider, holder string, now any) error {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO conn_wants (provider, holder, at_us) VALUES (?, ?, {now})
+		ON CONFLICT (provider, holder) DO UPDATE SET at_us = excluded.at_us`), provider, holder, now); err != nil {
+		return fmt.Errorf("take slot: record the want: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q("DELETE FROM conn_wants WHERE provider = ? AND at_us < {now} - ?"),
+		provider, now, wantsKept.Microseconds()); err != nil {
+		return fmt.Errorf("take slot: forget old wants: %w", err)
+	}
+	return nil
+}
+
+// Demand implements connlease.Store: the holders of provider's slots
+// whose leases have not run out, and the holders that wanted one within
+// the last within (by the store's clock), by holder.
+func (s *Store) Demand(ctx context.Context, provider string, within time.Duration) ([]connlease.Holding, error) {
+	if len(provider) > maxProvider {
+		return nil, lease.Invalidf("demand: a provider name of at most %d bytes is required", maxProvider)
+	}
+	if within < 0 || within > wantsKept {
+		return nil, lease.Invalidf("demand: within %s: want 0 to %s", within, wantsKept)
+	}
+	now := s.now()
+	var rows []connlease.Holding
+	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT holder, SUM(held) AS held, MAX(wants) AS wants FROM (
+			SELECT holder, 1 AS held, 0 AS wants FROM conn_slots WHERE provider = ? AND expires_us > {now}
+			UNION ALL
+			SELECT holder, 0 AS held, 1 AS wants FROM conn_wants WHERE provider = ? AND at_us >= {now} - ?
+		) d GROUP BY holder ORDER BY holder`), provider, now, provider, now, within.Microseconds()); err != nil {
+		return nil, fmt.Errorf("demand: %w", err)
+	}
+	return rows, nil
 }
 
 // budgetSize reads, and locks until tx ends, provider's stored size: 0

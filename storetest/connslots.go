@@ -189,3 +189,54 @@ func testConnSlotsSize(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, []connlease.BudgetSize{{Provider: "eweka", Size: 3}}, sizes)
 }
+
+// Demand lists, per holder, the slots it holds (leases not run out) and
+// whether it found the budget full within the window, by the store's
+// clock: a refused take records the want, a take that succeeds forgets
+// it, and other providers' demand is apart.
+func testConnSlotsDemand(t *testing.T, e *env) {
+	demand := func(within time.Duration) []connlease.Holding {
+		t.Helper()
+		d, err := e.Demand(e.ctx, "eweka", within)
+		require.NoError(t, err)
+		return d
+	}
+	require.Empty(t, demand(time.Minute))
+	take := func(holder string) (connlease.Slot, bool) {
+		t.Helper()
+		s, ok, err := e.TakeSlot(e.ctx, "eweka", 2, holder, ttl)
+		require.NoError(t, err)
+		return s, ok
+	}
+	a1, ok := take("a")
+	require.True(t, ok)
+	_, ok = take("a")
+	require.True(t, ok)
+	_, ok = take("b")
+	require.False(t, ok, "the budget is full")
+	_, ok, err := e.TakeSlot(e.ctx, "other", 1, "c", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []connlease.Holding{{Holder: "a", Held: 2}, {Holder: "b", Wants: true}}, demand(time.Minute))
+
+	e.clock.Advance(2 * time.Second)
+	require.Equal(t, []connlease.Holding{{Holder: "a", Held: 2}}, demand(time.Second), "b's want is older than the window")
+	_, ok = take("b") // wants again, now
+	require.False(t, ok)
+	require.Equal(t, []connlease.Holding{{Holder: "a", Held: 2}, {Holder: "b", Wants: true}}, demand(time.Second))
+
+	require.NoError(t, e.ReleaseSlot(e.ctx, a1))
+	_, ok = take("b")
+	require.True(t, ok, "a slot given back")
+	require.Equal(t, []connlease.Holding{{Holder: "a", Held: 1}, {Holder: "b", Held: 1}}, demand(time.Minute),
+		"a take forgets the holder's want")
+
+	_, ok = take("a")
+	require.False(t, ok)
+	require.Equal(t, []connlease.Holding{{Holder: "a", Held: 1, Wants: true}, {Holder: "b", Held: 1}}, demand(time.Minute))
+	e.clock.Advance(ttl + time.Second)
+	require.Empty(t, demand(time.Second), "leases run out and wants grown old count for nothing")
+
+	_, err = e.Demand(e.ctx, "eweka", -time.Second)
+	require.ErrorIs(t, err, lease.ErrInvalid)
+}

@@ -128,6 +128,7 @@ func Run(t *testing.T, open Open) {
 		{"UsersManage", testUsersManage}, {"UsersRequestLimit", testUsersRequestLimit}, {"UsersGrab", testUsersGrab},
 		{"UsersConcurrentLimit", testUsersConcurrentLimit},
 		{"ConnSlotsTake", testConnSlotsTake}, {"ConnSlotsExpiry", testConnSlotsExpiry}, {"ConnSlotsRace", testConnSlotsRace}, {"ConnSlotsSize", testConnSlotsSize},
+		{"ConnSlotsDemand", testConnSlotsDemand},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

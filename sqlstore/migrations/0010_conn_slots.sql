@@ -19,3 +19,16 @@ CREATE TABLE conn_budgets (
     provider TEXT NOT NULL PRIMARY KEY,
     size     INTEGER NOT NULL
 );
+
+-- The holders that wanted a slot of a provider's budget and found every
+-- slot held, and when they last did (by the database's clock): a take that
+-- finds the budget full writes it, a take that succeeds deletes it. The
+-- holders of a budget read it to share the slots fairly (package
+-- connlease): one that holds more than its share gives slots back while
+-- another that wants one holds less.
+CREATE TABLE conn_wants (
+    provider TEXT NOT NULL,
+    holder   TEXT NOT NULL,
+    at_us    BIGINT NOT NULL,
+    PRIMARY KEY (provider, holder)
+);
