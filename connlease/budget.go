@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/edgeindex/edgeindex/lease"
@@ -23,6 +22,9 @@ const (
 	// DefaultPoll is how often Acquire asks again for a slot while every
 	// slot is held (with jitter, so waiters on many coordinators spread).
 	DefaultPoll = 500 * time.Millisecond
+	// MaxPoll bounds Poll: the demand counts the wants of the last three
+	// polls, and a Store keeps a want for at least 3 × MaxPoll.
+	MaxPoll = 10 * time.Minute
 )
 
 // releaseTimeout bounds the ReleaseSlot of a slot given back (and Close's
@@ -82,8 +84,8 @@ func (c Config) validate() error {
 		return lease.Invalidf("connlease: a Holder is required")
 	case c.TTL < 30*time.Millisecond:
 		return lease.Invalidf("connlease: TTL %s: want at least 30ms", c.TTL)
-	case c.Poll < 0:
-		return lease.Invalidf("connlease: Poll %s must not be negative", c.Poll)
+	case c.Poll < 0 || c.Poll > MaxPoll:
+		return lease.Invalidf("connlease: Poll %s: want 0 to %s", c.Poll, MaxPoll)
 	}
 	return nil
 }
@@ -105,7 +107,11 @@ type Budget struct {
 	share   share
 	gaveWay bool // a slot yielded since the last refresh that found no one starved
 
-	yields atomic.Int64 // slots still to yield at their next put
+	yields int // slots still to yield at their next put
+
+	// ctx ends at Close; the refresher's calls run on it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	stop      chan struct{}
 	done      chan struct{} // the renewer ended
@@ -124,6 +130,7 @@ func New(cfg Config) (*Budget, error) {
 	}
 	b := &Budget{cfg: cfg, held: map[*slot]struct{}{}, freed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		refreshed: make(chan struct{})}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
 	go b.renewer()
 	go b.refresher()
 	return b, nil
@@ -141,6 +148,7 @@ type slot struct {
 	isLost   bool
 	released bool
 	renewing bool // the renewer is renewing it
+	yielded  bool // it said Yield: its connection gives it back at its put
 }
 
 func (s *slot) Lost() <-chan struct{} { return s.lost }
@@ -174,6 +182,11 @@ func (s *slot) release(ctx context.Context) {
 	}
 	s.released = true
 	delete(b.held, s)
+	if len(b.held) == 0 {
+		// Nothing left to yield: a slot taken later keeps until a refresh
+		// counts it.
+		b.yields = 0
+	}
 	s.timer.Stop()
 	s.loseLocked()
 	l := s.lease
@@ -392,6 +405,7 @@ func (b *Budget) Close() error {
 		held = append(held, s)
 	}
 	b.mu.Unlock()
+	b.cancel()
 	close(b.stop)
 	<-b.done
 	<-b.refreshed

@@ -197,6 +197,7 @@ func TestConnectionBudgetBadConfig(t *testing.T) {
 		{Store: store, Size: 1},
 		{Store: store, Size: 1, Holder: "a", TTL: time.Millisecond},
 		{Store: store, Size: 1, Holder: "a", Poll: -time.Second},
+		{Store: store, Size: 1, Holder: "a", Poll: connlease.MaxPoll + time.Nanosecond},
 		{Store: store, Size: connlease.MaxSize + 1, Holder: "a"},
 	} {
 		_, err := connlease.New(cfg)

@@ -37,7 +37,7 @@ func TestConnectionBudgetShareMath(t *testing.T) {
 		{size: 4, mine: 4, others: []int{0}, share: 2, yields: 2, holdBack: true},
 		{size: 4, mine: 2, others: []int{2}, share: 2},
 		{size: 4, mine: 3, others: []int{1}, share: 2, yields: 1, holdBack: true},
-		{size: 4, mine: 4, others: []int{0, 0}, share: 1, yields: 3, holdBack: true},
+		{size: 4, mine: 4, others: []int{0, 0}, share: 1, yields: 2, holdBack: true}, // two want one each
 		{size: 4, mine: 2, others: []int{1, 1}, share: 1},
 		{size: 4, mine: 1, others: []int{3, 0}, share: 1, holdBack: true},
 		{size: 4, mine: 0, others: []int{3, 1}, share: 1},
@@ -60,6 +60,59 @@ func TestConnectionBudgetShareMath(t *testing.T) {
 		require.Equal(t, c.yields, yields, name)
 		require.Equal(t, c.holdBack, holdBack, name)
 	}
+	// A slot that said Yield counts in the demand until its put gives it
+	// back, but not as kept: it covers one slot of the starved holders'
+	// need, so the slots kept at the share do not yield too.
+	for _, c := range []struct {
+		size, held, kept int
+		others           []connlease.Holding
+		yields           int
+	}{
+		{size: 2, held: 2, kept: 1, others: []connlease.Holding{{Holder: "b", Wants: true}}},
+		{size: 4, held: 4, kept: 3, others: []connlease.Holding{{Holder: "b", Wants: true}}, yields: 1},
+		{size: 4, held: 4, kept: 2, others: []connlease.Holding{{Holder: "b", Wants: true}}},
+		{size: 4, held: 3, kept: 2, others: []connlease.Holding{{Holder: "b", Held: 1}, {Holder: "c", Wants: true}}},
+		{size: 1, held: 1, kept: 0, others: []connlease.Holding{{Holder: "b", Wants: true}, {Holder: "c", Wants: true}}},
+	} {
+		name := fmt.Sprintf("size %d, held %d, kept %d, others %v", c.size, c.held, c.kept, c.others)
+		hs := append(c.others, connlease.Holding{Holder: "me", Held: c.held})
+		_, yields, starved, _ := connlease.Plan(c.size, "me", hs, c.kept)
+		require.True(t, starved, name)
+		require.Equal(t, c.yields, yields, name)
+	}
+	// More holders than slots, one starved: one holder yields, the next
+	// after the starved one by name, so the next turn falls on another.
+	for _, c := range []struct {
+		holding []string
+		starved string
+		yields  string
+	}{
+		{holding: []string{"a", "b", "c"}, starved: "d", yields: "a"},
+		{holding: []string{"b", "c", "d"}, starved: "a", yields: "b"},
+		{holding: []string{"a", "c", "d"}, starved: "b", yields: "c"},
+		{holding: []string{"a", "b", "d"}, starved: "c", yields: "d"},
+	} {
+		hs := []connlease.Holding{{Holder: c.starved, Wants: true}}
+		for _, h := range c.holding {
+			hs = append(hs, connlease.Holding{Holder: h, Held: 1})
+		}
+		var yielded []string
+		for _, h := range c.holding {
+			if _, y, _, _ := connlease.Plan(3, h, hs, 1); y > 0 {
+				require.Equal(t, 1, y)
+				yielded = append(yielded, h)
+			}
+		}
+		require.Equal(t, []string{c.yields}, yielded, "holding %v, %s starved", c.holding, c.starved)
+	}
+	// Two starved: two yield.
+	hs := []connlease.Holding{{Holder: "a", Held: 1}, {Holder: "b", Held: 1}, {Holder: "c", Held: 1}, {Holder: "d", Wants: true}, {Holder: "e", Wants: true}}
+	n := 0
+	for _, h := range []string{"a", "b", "c"} {
+		_, y, _, _ := connlease.Plan(3, h, hs, 1)
+		n += y
+	}
+	require.Equal(t, 2, n, "two starved holders")
 	// Holders that neither hold nor want count for nothing.
 	share, yields, starved, _ := connlease.Plan(4, "me", []connlease.Holding{{Holder: "me", Held: 4}, {Holder: "idle"}}, 4)
 	require.Equal(t, 4, share)
@@ -219,5 +272,147 @@ func TestConnectionBudgetSizeOneTakesTurns(t *testing.T) {
 	<-done
 	for i := 1; i < len(seq); i++ {
 		require.NotEqual(t, seq[i-1], seq[i], "a holder took the slot back from the one waiting: %v", seq)
+	}
+}
+
+// A slot that yielded but whose put has not yet given it back (QUIT in
+// flight, a slow ReleaseSlot) still counts in the next Demand; the refresh
+// must not re-arm the yield so that the slot kept at the share yields too.
+func TestConnectionBudgetYieldNotRearmedBeforeRelease(t *testing.T) {
+	t.Parallel()
+	store := openStore(t, nil)
+	sa := demandStore{Store: store, answered: make(chan struct{}, 1)}
+	a := newBudget(t, connlease.Config{Store: sa, Size: 2, Holder: "a", Poll: 5 * time.Millisecond})
+	b := newBudget(t, connlease.Config{Store: store, Size: 2, Holder: "b", Poll: 5 * time.Millisecond})
+	a1, err := a.Acquire(ctxT(t))
+	require.NoError(t, err)
+	a2, err := a.Acquire(ctxT(t))
+	require.NoError(t, err)
+	bctx, bcancel := context.WithCancel(ctxT(t))
+	defer bcancel()
+	go func() {
+		if s, err := b.Acquire(bctx); err == nil {
+			s.Release()
+		}
+	}()
+	var yielded, kept nntp.Slot
+	for yielded == nil {
+		switch {
+		case yieldOf(a1):
+			yielded, kept = a1, a2
+		case yieldOf(a2):
+			yielded, kept = a2, a1
+		default:
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// The put of yielded is slow: several refreshes pass before it gives
+	// the slot back.
+	waitRefreshes(t, sa, 5)
+	require.False(t, yieldOf(kept), "a holder at its share yielded: the refresh re-armed the yield of a slot not yet given back")
+	yielded.Release()
+	kept.Release()
+}
+
+// hungDemand's Demand blocks until its ctx ends.
+type hungDemand struct {
+	connlease.Store
+	entered chan struct{}
+}
+
+func (s hungDemand) Demand(ctx context.Context, provider string, within time.Duration) ([]connlease.Holding, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// Close does not wait out a Demand stuck on a slow database (the renewer's
+// calls are cancelled at Close; the refresher's are not).
+func TestConnectionBudgetCloseCancelsDemand(t *testing.T) {
+	t.Parallel()
+	st := hungDemand{Store: openStore(t, nil), entered: make(chan struct{}, 1)}
+	bud, err := connlease.New(connlease.Config{Store: st, Size: 1, Holder: "a", Poll: 5 * time.Millisecond})
+	require.NoError(t, err)
+	s, err := bud.Acquire(ctxT(t))
+	require.NoError(t, err)
+	<-st.entered
+	s.Release()
+	closed := make(chan struct{})
+	go func() { bud.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(3 * time.Second):
+		t.Fatal("Close waits for the refresher's Demand (Poll + takeTimeout)")
+	}
+}
+
+// With more holders than slots, one starved holder makes every holder with
+// a slot yield, not one: size 2, a and b hold one each, c wants.
+func TestConnectionBudgetOneStarvedHolderOneYield(t *testing.T) {
+	t.Parallel()
+	hs := func(self string) []connlease.Holding {
+		return []connlease.Holding{{Holder: "a", Held: 1}, {Holder: "b", Held: 1}, {Holder: "c", Wants: true}}
+	}
+	_, ya, _, _ := connlease.Plan(2, "a", hs("a"), 1)
+	_, yb, _, _ := connlease.Plan(2, "b", hs("b"), 1)
+	require.Equal(t, 1, ya+yb, "one starved holder, two slots given back")
+	// Over the share: c needs one, a gives two.
+	_, y, _, _ := connlease.Plan(4, "a", []connlease.Holding{{Holder: "a", Held: 3}, {Holder: "b", Held: 1}, {Holder: "c", Wants: true}}, 3)
+	require.Equal(t, 1, y, "c wants one slot (its share is 1); a yields more")
+}
+
+// Three busy holders of one slot all get turns.
+func TestConnectionBudgetSizeOneThreeHoldersAllGetTurns(t *testing.T) {
+	t.Parallel()
+	store := openStore(t, nil)
+	const turns = 60
+	turn := make(chan string, 4*turns)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	done := make(chan struct{}, 3)
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		bud := newBudget(t, connlease.Config{Store: store, Size: 1, Holder: name, Poll: 5 * time.Millisecond})
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				s, err := bud.Acquire(ctx)
+				if err != nil {
+					return
+				}
+				turn <- name
+				for !yieldOf(s) {
+					select {
+					case <-ctx.Done():
+						s.Release()
+						return
+					case <-time.After(time.Millisecond):
+					}
+				}
+				s.Release()
+			}
+		}()
+	}
+	count := map[string]int{}
+	var seq []string
+	for len(seq) < turns {
+		select {
+		case n := <-turn:
+			seq = append(seq, n)
+			count[n]++
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the slot stopped moving: %v", seq)
+		}
+	}
+	cancel()
+	for range names {
+		<-done
+	}
+	t.Logf("turns %v: %v", count, seq)
+	for _, n := range names {
+		require.GreaterOrEqual(t, count[n], turns/6, "holder %s starved: %v", n, count)
 	}
 }

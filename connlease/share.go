@@ -2,6 +2,8 @@ package connlease
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -14,33 +16,69 @@ type share struct {
 
 // plan computes self's share of a budget of size among the holders of hs
 // (those that hold a slot or wanted one lately) and self, which holds or
-// waits for a slot. A holder over its share gives back the slots above it while
-// another that wants one holds less than the share; one at its share
-// keeps its slots, so the slots settle and stop moving. When there are
-// more holders than slots (the share is 1 and some must have none), a
-// holder with a slot gives it back while another has none and wants one:
-// they take turns, at most one give-back per holder per refresh.
-func plan(size int, self string, hs []Holding) share {
-	n, mine := 1, 0
+// waits for a slot; mine is how many slots self holds and has not yet
+// yielded. A slot that said Yield still counts in hs until its put has
+// given it back, so mine is counted here, not read from hs: a refresh
+// between the yield and the give-back must not make the slots kept at
+// the share yield too.
+//
+// The starved holders (those that want a slot and hold less than the
+// share) lack deficit slots between them, less those self has yielded
+// and not yet given back. A holder over its share gives back the slots
+// above it, at most the deficit; one at its share keeps its slots, so
+// the slots settle and stop moving. When there are more holders than
+// slots (the share is 1 and some must have none), the holders with a
+// slot, ordered by name from just after the first starved holder, yield
+// one each while their rank is below the deficit: one starved holder
+// costs one reconnection, and the next starved holder's turn falls on
+// the next holder, so the holders take turns.
+func plan(size int, self string, hs []Holding, mine int) share {
+	n, inHs := 1, 0
 	for _, h := range hs {
 		if h.Holder == self {
-			mine = h.Held
+			inHs = h.Held
 		} else if h.Held > 0 || h.Wants {
 			n++
 		}
 	}
 	sh := share{share: max(1, size/n)}
+	deficit, first := 0, ""
 	for _, h := range hs {
 		if h.Holder != self && h.Wants && h.Held < sh.share {
+			if !sh.starved || h.Holder < first {
+				first = h.Holder
+			}
 			sh.starved = true
+			deficit += sh.share - h.Held
 		}
 	}
+	deficit -= max(0, inHs-mine) // yielded, on their way back
 	switch {
-	case !sh.starved:
+	case !sh.starved || deficit <= 0:
 	case mine > sh.share:
-		sh.yields = mine - sh.share
+		sh.yields = min(mine-sh.share, deficit)
 	case n > size && mine > 0:
-		sh.yields = 1
+		var holding []string
+		for _, h := range hs {
+			if h.Holder != self && h.Held > 0 {
+				holding = append(holding, h.Holder)
+			}
+		}
+		holding = append(holding, self)
+		// By name, from just after the first starved holder, wrapping.
+		after := func(x string) bool { return x > first }
+		slices.SortFunc(holding, func(x, y string) int {
+			if after(x) != after(y) {
+				if after(x) {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(x, y)
+		})
+		if slices.Index(holding, self) < deficit {
+			sh.yields = 1
+		}
 	}
 	return sh
 }
@@ -58,8 +96,6 @@ func (b *Budget) refresher() {
 	defer close(b.refreshed)
 	tick := time.NewTicker(b.cfg.Poll)
 	defer tick.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	for {
 		select {
 		case <-b.stop:
@@ -75,30 +111,45 @@ func (b *Budget) refresher() {
 			// which must still give way.
 			continue
 		}
-		rctx, rcancel := context.WithTimeout(ctx, b.cfg.Poll+takeTimeout)
+		// b.ctx ends at Close: Close does not wait out a Demand stuck on
+		// a slow database before it gives the slots back.
+		rctx, rcancel := context.WithTimeout(b.ctx, b.cfg.Poll+takeTimeout)
 		hs, err := b.cfg.Store.Demand(rctx, b.cfg.Provider, b.wantsWithin())
 		rcancel()
 		if err != nil {
 			// No fairness until the store answers again: keep what holds.
 			b.cfg.Logger.Warn("connlease: read the demand on the budget", "provider", b.cfg.Provider, "err", err)
-			b.setShare(share{})
+			b.mu.Lock()
+			b.setShareLocked(share{})
+			b.mu.Unlock()
 			continue
 		}
-		b.setShare(plan(b.cfg.Size, b.cfg.Holder, hs))
+		b.mu.Lock()
+		b.setShareLocked(plan(b.cfg.Size, b.cfg.Holder, hs, b.keptLocked()))
+		b.mu.Unlock()
 	}
 }
 
-// setShare records sh: Yield hands out sh.yields, and Acquire holds back
-// at sh.share while another holder is starved. Once none is, this Budget
-// no longer gives way.
-func (b *Budget) setShare(sh share) {
-	b.yields.Store(int64(sh.yields))
-	b.mu.Lock()
+// keptLocked counts the slots held and not yielded. b.mu is held.
+func (b *Budget) keptLocked() int {
+	n := 0
+	for s := range b.held {
+		if !s.yielded {
+			n++
+		}
+	}
+	return n
+}
+
+// setShareLocked records sh: Yield hands out sh.yields, and Acquire holds
+// back at sh.share while another holder is starved. Once none is, this
+// Budget no longer gives way. b.mu is held.
+func (b *Budget) setShareLocked(sh share) {
+	b.yields = sh.yields
 	b.share = sh
 	if !sh.starved {
 		b.gaveWay = false
 	}
-	b.mu.Unlock()
 }
 
 // holdBack reports whether Acquire waits without asking the store: another
@@ -113,18 +164,20 @@ func (b *Budget) holdBack() bool {
 // back when it is next put back, rather than kept: this Budget holds more
 // than its fair share while another holder that wants a slot holds less
 // (nntp's pool asks at every put). Of the slots held, at most the excess
-// the last refresh of the demand counted say true.
+// the last refresh of the demand counted say true. A slot that said true
+// says true again, and no longer counts as kept (plan).
 func (s *slot) Yield() bool {
-	for {
-		v := s.b.yields.Load()
-		if v <= 0 {
-			return false
-		}
-		if s.b.yields.CompareAndSwap(v, v-1) {
-			s.b.mu.Lock()
-			s.b.gaveWay = true
-			s.b.mu.Unlock()
-			return true
-		}
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case s.yielded:
+		return true
+	case s.released || b.yields <= 0:
+		return false
 	}
+	b.yields--
+	s.yielded = true
+	b.gaveWay = true
+	return true
 }

@@ -42,7 +42,8 @@ type Store interface {
 	BudgetSizes(ctx context.Context) ([]BudgetSize, error)
 	// Demand lists, by holder, the holders of provider's slots whose
 	// leases have not run out and the holders that wanted a slot within
-	// the last within, by the store's clock. TakeSlot records the want
+	// the last within, by the store's clock; within may be up to
+	// 3 × MaxPoll, so a store keeps a want at least that long. TakeSlot records the want
 	// when it finds every slot held, and forgets it when it takes one.
 	Demand(ctx context.Context, provider string, within time.Duration) ([]Holding, error)
 }

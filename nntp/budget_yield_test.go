@@ -76,3 +76,23 @@ func TestConnectionBudgetYieldedSlotClosesConnectionAtPut(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, src.Stats().Dials)
 }
+
+// An idle connection whose slot yields is closed politely, and its slot
+// given back, when a call would take it, rather than reused: the slot is
+// for another coordinator, and the call waits for a slot of its own.
+func TestConnectionBudgetYieldedIdleSlotClosesConnectionAtGet(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, nntptest.Config{Groups: oneGroup(nntptest.Lines(testGroup, 1, 10))})
+	b := &yieldingBudget{testBudget: newTestBudget(1)}
+	src := open(t, srv, func(c *nntp.Config) { c.Budget = b })
+	_, err := src.Group(ctxT(t), testGroup)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, src.Stats().Dials)
+	b.yields.Store(1)
+	_, err = src.Group(ctxT(t), testGroup)
+	require.NoError(t, err)
+	require.Same(t, b.taken()[0], b.waitReleased(t), "the yielded slot is given back")
+	require.EqualValues(t, 2, src.Stats().Dials, "the idle connection whose slot yielded was reused")
+	require.Equal(t, 1, srv.Stats().Commands["QUIT"], "the connection was not closed politely")
+	require.Equal(t, 1, b.held())
+}

@@ -39,8 +39,9 @@ var ErrSlotLost = errors.New("nntp: the connection's slot of the budget was lost
 //
 // A connection whose slot yields (Slot's optional Yield: its coordinator
 // holds more than its fair share while another waits) is closed when it is
-// put back, even with calls of this Source waiting: the slot is for the
-// other coordinator.
+// put back, even with calls of this Source waiting, or when a call would
+// take it idle: the slot is for the other coordinator. An idle connection
+// no call takes keeps its slot until IdleTimeout.
 //
 // An idle connection whose slot's lease may have run out (by the local
 // monotonic clock, Slot's optional Expired) is closed, not reused: a
@@ -125,11 +126,17 @@ func (p *pool) get(ctx context.Context, fresh, fetch bool) (*conn, error) {
 		<-p.slots
 		return nil, ErrClosed
 	}
-	for !fresh && len(p.idle) > 0 && p.expired(p.idle[len(p.idle)-1]) {
+	for !fresh && len(p.idle) > 0 {
 		c := p.idle[len(p.idle)-1]
+		expired := p.expired(c)
+		if h := p.held[c]; !expired && (h == nil || !yields(h.slot)) {
+			break
+		}
 		p.idle = p.idle[:len(p.idle)-1]
 		p.mu.Unlock()
-		p.drop(c, false) // its slot may be another's: no QUIT
+		// An expired slot may be another's: no QUIT. A yielded one goes
+		// politely, as at put.
+		p.drop(c, !expired)
 		p.mu.Lock()
 	}
 	if !fresh && len(p.idle) > 0 {

@@ -143,6 +143,10 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 // holder that stopped (or was renamed) leaves no row for long.
 const wantsKept = time.Hour
 
+// A Budget asks for the wants of up to 3 × connlease.MaxPoll: this fails
+// to compile if wantsKept is shorter.
+var _ [wantsKept - 3*connlease.MaxPoll]struct{}
+
 // want records, in the take's transaction, that holder found every slot
 // of provider held, and forgets the wants older than wantsKept.
 func (s *Store) want(ctx context.Context, tx *sqlx.Tx, provider, holder string, now any) error {
