@@ -109,11 +109,11 @@ type Budget struct {
 
 	yields int // slots still to yield at their next put
 
-	// ctx ends at Close; the refresher's calls run on it.
+	// ctx ends at Close: it stops the renewer and the refresher, and
+	// their calls to the store run on it.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	stop      chan struct{}
 	done      chan struct{} // the renewer ended
 	refreshed chan struct{} // the refresher ended
 }
@@ -128,7 +128,7 @@ func New(cfg Config) (*Budget, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	b := &Budget{cfg: cfg, held: map[*slot]struct{}{}, freed: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
+	b := &Budget{cfg: cfg, held: map[*slot]struct{}{}, freed: make(chan struct{}), done: make(chan struct{}),
 		refreshed: make(chan struct{})}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	go b.renewer()
@@ -167,13 +167,6 @@ func (s *slot) Expired() bool {
 // error is logged, and the lease then runs out by itself. A second call
 // does nothing.
 func (s *slot) Release() {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	s.release(ctx)
-}
-
-// release is Release within ctx.
-func (s *slot) release(ctx context.Context) {
 	b := s.b
 	b.mu.Lock()
 	if s.released {
@@ -191,9 +184,7 @@ func (s *slot) release(ctx context.Context) {
 	s.loseLocked()
 	l := s.lease
 	b.mu.Unlock()
-	if err := b.cfg.Store.ReleaseSlot(ctx, l); err != nil {
-		b.cfg.Logger.Warn("connlease: give a connection slot back; it runs out by itself", "provider", l.Provider, "slot", l.N, "err", err)
-	}
+	b.giveBack(l)
 	b.mu.Lock()
 	close(b.freed)
 	b.freed = make(chan struct{})
@@ -254,7 +245,7 @@ func (b *Budget) Acquire(ctx context.Context) (nntp.Slot, error) {
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
-		case <-b.stop:
+		case <-b.ctx.Done():
 			t.Stop()
 			return nil, ErrClosed
 		case <-freed:
@@ -273,7 +264,8 @@ func (b *Budget) take(ctx context.Context) (Slot, bool, error) {
 	return b.cfg.Store.TakeSlot(tctx, b.cfg.Provider, b.cfg.Size, b.cfg.Holder, b.cfg.TTL)
 }
 
-// giveBack releases l, a lease no slot records.
+// giveBack releases l, bounded by releaseTimeout; an error is logged, and
+// the lease then runs out by itself.
 func (b *Budget) giveBack(l Slot) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
@@ -328,14 +320,12 @@ func (b *Budget) renewer() {
 	defer close(b.done)
 	tick := time.NewTicker(max(b.cfg.TTL/12, time.Millisecond))
 	defer tick.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := b.ctx
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
 		select {
-		case <-b.stop:
-			cancel()
+		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
@@ -406,16 +396,13 @@ func (b *Budget) Close() error {
 	}
 	b.mu.Unlock()
 	b.cancel()
-	close(b.stop)
 	<-b.done
 	<-b.refreshed
-	// At once, within one timeout: a slow database costs Close that
+	// At once, each within its timeout: a slow database costs Close that
 	// timeout, not that times the slots.
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
 	var wg sync.WaitGroup
 	for _, s := range held {
-		wg.Go(func() { s.release(ctx) })
+		wg.Go(s.Release)
 	}
 	wg.Wait()
 	return nil

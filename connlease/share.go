@@ -98,7 +98,7 @@ func (b *Budget) refresher() {
 	defer tick.Stop()
 	for {
 		select {
-		case <-b.stop:
+		case <-b.ctx.Done():
 			return
 		case <-tick.C:
 		}

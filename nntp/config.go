@@ -248,6 +248,9 @@ func (c Config) withDefaults() Config {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
+	if c.Clock == nil {
+		c.Clock = clock.Real
+	}
 	if c.MaxDialBackoff == 0 {
 		c.MaxDialBackoff = DefaultMaxDialBackoff
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
 )
 
@@ -88,11 +87,7 @@ func (s *Source) FindDate(ctx context.Context, group string, since time.Time) (g
 		if err != nil {
 			return err
 		}
-		now := clock.Real.Now()
-		if s.cfg.Clock != nil {
-			now = s.cfg.Clock.Now()
-		}
-		d := dateSearch{c: c, s: s, cutoff: since.Add(-DateTolerance), ceiling: now.Add(DateTolerance)}
+		d := dateSearch{c: c, s: s, cutoff: since.Add(-DateTolerance), ceiling: s.cfg.Clock.Now().Add(DateTolerance)}
 		pt, err = d.find(g)
 		pt.Calls = d.calls
 		if err == nil && d.lines > 0 && !d.dated {

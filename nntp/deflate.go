@@ -71,17 +71,6 @@ func (c *conn) startDeflate() {
 	c.deflate = true
 }
 
-// Compression is what a connection negotiated.
-func (c *conn) compression() CompressMode {
-	switch {
-	case c.deflate:
-		return CompressDeflate
-	case c.compress:
-		return CompressGzip
-	}
-	return CompressNone
-}
-
 // storedBlocks writes each flush of the command buffer as non-final
 // stored deflate blocks: valid deflate that a server inflates like any
 // other, with no compressor state. Commands are a few dozen bytes, and
@@ -134,10 +123,10 @@ func (s *Source) seen(c *conn) {
 		return
 	}
 	c.counted = true
-	switch c.compression() {
-	case CompressDeflate:
+	switch {
+	case c.deflate:
 		s.deflated.Add(1)
-	case CompressGzip:
+	case c.compress:
 		s.gzipped.Add(1)
 	}
 }

@@ -62,10 +62,16 @@
 // after failures waits with exponential backoff and jitter. Article
 // numbers are int64 throughout.
 //
+// Config.Budget shares a provider's connections with other coordinators:
+// every connection holds a Slot of it while open (budget.go, package
+// connlease). Source.FindDate finds the first article of a date by
+// bisection over OVER windows, at most MaxDateCalls commands (date.go).
+//
 // Errors: ErrNoSuchGroup (411, which is also spool.ErrNoSuchGroup),
 // ErrAuthRequired (480), ErrEncryptionRequired (483), ErrAuthFailed,
-// ErrRefused, ErrTLSUnavailable, ErrCompressUnavailable, ErrProtocol, ErrDeadline, ErrTooLarge,
-// ErrChunkTooLarge and ErrBadURL are sentinels for
+// ErrRefused, ErrTLSUnavailable, ErrCompressUnavailable, ErrProtocol,
+// ErrDeadline, ErrTooLarge, ErrChunkTooLarge, ErrSlotLost, ErrDateSearch
+// and ErrBadURL are sentinels for
 // errors.Is; other unexpected replies are a *ProtocolError with the code and
 // the server's text. The password is never in an error or in Config's
 // String.

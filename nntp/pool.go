@@ -31,7 +31,7 @@ var ErrSlotLost = errors.New("nntp: the connection's slot of the budget was lost
 // IdleTimeout, and one whose slot is lost is closed at once. A call that
 // finds no idle connection waits for a slot, or for a connection another
 // call puts back, whichever comes first. A connection put back goes to
-// the first call waiting that is not a fetch (GROUP, DATE), else to the
+// the first call waiting that is not a fetch (GROUP, FindDate), else to the
 // first fetch: so GROUP is handed the next connection this Source puts
 // back, ahead of the fetches waiting, even when other coordinators hold
 // every other slot of the account. When they hold all of them and this
@@ -382,7 +382,7 @@ func (p *pool) put(c *conn) {
 		return
 	}
 	p.idle = append(p.idle, c)
-	if h != nil && p.cfg.IdleTimeout > 0 {
+	if h != nil {
 		h.gen++
 		gen := h.gen
 		h.idle = time.AfterFunc(p.cfg.IdleTimeout, func() { p.expire(c, h, gen) })

@@ -60,12 +60,6 @@ func NewRouter(sources map[string]ChunkSource) (*Router, error) {
 // default one).
 func (r *Router) Providers() []string { return slices.Clone(r.names) }
 
-// Source returns the source of a provider ("" for the default one).
-func (r *Router) Source(provider string) (ChunkSource, bool) {
-	src, ok := r.sources[provider]
-	return src, ok
-}
-
 // route returns the source of a stored group's provider and the newsgroup
 // to ask it for.
 func (r *Router) route(group string) (ChunkSource, string, error) {

@@ -15,10 +15,6 @@ import (
 
 var _ connlease.Store = (*Store)(nil)
 
-// maxSlots bounds a budget's size: far past any provider's account, and
-// the most rows a take adds.
-const maxSlots = connlease.MaxSize
-
 // maxProvider bounds a provider's name.
 const maxProvider = 200
 
@@ -33,7 +29,7 @@ type slotRow struct {
 
 func (r slotRow) slot() connlease.Slot {
 	return connlease.Slot{Provider: r.Provider, N: r.N, Holder: r.Holder, Token: r.Token,
-		Expires: fromMicros(sql.NullInt64{Int64: r.Expires, Valid: true})}
+		Expires: time.UnixMicro(r.Expires).UTC()}
 }
 
 // takeSlotQuery leases the lowest free slot below the size. It runs in
@@ -65,8 +61,8 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 	if err := checkSlotArgs(provider, holder); err != nil {
 		return connlease.Slot{}, false, err
 	}
-	if size < 1 || size > maxSlots {
-		return connlease.Slot{}, false, lease.Invalidf("take slot: size %d: want 1 to %d", size, maxSlots)
+	if size < 1 || size > connlease.MaxSize {
+		return connlease.Slot{}, false, lease.Invalidf("take slot: size %d: want 1 to %d", size, connlease.MaxSize)
 	}
 	ttlUS, err := ttlMicros(ttl)
 	if err != nil {

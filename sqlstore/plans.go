@@ -137,10 +137,7 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 			Polled: r.Low.Valid,
 			Low:    r.Low.Int64, High: r.High.Int64,
 			TailNext: r.TailNext.Int64, HistoryNext: r.HistoryNext.Int64, HistoryEnd: r.HistoryEnd.Int64,
-			HistoryFrom: r.From.Int64,
-		}
-		if r.FromDate.Valid {
-			st.HistoryFromDate = time.UnixMicro(r.FromDate.Int64).UTC()
+			HistoryFrom: r.From.Int64, HistoryFromDate: fromMicros(r.FromDate),
 		}
 		if m := missing[r.GroupID]; m != nil {
 			st.Missing = *m

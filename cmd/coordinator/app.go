@@ -834,7 +834,7 @@ func (m *Main) rangeCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("range add GROUP FROM TO | range retry GROUP [--failed | ID...]")
+		return usagef("range add GROUP FROM TO [--provider P] | range retry GROUP [--provider P] [--failed | ID...]")
 	}
 	if len(pos) > 1 {
 		if pos[1], err = groupName(pos[1], *provider); err != nil {
@@ -867,7 +867,7 @@ func (m *Main) rangeCmd(ctx context.Context, args []string) error {
 		return nil
 	case "retry":
 		if len(pos) < 2 || (*failed == (len(pos) > 2)) {
-			return usagef("range retry GROUP [--failed | ID...]: --failed or range ids")
+			return usagef("range retry GROUP [--provider P] [--failed | ID...]: --failed or range ids")
 		}
 		var ids []int64
 		for _, raw := range pos[2:] {

@@ -96,6 +96,10 @@ func parseSources(raws []string) ([]provider, error) {
 	return out, nil
 }
 
+// budgetFunc returns the connection budget of a provider ("" for the
+// default one) whose account allows conns connections in all.
+type budgetFunc func(provider string, conns int) (nntp.Budget, error)
+
 // sources returns the chunk sources --source names: one per provider, the
 // default provider's alone as it is, several (or a named one) behind a
 // spool.Router that sends each group to its provider's. Each NNTP
@@ -107,7 +111,7 @@ func parseSources(raws []string) ([]provider, error) {
 // Each NNTP source is dialled and logged in to once, so a bad URL, a
 // refused login or an unreachable server stops the daemon at start with
 // one sentence that names the provider.
-func (m *Main) sources(ctx context.Context, budget func(provider string, conns int) (nntp.Budget, error)) (_ chunkSource, err error) {
+func (m *Main) sources(ctx context.Context, budget budgetFunc) (_ chunkSource, err error) {
 	provs, err := parseSources(m.Sources)
 	if err != nil {
 		return chunkSource{}, err
@@ -162,7 +166,7 @@ func (m *Main) sources(ctx context.Context, budget func(provider string, conns i
 
 // openSource opens one provider's source: the synthetic one, or an NNTP
 // source that it checks (nil for the synthetic one).
-func (m *Main) openSource(ctx context.Context, p provider, budget func(provider string, conns int) (nntp.Budget, error)) (spool.ChunkSource, *nntp.Source, error) {
+func (m *Main) openSource(ctx context.Context, p provider, budget budgetFunc) (spool.ChunkSource, *nntp.Source, error) {
 	switch {
 	case p.raw == "" || p.raw == "synthetic":
 		src, err := spool.NewSynthetic(spool.SyntheticConfig{})

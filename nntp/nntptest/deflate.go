@@ -121,10 +121,8 @@ func (ss *session) bomb(n int64) bool {
 	}
 	piece := bombOnce()
 	for sent := int64(0); sent < n; sent += bombUnit {
-		select {
-		case <-ss.s.done:
+		if ss.closing() {
 			return false
-		default:
 		}
 		if _, err := ss.z.under.Write(piece); err != nil {
 			return false
