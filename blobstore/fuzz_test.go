@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/edgeindex/edgeindex/blobstore"
+	"github.com/edgeindex/edgeindex/internal/redact"
 )
 
 // A key CheckKey accepts is a clean relative path that stays inside a
@@ -76,7 +77,7 @@ func FuzzParseURL(f *testing.F) {
 			return
 		}
 		pass, ok := u.User.Password()
-		if !ok || len(pass) < 6 || strings.Contains("s3://xxxxx@?&=:/.", pass) {
+		if !ok || len(pass) < 6 || strings.Contains("s3://xxxxx@?&=:/."+redact.Misplaced, pass) {
 			return
 		}
 		rest := *u

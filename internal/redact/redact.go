@@ -22,7 +22,7 @@ func URL(raw string) string {
 		return unparsed
 	}
 	if misplacedUserInfo(u) || strings.Contains(u.RawQuery, "@") {
-		return misplaced
+		return Misplaced
 	}
 	hideFragment(u)
 	if q := u.Query(); q.Has("password") {
@@ -42,7 +42,7 @@ func URLShowing(raw string, show ...string) string {
 		return unparsed
 	}
 	if misplacedUserInfo(u) {
-		return misplaced
+		return Misplaced
 	}
 	hideFragment(u)
 	if u.RawQuery != "" {
@@ -101,6 +101,6 @@ func hideFragment(u *url.URL) {
 	}
 }
 
-// misplaced stands for a URL with an "@" after its host: its password,
+// Misplaced stands for a URL with an "@" after its host: its password,
 // not percent-encoded, may be anywhere in it.
-const misplaced = "(a URL with an \"@\" after its host: percent-encode the password)"
+const Misplaced = "(a URL with an \"@\" after its host: percent-encode the password)"
