@@ -1,7 +1,7 @@
 // Package collate is the collation logic of a Usenet header indexer: it
 // turns a group's overview lines into binaries, one per file posted in
 // yEnc parts, for an edge worker to post as batch items. It is the Handler
-// a real worker runs: examples/edgeworker wraps it in a command, and the
+// a real worker runs: cmd/edgeworker wraps it in a command, and the
 // coordinator's demo runs it in process. Like package edge it imports no
 // server package.
 //

@@ -28,7 +28,7 @@ import (
 // It has no expiry. Tests inject faults through before and lose.
 //
 // It is no substitute for the real coordinator package: internal/e2e and
-// examples/edgeworker run the client against that one.
+// cmd/edgeworker run the client against that one.
 type coord struct {
 	src   *spool.Synthetic
 	token string // the node token

@@ -1,7 +1,7 @@
 // Package faulttest holds the tests with real processes.
 //
 // TestFaultsRealProcesses (issue 9, proof 2): a coordinator process and
-// edge worker processes (the examples/edgeworker binary) on a throwaway
+// edge worker processes (the cmd/edgeworker binary) on a throwaway
 // PostgreSQL cluster of its own, with workers killed, paused past their
 // TTL and resumed, the coordinator killed and restarted, and PostgreSQL
 // restarted, all while the fleet indexes; then every range, stored batch

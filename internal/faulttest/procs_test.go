@@ -147,7 +147,7 @@ func buildBinaries(t *testing.T, dir string, race bool) (coordinator, worker str
 		t.Fatal(err)
 	}
 	coordinator, worker = filepath.Join(dir, "coordinator"), filepath.Join(dir, "edgeworker")
-	for bin, pkg := range map[string]string{coordinator: "./cmd/coordinator", worker: "./examples/edgeworker"} {
+	for bin, pkg := range map[string]string{coordinator: "./cmd/coordinator", worker: "./cmd/edgeworker"} {
 		args := []string{"build", "-o", bin}
 		if race && bin == coordinator {
 			args = append(args, "-race")
