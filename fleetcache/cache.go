@@ -7,9 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // Defaults used when a Config field is zero.
@@ -36,8 +33,8 @@ type Config struct {
 	// fails, instead of a read that old. 0 means off: the last good read is
 	// served however old it is. When set it must be more than Keep.
 	MaxStale time.Duration
-	// Clock is the clock. nil means clock.Real.
-	Clock clock.Clock
+	// Clock is the clock. nil means RealClock.
+	Clock Clock
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -45,7 +42,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.Keep, DefaultKeep)
 	setDefault(&c.Timeout, DefaultTimeout)
 	if c.Clock == nil {
-		c.Clock = clock.Real
+		c.Clock = RealClock
 	}
 	return c
 }
@@ -53,10 +50,10 @@ func (c Config) withDefaults() Config {
 // validate checks a Config that has its defaults.
 func (c Config) validate() error {
 	if c.Keep < 0 || c.Timeout < 0 || c.MaxStale < 0 {
-		return lease.Invalidf("fleetcache: Keep, Timeout and MaxStale cannot be negative")
+		return invalidf("fleetcache: Keep, Timeout and MaxStale cannot be negative")
 	}
 	if c.MaxStale != 0 && c.MaxStale <= c.Keep {
-		return lease.Invalidf("fleetcache: MaxStale (%s) must be more than Keep (%s)", c.MaxStale, c.Keep)
+		return invalidf("fleetcache: MaxStale (%s) must be more than Keep (%s)", c.MaxStale, c.Keep)
 	}
 	return nil
 }
@@ -130,7 +127,7 @@ type Cache[T any] struct {
 	good        func(T) bool
 	cfg         Config
 	keepSeconds float64
-	wallClock   bool // cfg.Clock is clock.Real: hits read only the monotonic clock
+	wallClock   bool // cfg.Clock is RealClock: hits read only the monotonic clock
 
 	cur    atomic.Pointer[entry[T]]
 	flight atomic.Pointer[flight[T]]
@@ -146,9 +143,9 @@ type Cache[T any] struct {
 // good.
 func New[T any](read ReadFunc[T], good func(T) bool, cfg Config) (*Cache[T], error) {
 	if read == nil {
-		return nil, lease.Invalidf("fleetcache: the read function is nil")
+		return nil, invalidf("fleetcache: the read function is nil")
 	}
-	wallClock := cfg.Clock == nil || cfg.Clock == clock.Real
+	wallClock := cfg.Clock == nil || cfg.Clock == RealClock
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 func TestMain(m *testing.M) {
@@ -66,10 +65,10 @@ func TestConfigValidate(t *testing.T) {
 		"max stale below defult": {MaxStale: 10 * time.Second},
 	} {
 		_, err := New(read, nil, cfg)
-		require.ErrorIs(t, err, lease.ErrInvalid, name)
+		require.ErrorIs(t, err, ErrInvalid, name)
 	}
 	_, err := New[int](nil, nil, Config{})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, ErrInvalid)
 
 	c, err := New(read, nil, Config{})
 	require.NoError(t, err)

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // Defaults used when a SeatConfig field is zero.
@@ -31,8 +28,8 @@ type SeatConfig struct {
 	MaxEntries int
 	// Timeout bounds each read. 0 means 10 s.
 	Timeout time.Duration
-	// Clock is the clock. nil means clock.Real.
-	Clock clock.Clock
+	// Clock is the clock. nil means RealClock.
+	Clock Clock
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -41,7 +38,7 @@ func (c SeatConfig) withDefaults() SeatConfig {
 	setDefault(&c.MaxEntries, DefaultSeatMaxEntries)
 	setDefault(&c.Timeout, DefaultTimeout)
 	if c.Clock == nil {
-		c.Clock = clock.Real
+		c.Clock = RealClock
 	}
 	return c
 }
@@ -49,7 +46,7 @@ func (c SeatConfig) withDefaults() SeatConfig {
 // validate checks a SeatConfig that has its defaults.
 func (c SeatConfig) validate() error {
 	if c.TTL < 0 || c.MaxEntries < 0 || c.Timeout < 0 {
-		return lease.Invalidf("fleetcache: TTL, MaxEntries and Timeout cannot be negative")
+		return invalidf("fleetcache: TTL, MaxEntries and Timeout cannot be negative")
 	}
 	return nil
 }
@@ -104,7 +101,7 @@ type Seats[K comparable, T any] struct {
 // good.
 func NewSeats[K comparable, T any](read SeatReadFunc[K, T], good func(T) bool, cfg SeatConfig) (*Seats[K, T], error) {
 	if read == nil {
-		return nil, lease.Invalidf("fleetcache: the seat read function is nil")
+		return nil, invalidf("fleetcache: the seat read function is nil")
 	}
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

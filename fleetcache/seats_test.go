@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // seatReader counts reads per key and answers "key#n" for the n-th read of key.
@@ -59,10 +57,10 @@ func TestSeatConfigValidate(t *testing.T) {
 	r := &seatReader{}
 	for _, cfg := range []SeatConfig{{TTL: -1}, {MaxEntries: -1}, {Timeout: -1}} {
 		_, err := NewSeats(r.read, nil, cfg)
-		require.ErrorIs(t, err, lease.ErrInvalid)
+		require.ErrorIs(t, err, ErrInvalid)
 	}
 	_, err := NewSeats[string, string](nil, nil, SeatConfig{})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, ErrInvalid)
 	s, err := NewSeats(r.read, nil, SeatConfig{})
 	require.NoError(t, err)
 	require.Equal(t, DefaultSeatTTL, s.cfg.TTL)

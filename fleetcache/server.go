@@ -17,9 +17,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // Server defaults, used when a ServerConfig field is zero.
@@ -106,8 +103,8 @@ type ServerConfig struct {
 	// ShutdownTimeout bounds the whole stop, from the context being done to
 	// Serve returning; connections still open then are closed. 0 means 2 s.
 	ShutdownTimeout time.Duration
-	// Clock is the clock. nil means clock.Real.
-	Clock clock.Clock
+	// Clock is the clock. nil means RealClock.
+	Clock Clock
 	// ErrorLog receives the http.Server's errors. nil means the log package's
 	// standard logger.
 	ErrorLog *log.Logger
@@ -128,7 +125,7 @@ func (c ServerConfig) withDefaults() ServerConfig {
 	}
 	setDefault(&c.ReadyPath, DefaultReadyPath)
 	if c.Clock == nil {
-		c.Clock = clock.Real
+		c.Clock = RealClock
 	}
 	return c
 }
@@ -137,24 +134,24 @@ func (c ServerConfig) withDefaults() ServerConfig {
 func (c ServerConfig) validate() error {
 	if c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 || c.IdleTimeout < 0 ||
 		c.DrainDelay < 0 || c.ShutdownTimeout < 0 || c.StaleWhileRevalidate < 0 || c.MaxHeaderBytes < 0 {
-		return lease.Invalidf("fleetcache: timeouts, StaleWhileRevalidate and MaxHeaderBytes cannot be negative")
+		return invalidf("fleetcache: timeouts, StaleWhileRevalidate and MaxHeaderBytes cannot be negative")
 	}
 	if c.DrainDelay >= c.ShutdownTimeout {
-		return lease.Invalidf("fleetcache: DrainDelay (%s) must be less than ShutdownTimeout (%s)", c.DrainDelay, c.ShutdownTimeout)
+		return invalidf("fleetcache: DrainDelay (%s) must be less than ShutdownTimeout (%s)", c.DrainDelay, c.ShutdownTimeout)
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		return lease.Invalidf("fleetcache: Addr %q: %v", c.Addr, err)
+		return invalidf("fleetcache: Addr %q: %v", c.Addr, err)
 	}
 	seen := map[string]bool{c.ReadyPath: true}
 	for _, rt := range c.Routes {
 		if !strings.HasPrefix(rt.Path, "/") {
-			return lease.Invalidf("fleetcache: route path %q does not start with /", rt.Path)
+			return invalidf("fleetcache: route path %q does not start with /", rt.Path)
 		}
 		if rt.Handle == nil {
-			return lease.Invalidf("fleetcache: route %s has no Handle", rt.Path)
+			return invalidf("fleetcache: route %s has no Handle", rt.Path)
 		}
 		if seen[rt.Path] {
-			return lease.Invalidf("fleetcache: route %s is given twice (or is the ready path)", rt.Path)
+			return invalidf("fleetcache: route %s is given twice (or is the ready path)", rt.Path)
 		}
 		seen[rt.Path] = true
 	}

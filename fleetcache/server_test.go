@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 var fleetBody = []byte(`{"polledAt":"2025-03-04T05:06:07Z","hosts":[{"host":"a:7070","status":"ok"}]}`)
@@ -98,7 +96,7 @@ func TestServerConfigValidate(t *testing.T) {
 		"drain too long":   {DrainDelay: 3 * time.Second},
 	} {
 		_, err := NewServer(cfg)
-		require.ErrorIs(t, err, lease.ErrInvalid, name)
+		require.ErrorIs(t, err, ErrInvalid, name)
 	}
 	s, err := NewServer(ServerConfig{})
 	require.NoError(t, err)
