@@ -27,20 +27,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/spool"
 )
 
-// Backend is what the suite tests: every store a coordinator's Service
-// uses (coordinator.Store, the one union of them), the planning its
-// daemon adds (grouplease.PlanStore) and the providers' connection
-// budgets (connlease.Store).
+// Backend is what the suite tests, the store interfaces alone: every
+// store a coordinator's Service uses (coordinator.Store is their union),
+// the planning its daemon adds (grouplease.PlanStore) and the providers'
+// connection budgets (connlease.Store).
 type Backend interface {
-	coordinator.Store
+	lease.Store
+	batch.Store
+	grouplease.Catalog
+	grouplease.Store
+	grouplease.SnapshotStore
 	grouplease.PlanStore
+	node.Store
+	spool.Claims
 	connlease.Store
+	Ping(ctx context.Context) error
 }
 
 // Open returns a new, empty backend whose one clock is c. The backend is
