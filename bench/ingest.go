@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 const ingestGroup = "alt.binaries.bench.ingest"
@@ -26,7 +26,7 @@ func ingestItems(n int) (items []batch.Item, minSize, maxSize, total int64) {
 	article := int64(1_000_000)
 	for i := range items {
 		parts := 2 + rng.IntN(32)
-		b := collate.Binary{
+		b := usenet.Binary{
 			Subject: fmt.Sprintf(`Quiet.River.%d.1080p.WEB-DL.x264-SYN [%02d/27] - "Quiet.River.%d.part%02d.rar" yEnc`, i, i%27+1, i, i%27+1),
 			Name:    fmt.Sprintf("Quiet.River.%d.part%02d.rar", i, i%27+1),
 			Poster:  "poster <poster@example.invalid>", Group: ingestGroup,
@@ -34,7 +34,7 @@ func ingestItems(n int) (items []batch.Item, minSize, maxSize, total int64) {
 		}
 		for p := 1; p <= parts; p++ {
 			article++
-			b.Parts = append(b.Parts, collate.Part{N: p, Article: article,
+			b.Parts = append(b.Parts, usenet.Part{N: p, Article: article,
 				MessageID: fmt.Sprintf("<%d@%s.synthetic>", article, ingestGroup), Bytes: 739_000 + int64(rng.IntN(2000))})
 		}
 		v, err := json.Marshal(b)

@@ -20,10 +20,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // searchConfig sizes the search line.
@@ -747,7 +747,7 @@ func (r corpusRelease) file(i int) release.File {
 		Date:    r.posted,
 		Groups:  []string{g},
 		Total:   1,
-		Parts: []collate.Part{{N: 1, Article: int64(i) + 1, MessageID: fmt.Sprintf("<part1.%d@nowhere.example>", i),
+		Parts: []usenet.Part{{N: 1, Article: int64(i) + 1, MessageID: fmt.Sprintf("<part1.%d@nowhere.example>", i),
 			Bytes: r.bytes}},
 		Complete: true,
 		Bytes:    r.bytes,

@@ -8,6 +8,7 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // BenchmarkCollate measures lines/s of a Collator over 20,000 synthetic
@@ -39,7 +40,7 @@ func BenchmarkCollate(b *testing.B) {
 		for b.Loop() {
 			for _, gz := range chunks {
 				err := overview.ReadChunk(gz, func(o overview.Overview) error {
-					if _, ok := collate.ParseSubject(o.Subject); !ok {
+					if _, ok := usenet.ParseSubject(o.Subject); !ok {
 						b.Fatal("not a binary")
 					}
 					return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // ErrBadWindow means LoadWindow was given a state that is not one SaveWindow
@@ -83,15 +84,15 @@ type Stats struct {
 // windowPart is a part in the window: it remembers the range it was read in,
 // for FlushIncomplete.
 type windowPart struct {
-	Part
+	usenet.Part
 	Range int64 `json:"range"`
 }
 
 // entry is one incomplete binary in the window.
 type entry struct {
-	bin   Binary       // without Parts
-	parts []windowPart // ascending by N, one per N
-	last  int64        // the highest article number of its parts
+	bin   usenet.Binary // without Parts
+	parts []windowPart  // ascending by N, one per N
+	last  int64         // the highest article number of its parts
 }
 
 // cached is the output of the last chunk handled for one range.
@@ -140,7 +141,7 @@ func New(cfg Config) (*Collator, error) {
 
 // line is what HandleChunk keeps of one overview line of a binary part.
 type line struct {
-	sub                   Subject
+	sub                   usenet.Subject
 	number, bytes         int64
 	from, date, messageID string
 	skip                  bool
@@ -222,7 +223,7 @@ func readLines(ctx context.Context, ch edge.Chunk) ([]line, error) {
 				return err
 			}
 		}
-		sub, ok := ParseSubject(o.Subject)
+		sub, ok := usenet.ParseSubject(o.Subject)
 		if !ok {
 			lines = append(lines, line{number: o.Number, skip: true})
 			return nil
@@ -332,13 +333,13 @@ func (c *Collator) add(l *line, r lease.Range) *entry {
 		// one binary of one newsgroup, and the newsgroup is what an NZB
 		// and a downloader need.
 		newsgroup, _ := grouplease.SplitGroup(r.Group)
-		e = &entry{bin: Binary{
+		e = &entry{bin: usenet.Binary{
 			Subject: l.sub.Base, Name: l.sub.Name, Poster: l.from, Group: newsgroup,
 			Date: l.date, Total: l.sub.Total,
 		}}
 		c.window[string(k)] = e
 	}
-	p := windowPart{Part: Part{N: l.sub.Part, Article: l.number, MessageID: l.messageID, Bytes: l.bytes}, Range: r.ID}
+	p := windowPart{Part: usenet.Part{N: l.sub.Part, Article: l.number, MessageID: l.messageID, Bytes: l.bytes}, Range: r.ID}
 	if n := len(e.parts); n == 0 || e.parts[n-1].N < p.N {
 		e.parts = append(e.parts, p)
 	} else if i, found := slices.BinarySearchFunc(e.parts, p.N, func(x windowPart, n int) int { return x.N - n }); !found {
@@ -358,7 +359,7 @@ func (c *Collator) add(l *line, r lease.Range) *entry {
 func (e *entry) item(complete bool, parts []windowPart) (batch.Item, error) {
 	b := e.bin
 	b.Complete = complete
-	b.Parts = make([]Part, len(parts))
+	b.Parts = make([]usenet.Part, len(parts))
 	for i, p := range parts {
 		b.Parts[i] = p.Part
 	}
@@ -453,7 +454,7 @@ func (c *Collator) evict() ([]batch.Item, error) {
 
 // savedBinary is one binary of the window's JSON.
 type savedBinary struct {
-	Binary
+	usenet.Binary
 	Parts []windowPart `json:"parts"`
 }
 
@@ -501,7 +502,7 @@ func (c *Collator) LoadWindow(state []byte) error {
 	}
 	var kb []byte
 	for i, s := range st.Binaries {
-		if s.Poster == "" || s.Subject == "" || s.Total < 1 || s.Total > MaxTotal || len(s.Parts) == 0 || len(s.Parts) >= s.Total {
+		if s.Poster == "" || s.Subject == "" || s.Total < 1 || s.Total > usenet.MaxTotal || len(s.Parts) == 0 || len(s.Parts) >= s.Total {
 			return fmt.Errorf("%w: binary %d is not an incomplete binary", ErrBadWindow, i)
 		}
 		e := &entry{bin: s.Binary, parts: s.Parts}

@@ -19,6 +19,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 func TestMain(m *testing.M) {
@@ -41,14 +42,14 @@ func fetch(t testing.TB, span lease.Span) []byte {
 // without ParseSubject: by poster and the subject up to its last " (",
 // which is how the synthetic source writes them.
 type expectedSet struct {
-	complete map[string]collate.Binary // by Key
-	partial  int                       // binaries with some parts outside span
-	parts    int                       // binary parts in span
+	complete map[string]usenet.Binary // by Key
+	partial  int                      // binaries with some parts outside span
+	parts    int                      // binary parts in span
 }
 
 func expected(t *testing.T, span lease.Span) expectedSet {
 	t.Helper()
-	bins := map[string]*collate.Binary{}
+	bins := map[string]*usenet.Binary{}
 	err := overview.ReadChunk(fetch(t, span), func(o overview.Overview) error {
 		i := strings.LastIndex(o.Subject, " (")
 		var p, total int
@@ -56,17 +57,17 @@ func expected(t *testing.T, span lease.Span) expectedSet {
 			return err
 		}
 		base := o.Subject[:i]
-		k := collate.Key(o.From, base, total)
+		k := usenet.Key(o.From, base, total)
 		b := bins[k]
 		if b == nil {
-			b = &collate.Binary{Subject: base, Poster: o.From, Total: total, Group: group, Date: o.Date}
+			b = &usenet.Binary{Subject: base, Poster: o.From, Total: total, Group: group, Date: o.Date}
 			bins[k] = b
 		}
-		b.Parts = append(b.Parts, collate.Part{N: p, Article: o.Number, MessageID: o.MessageID, Bytes: o.Bytes})
+		b.Parts = append(b.Parts, usenet.Part{N: p, Article: o.Number, MessageID: o.MessageID, Bytes: o.Bytes})
 		return nil
 	})
 	require.NoError(t, err)
-	ex := expectedSet{complete: map[string]collate.Binary{}}
+	ex := expectedSet{complete: map[string]usenet.Binary{}}
 	for k, b := range bins {
 		ex.parts += len(b.Parts)
 		if len(b.Parts) == b.Total {
@@ -80,9 +81,9 @@ func expected(t *testing.T, span lease.Span) expectedSet {
 	return ex
 }
 
-func decode(t *testing.T, it batch.Item) collate.Binary {
+func decode(t *testing.T, it batch.Item) usenet.Binary {
 	t.Helper()
-	var b collate.Binary
+	var b usenet.Binary
 	require.NoError(t, json.Unmarshal(it.Value, &b))
 	require.Equal(t, b.Key(), it.Key)
 	return b
@@ -190,7 +191,7 @@ func TestCollateFlushIncomplete(t *testing.T) {
 		{ID: 1, Group: group, Start: span.From, End: 2000},
 		{ID: 2, Group: group, Start: 2001, End: 4000},
 	}
-	merged := map[string]collate.Binary{}
+	merged := map[string]usenet.Binary{}
 	articles := map[int64]int{}
 	incomplete := 0
 	for _, r := range ranges {
@@ -206,7 +207,7 @@ func TestCollateFlushIncomplete(t *testing.T) {
 				articles[p.Article]++
 			}
 			if m, ok := merged[it.Key]; ok {
-				b = collate.Merge(m, b)
+				b = usenet.Merge(m, b)
 			}
 			merged[it.Key] = b
 		}
@@ -344,7 +345,7 @@ func TestCollateEvictAndLoadBound(t *testing.T) {
 		b := decode(t, it)
 		require.False(t, b.Complete)
 		require.Equal(t, fmt.Sprintf("f%02d.bin", i), b.Name, "the oldest go first")
-		require.Equal(t, []collate.Part{{N: 1, Article: int64(i + 1), MessageID: fmt.Sprintf("<%d@example.invalid>", i+1), Bytes: 1001 + int64(i)}}, b.Parts)
+		require.Equal(t, []usenet.Part{{N: 1, Article: int64(i + 1), MessageID: fmt.Sprintf("<%d@example.invalid>", i+1), Bytes: 1001 + int64(i)}}, b.Parts)
 	}
 	require.Equal(t, 9, c.Stats().Window)
 	require.Equal(t, int64(3), c.Stats().Evicted)
@@ -488,21 +489,21 @@ func TestCollateConcurrent(t *testing.T) {
 
 func TestMerge(t *testing.T) {
 	t.Parallel()
-	p := func(n int) collate.Part { return collate.Part{N: n, Article: int64(100 + n)} }
-	a := collate.Binary{Subject: "s", Poster: "p", Total: 3, Parts: []collate.Part{p(3), p(1)}}
-	b := collate.Binary{Subject: "s", Poster: "p", Name: "n", Total: 3, Parts: []collate.Part{p(1), p(2)}}
-	m := collate.Merge(a, b)
+	p := func(n int) usenet.Part { return usenet.Part{N: n, Article: int64(100 + n)} }
+	a := usenet.Binary{Subject: "s", Poster: "p", Total: 3, Parts: []usenet.Part{p(3), p(1)}}
+	b := usenet.Binary{Subject: "s", Poster: "p", Name: "n", Total: 3, Parts: []usenet.Part{p(1), p(2)}}
+	m := usenet.Merge(a, b)
 	require.True(t, m.Complete)
 	require.Equal(t, "n", m.Name)
-	require.Equal(t, []collate.Part{p(1), p(2), p(3)}, m.Parts)
-	require.Equal(t, m, collate.Merge(m, m), "idempotent")
-	require.Equal(t, m, collate.Merge(b, a))
-	require.Equal(t, []collate.Part{p(3), p(1)}, a.Parts, "a is not changed")
+	require.Equal(t, []usenet.Part{p(1), p(2), p(3)}, m.Parts)
+	require.Equal(t, m, usenet.Merge(m, m), "idempotent")
+	require.Equal(t, m, usenet.Merge(b, a))
+	require.Equal(t, []usenet.Part{p(3), p(1)}, a.Parts, "a is not changed")
 
-	half := collate.Merge(a, a)
+	half := usenet.Merge(a, a)
 	require.False(t, half.Complete)
-	require.Equal(t, []collate.Part{p(1), p(3)}, half.Parts)
-	odd := collate.Merge(collate.Binary{Total: 2, Parts: []collate.Part{p(0), p(1)}}, collate.Binary{})
+	require.Equal(t, []usenet.Part{p(1), p(3)}, half.Parts)
+	odd := usenet.Merge(usenet.Binary{Total: 2, Parts: []usenet.Part{p(0), p(1)}}, usenet.Binary{})
 	require.False(t, odd.Complete, "part 0 is not a part")
 }
 

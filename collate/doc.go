@@ -5,7 +5,7 @@
 // coordinator's demo runs it in process. Like package edge it imports no
 // server package.
 //
-// ParseSubject reads a subject such as
+// usenet.ParseSubject reads a subject such as
 //
 //	[01/40] - "name.part01.rar" yEnc (1/50)
 //
@@ -15,10 +15,10 @@
 // skipped (counted in Headers all the same).
 //
 // A Collator is an edge.Handler and an edge.Windowed. It keys each binary by
-// Key(poster, base, total), a truncated SHA-256, and keeps the incomplete
+// usenet.Key(poster, base, total), a truncated SHA-256, and keeps the incomplete
 // ones in a window. The item of a binary is emitted in the batch of the
 // chunk that completes it, with every part (part number, article number,
-// message-id, bytes); its value is a Binary in JSON:
+// message-id, bytes); its value is a usenet.Binary in JSON:
 //
 //	{"subject": "[01/40] - \"name.part01.rar\" yEnc", "name": "name.part01.rar",
 //	 "poster": "...", "group": "...", "date": "...", "total": 50, "complete": true,
@@ -32,7 +32,7 @@
 // at the end of each range as incomplete items ("complete": false), so no
 // part read is lost; and a full window (Config.MaxBinaries) emits its oldest
 // binaries the same way. A consumer of the results feed joins all items of
-// one key with Merge: the union of their parts, complete when they cover
+// one key with usenet.Merge: the union of their parts, complete when they cover
 // 1..total. Merging is idempotent, so a binary that was emitted twice (a
 // chunk handled again after a lost lease) merges to the same value.
 //

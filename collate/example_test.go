@@ -12,13 +12,14 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 func ExampleParseSubject() {
-	s, ok := collate.ParseSubject(`Re: [01/40] - "name.part01.rar" yEnc (07/50)`)
+	s, ok := usenet.ParseSubject(`Re: [01/40] - "name.part01.rar" yEnc (07/50)`)
 	fmt.Println(ok, s.Name, s.Part, s.Total, s.File, s.Files)
 	fmt.Println(s.Base)
-	_, ok = collate.ParseSubject("what is the password?")
+	_, ok = usenet.ParseSubject("what is the password?")
 	fmt.Println(ok)
 	// Output:
 	// true name.part01.rar 7 50 1 40
@@ -58,7 +59,7 @@ func ExampleCollator() {
 		log.Fatal(err)
 	}
 	fmt.Println("headers:", out.Headers, "items:", len(out.Items), "waiting:", c.Stats().Window)
-	var b collate.Binary
+	var b usenet.Binary
 	if err := json.Unmarshal(out.Items[0].Value, &b); err != nil {
 		log.Fatal(err)
 	}

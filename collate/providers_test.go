@@ -12,6 +12,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // providerPost is the overview line of part n of 6 of one binary, as
@@ -33,7 +34,7 @@ func TestProvidersBinaryOfTwoProvidersIsOneBinary(t *testing.T) {
 	const newsgroup = "alt.binaries.providers"
 	held := map[string][]int{"a": {1, 3, 5, 2}, "b": {2, 4, 6}} // part 2 is on both
 	firstNumber := map[string]int64{"a": 1, "b": 5000}
-	var items []collate.Binary
+	var items []usenet.Binary
 	for i, p := range []string{"a", "b"} {
 		c := newCollator(t, collate.Config{})
 		var lines []string
@@ -51,20 +52,20 @@ func TestProvidersBinaryOfTwoProvidersIsOneBinary(t *testing.T) {
 	}
 	require.Equal(t, items[0].Key(), items[1].Key(), "one binary, one key, whichever provider it was read from")
 
-	m := collate.Merge(items[0], items[1])
+	m := usenet.Merge(items[0], items[1])
 	require.True(t, m.Complete, "the two providers' parts together complete it")
 	require.Equal(t, []int{1, 2, 3, 4, 5, 6}, partNumbers(m.Parts), "each part once; part 2, on both, too")
 	require.Equal(t, newsgroup, m.Group)
 	for _, p := range m.Parts {
 		require.Equal(t, fmt.Sprintf("<part%d@example.invalid>", p.N), p.MessageID)
 	}
-	ids := func(parts []collate.Part) (out []string) {
+	ids := func(parts []usenet.Part) (out []string) {
 		for _, p := range parts {
 			out = append(out, p.MessageID)
 		}
 		return out
 	}
-	require.Equal(t, ids(m.Parts), ids(collate.Merge(items[1], items[0]).Parts),
+	require.Equal(t, ids(m.Parts), ids(usenet.Merge(items[1], items[0]).Parts),
 		"the same articles in either order: part 2, on both, is one article (numbered differently on each)")
 }
 
@@ -73,17 +74,17 @@ func TestProvidersBinaryOfTwoProvidersIsOneBinary(t *testing.T) {
 // other has one.
 func TestProvidersMergeOnePartNumberTwoMessageIDs(t *testing.T) {
 	t.Parallel()
-	part := func(n int, id string) collate.Part { return collate.Part{N: n, MessageID: id, Bytes: 10} }
-	a := collate.Binary{Subject: "s", Poster: "p", Total: 3, Parts: []collate.Part{part(1, "<a1@x>"), part(2, ""), part(3, "<a3@x>")}}
-	b := collate.Binary{Subject: "s", Poster: "p", Total: 3, Parts: []collate.Part{part(1, "<b1@x>"), part(2, "<b2@x>")}}
-	m := collate.Merge(a, b)
+	part := func(n int, id string) usenet.Part { return usenet.Part{N: n, MessageID: id, Bytes: 10} }
+	a := usenet.Binary{Subject: "s", Poster: "p", Total: 3, Parts: []usenet.Part{part(1, "<a1@x>"), part(2, ""), part(3, "<a3@x>")}}
+	b := usenet.Binary{Subject: "s", Poster: "p", Total: 3, Parts: []usenet.Part{part(1, "<b1@x>"), part(2, "<b2@x>")}}
+	m := usenet.Merge(a, b)
 	require.True(t, m.Complete)
-	require.Equal(t, []collate.Part{part(1, "<a1@x>"), part(2, "<b2@x>"), part(3, "<a3@x>")}, m.Parts)
-	m = collate.Merge(b, a)
-	require.Equal(t, []collate.Part{part(1, "<b1@x>"), part(2, "<b2@x>"), part(3, "<a3@x>")}, m.Parts)
+	require.Equal(t, []usenet.Part{part(1, "<a1@x>"), part(2, "<b2@x>"), part(3, "<a3@x>")}, m.Parts)
+	m = usenet.Merge(b, a)
+	require.Equal(t, []usenet.Part{part(1, "<b1@x>"), part(2, "<b2@x>"), part(3, "<a3@x>")}, m.Parts)
 }
 
-func partNumbers(parts []collate.Part) []int {
+func partNumbers(parts []usenet.Part) []int {
 	out := make([]int, len(parts))
 	for i, p := range parts {
 		out[i] = p.N

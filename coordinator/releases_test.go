@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // TestReleaseRoutes: releases built from the results feed are listed by
@@ -33,9 +33,9 @@ func TestReleaseRoutes(t *testing.T) {
 	require.NoError(t, err)
 	var items []batch.Item
 	for i, name := range []string{`../../etc/passwd<&>".rar`, "second.nfo"} {
-		b := collate.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "Ann <ann@example.test>",
+		b := usenet.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "Ann <ann@example.test>",
 			Group: group, Date: "Sat, 04 May 2024 12:00:00 +0000", Total: 1, Complete: true,
-			Parts: []collate.Part{{N: 1, MessageID: fmt.Sprintf("<%d@x>", i), Bytes: 700}}}
+			Parts: []usenet.Part{{N: 1, MessageID: fmt.Sprintf("<%d@x>", i), Bytes: 700}}}
 		v, err := json.Marshal(b)
 		require.NoError(t, err)
 		items = append(items, batch.Item{Key: b.Key(), Value: v})

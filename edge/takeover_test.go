@@ -20,6 +20,7 @@ import (
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // A lane's new holder gets a range that an earlier holder left in the
@@ -277,15 +278,15 @@ func collateLane(t *testing.T, tr *killTransport, replay bool) (*coord, int64) {
 }
 
 // merged joins the stored items per key, as a consumer of the results feed.
-func merged(t *testing.T, bs []batch.Batch) map[string]collate.Binary {
+func merged(t *testing.T, bs []batch.Batch) map[string]usenet.Binary {
 	t.Helper()
-	out := map[string]collate.Binary{}
+	out := map[string]usenet.Binary{}
 	for _, b := range bs {
 		for _, it := range b.Items {
-			var bin collate.Binary
+			var bin usenet.Binary
 			require.NoError(t, json.Unmarshal(it.Value, &bin))
 			if m, ok := out[it.Key]; ok {
-				bin = collate.Merge(m, bin)
+				bin = usenet.Merge(m, bin)
 			}
 			out[it.Key] = bin
 		}

@@ -17,13 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/internal/testmain"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 func TestMain(m *testing.M) { testmain.Main(m) }
@@ -72,15 +72,15 @@ func newAPIEnv(t *testing.T, b pgtest.Backend) *apiEnv {
 	t.Cleanup(func() { store.Close() })
 
 	const group = "alt.binaries.edgeindex"
-	var bins []collate.Binary
+	var bins []usenet.Binary
 	article := int64(0)
 	for _, p := range postings {
 		for i, name := range p.files {
 			article++
-			bin := collate.Binary{Subject: fmt.Sprintf(`[%d/%d] - "%s" yEnc`, i+1, len(p.files), name), Name: name,
+			bin := usenet.Binary{Subject: fmt.Sprintf(`[%d/%d] - "%s" yEnc`, i+1, len(p.files), name), Name: name,
 				Poster: p.poster, Group: group, Date: p.date.Format(time.RFC1123Z), Total: 2, Complete: true}
 			for n := 1; n <= 2; n++ {
-				bin.Parts = append(bin.Parts, collate.Part{N: n, Article: article*2 + int64(n),
+				bin.Parts = append(bin.Parts, usenet.Part{N: n, Article: article*2 + int64(n),
 					MessageID: fmt.Sprintf("<%d.%d@edgeindex.test>", article, n), Bytes: 1000})
 			}
 			bins = append(bins, bin)

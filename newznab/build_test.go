@@ -9,18 +9,18 @@ import (
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // buildReleases stores bins as a worker would (group gets one range of
 // articles 1..span, granted to node, and one batch of every binary), then
 // runs a release builder over the results feed until it has consumed
 // them all. clk is the builder's clock; nil: the real one.
-func buildReleases(t *testing.T, s *sqlstore.Store, clk clock.Clock, group, node string, span int64, bins []collate.Binary) {
+func buildReleases(t *testing.T, s *sqlstore.Store, clk clock.Clock, group, node string, span int64, bins []usenet.Binary) {
 	t.Helper()
 	ctx := t.Context()
 	_, err := s.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: span, ChunkSize: span / 10})

@@ -17,11 +17,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // now is the tests' clock: release ages and the daily counts go by it.
@@ -94,18 +94,18 @@ func newPageWorld(t *testing.T, url string, ps []posting) *pageWorld {
 	t.Cleanup(func() { s.Close() })
 
 	const group = "alt.binaries.pagetest"
-	var bins []collate.Binary
+	var bins []usenet.Binary
 	article := int64(0)
 	for _, p := range ps {
 		date := now.Add(-p.age).Format(time.RFC1123Z)
 		for f := 1; f <= p.files; f++ {
-			sub, ok := collate.ParseSubject(fmt.Sprintf(`[%d/%d] - "%s.part%d.rar" yEnc (1/%d)`, f, p.files, p.name, f, p.parts))
+			sub, ok := usenet.ParseSubject(fmt.Sprintf(`[%d/%d] - "%s.part%d.rar" yEnc (1/%d)`, f, p.files, p.name, f, p.parts))
 			require.True(t, ok, p.name)
-			b := collate.Binary{Subject: sub.Base, Name: sub.Name, Poster: p.poster, Group: group, Date: date,
+			b := usenet.Binary{Subject: sub.Base, Name: sub.Name, Poster: p.poster, Group: group, Date: date,
 				Total: p.parts, Complete: true}
 			for n := 1; n <= p.parts; n++ {
 				article++
-				b.Parts = append(b.Parts, collate.Part{N: n, Article: article,
+				b.Parts = append(b.Parts, usenet.Part{N: n, Article: article,
 					MessageID: fmt.Sprintf("<%d.page@example.test>", article), Bytes: p.partBytes})
 			}
 			bins = append(bins, b)

@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 func ExampleWrite() {
@@ -16,7 +16,7 @@ func ExampleWrite() {
 	r := release.Release{Name: "Holiday & Family", Groups: []string{"alt.binaries.pictures"}, Posted: posted,
 		Files: []release.File{{
 			Subject: `[1/1] - "holiday.7z" yEnc`, Poster: "Ann <ann@example.test>", Date: posted, Total: 2,
-			Parts: []collate.Part{
+			Parts: []usenet.Part{
 				{N: 1, MessageID: "<p1.holiday@example.test>", Bytes: 716800},
 				{N: 2, MessageID: "<p2.holiday@example.test>", Bytes: 12034},
 			},

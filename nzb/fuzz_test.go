@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // FuzzWrite renders a release of fuzzed strings and reads it back with
@@ -25,7 +25,7 @@ func FuzzWrite(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, poster, subject, group, id string, size int64, n, total int) {
 		r := release.Release{Name: name, Poster: poster, Groups: []string{group}, Posted: time.Unix(1_700_000_000, 0),
 			Files: []release.File{{Key: "k", Subject: subject, Poster: poster, Total: total,
-				Parts: []collate.Part{{N: n, MessageID: id, Bytes: size}, {N: n + 1, MessageID: "<fixed@id>", Bytes: 1}}}}}
+				Parts: []usenet.Part{{N: n, MessageID: id, Bytes: size}, {N: n + 1, MessageID: "<fixed@id>", Bytes: 1}}}}}
 		var b bytes.Buffer
 		err := nzb.Write(&b, r)
 		require.False(t, errors.Is(err, nzb.ErrEmpty), "a file with a group and a segment is written")

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // doc is an NZB as encoding/xml reads it back; the benchmark marshals the
@@ -46,7 +46,7 @@ func sample(files, parts int) release.Release {
 			Name: fmt.Sprintf("My.Show.S01E02.part%02d.rar", i+1), Poster: r.Poster, Date: day.Add(time.Duration(i) * time.Minute),
 			Groups: []string{"alt.binaries.test", "alt.binaries.tv"}, Total: parts, Complete: true}
 		for n := 1; n <= parts; n++ {
-			f.Parts = append(f.Parts, collate.Part{N: n, Article: int64(1000*i + n), MessageID: fmt.Sprintf("<part%dof%d.file%d@poster.example>", n, parts, i),
+			f.Parts = append(f.Parts, usenet.Part{N: n, Article: int64(1000*i + n), MessageID: fmt.Sprintf("<part%dof%d.file%d@poster.example>", n, parts, i),
 				Bytes: 739_124})
 		}
 		r.Files = append(r.Files, f)

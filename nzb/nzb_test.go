@@ -15,10 +15,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 func render(t testing.TB, r release.Release) []byte {
@@ -88,9 +88,9 @@ func hostile() release.Release {
 	return release.Release{ID: 1, Name: "../../etc/passwd " + nasty, Poster: nasty, Groups: []string{"alt.binaries.<x>"}, Posted: day,
 		Files: []release.File{
 			{Key: "k", Subject: `"` + nasty + `.rar" yEnc`, Poster: nasty, Date: day, Groups: []string{"alt.bin&aries", nasty}, Total: 3,
-				Parts: []collate.Part{{N: 1, MessageID: "<a&b<c>@x]]>>", Bytes: 10}, {N: 2, MessageID: " <\x01\xff@y> ", Bytes: -5},
+				Parts: []usenet.Part{{N: 1, MessageID: "<a&b<c>@x]]>>", Bytes: 10}, {N: 2, MessageID: " <\x01\xff@y> ", Bytes: -5},
 					{N: 3, MessageID: "<>"}}},
-			{Key: "none", Subject: "no segments", Poster: "p", Date: day, Total: 1, Parts: []collate.Part{{N: 1, MessageID: "<>"}}},
+			{Key: "none", Subject: "no segments", Poster: "p", Date: day, Total: 1, Parts: []usenet.Part{{N: 1, MessageID: "<>"}}},
 		}}
 }
 
@@ -114,8 +114,8 @@ func TestWriteEmpty(t *testing.T) {
 	t.Parallel()
 	for name, r := range map[string]release.Release{
 		"no files":    {Name: "x"},
-		"no segments": {Name: "x", Groups: []string{"g"}, Files: []release.File{{Parts: []collate.Part{{N: 1, MessageID: "<>"}}}}},
-		"no groups":   {Name: "x", Files: []release.File{{Parts: []collate.Part{{N: 1, MessageID: "<a@b>"}}}}},
+		"no segments": {Name: "x", Groups: []string{"g"}, Files: []release.File{{Parts: []usenet.Part{{N: 1, MessageID: "<>"}}}}},
+		"no groups":   {Name: "x", Files: []release.File{{Parts: []usenet.Part{{N: 1, MessageID: "<a@b>"}}}}},
 	} {
 		require.ErrorIs(t, nzb.Check(r), nzb.ErrEmpty, name)
 		var b bytes.Buffer

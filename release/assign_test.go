@@ -7,14 +7,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 func file(key, subject string, date time.Time, parts ...int) release.File {
 	f := release.File{Key: key, Subject: subject, Poster: "p", Date: date, Total: 3, Groups: []string{"g"}}
 	for _, n := range parts {
-		f.Parts = append(f.Parts, collate.Part{N: n, MessageID: "<" + key + string(rune('0'+n)) + ">", Bytes: 10})
+		f.Parts = append(f.Parts, usenet.Part{N: n, MessageID: "<" + key + string(rune('0'+n)) + ">", Bytes: 10})
 	}
 	f.Complete = len(parts) == 3
 	f.Bytes = int64(10 * len(parts))
@@ -90,13 +90,13 @@ func TestAssignBytesSaturate(t *testing.T) {
 	t.Parallel()
 	day := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
 	huge := func(key string, n int) release.File {
-		return release.FromBinary(key, collate.Binary{Subject: `"rel.part1.rar" yEnc (1/2)`, Poster: "p", Total: 2, Date: day.Format(time.RFC1123Z),
-			Parts: []collate.Part{{N: n, MessageID: "<" + key + ">", Bytes: math.MaxInt64 - 1}, {N: n + 1, MessageID: "<" + key + "-2>", Bytes: -5}}})
+		return release.FromBinary(key, usenet.Binary{Subject: `"rel.part1.rar" yEnc (1/2)`, Poster: "p", Total: 2, Date: day.Format(time.RFC1123Z),
+			Parts: []usenet.Part{{N: n, MessageID: "<" + key + ">", Bytes: math.MaxInt64 - 1}, {N: n + 1, MessageID: "<" + key + "-2>", Bytes: -5}}})
 	}
 	a := huge("a", 1)
 	require.Equal(t, int64(math.MaxInt64-1), a.Bytes, "the negative part counts as 0")
-	a2 := release.FromBinary("a", collate.Binary{Subject: a.Subject, Poster: "p", Total: 3,
-		Parts: []collate.Part{{N: 3, MessageID: "<a-3>", Bytes: math.MaxInt64}}})
+	a2 := release.FromBinary("a", usenet.Binary{Subject: a.Subject, Poster: "p", Total: 3,
+		Parts: []usenet.Part{{N: 3, MessageID: "<a-3>", Bytes: math.MaxInt64}}})
 	require.Equal(t, int64(math.MaxInt64), a.Merge(a2).Bytes, "a file's sum saturates")
 	ch := release.Assign(release.Update{Window: time.Hour, Files: []release.File{a, huge("b", 1)}}, nil, nil, day)
 	require.Len(t, ch.New, 1)
@@ -104,17 +104,17 @@ func TestAssignBytesSaturate(t *testing.T) {
 }
 
 // TestAssignTotalBounded: a node's item may claim any total; a file's
-// counts as collate.MaxTotal at most, so a release's expected parts (their
+// counts as usenet.MaxTotal at most, so a release's expected parts (their
 // sum) cannot wrap negative.
 func TestAssignTotalBounded(t *testing.T) {
 	t.Parallel()
 	day := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
 	f := func(key string) release.File {
-		return release.FromBinary(key, collate.Binary{Subject: `"rel.part1.rar" yEnc (1/2)`, Poster: "p", Total: math.MaxInt64,
-			Date: day.Format(time.RFC1123Z), Parts: []collate.Part{{N: 1, MessageID: "<" + key + ">", Bytes: 10}}})
+		return release.FromBinary(key, usenet.Binary{Subject: `"rel.part1.rar" yEnc (1/2)`, Poster: "p", Total: math.MaxInt64,
+			Date: day.Format(time.RFC1123Z), Parts: []usenet.Part{{N: 1, MessageID: "<" + key + ">", Bytes: 10}}})
 	}
 	ch := release.Assign(release.Update{Window: time.Hour, Files: []release.File{f("a"), f("b")}}, nil, nil, day)
 	require.Len(t, ch.New, 1)
-	require.Equal(t, int64(2*collate.MaxTotal), ch.New[0].PartsExpected, "was -2")
+	require.Equal(t, int64(2*usenet.MaxTotal), ch.New[0].PartsExpected, "was -2")
 	require.GreaterOrEqual(t, ch.New[0].Completion(), 0.0)
 }

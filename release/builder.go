@@ -10,8 +10,8 @@ import (
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // Defaults of Config.
@@ -271,15 +271,15 @@ func (b *Builder) apply(ctx context.Context, p page) (n int, moved bool, err err
 // update turns a page of the feed into an Update: items decoded as
 // binaries and merged by key, in the order of their first item. Items that
 // are not a binary with parts, or claim more parts than a subject can
-// (collate.MaxTotal), are skipped.
+// (usenet.MaxTotal), are skipped.
 func (b *Builder) update(after string, page batch.Page) (Update, int) {
 	u := Update{Consumer: b.cfg.Consumer, After: after, Next: page.Next, Items: len(page.Results), Window: b.cfg.Window}
 	at := make(map[string]int, len(page.Results))
 	skipped := 0
 	var now time.Time
 	for _, it := range page.Results {
-		var bin collate.Binary
-		if err := DecodeBinary(it.Value, &bin); err != nil || len(bin.Parts) == 0 || bin.Total < 1 || bin.Total > collate.MaxTotal {
+		var bin usenet.Binary
+		if err := DecodeBinary(it.Value, &bin); err != nil || len(bin.Parts) == 0 || bin.Total < 1 || bin.Total > usenet.MaxTotal {
 			skipped++
 			continue
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // TestCategories checks Categorize against the real-world release names
@@ -119,7 +119,7 @@ func TestParseEpisode(t *testing.T) {
 func TestTitleWins(t *testing.T) {
 	t.Parallel()
 	parse := func(subject string) release.Set {
-		sub, ok := collate.ParseSubject(subject)
+		sub, ok := usenet.ParseSubject(subject)
 		require.True(t, ok, subject)
 		return release.ParseSet(sub.Base)
 	}

@@ -6,11 +6,11 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/internal/jsonscan"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
-// DecodeBinary decodes an item's value as a collate.Binary, as
+// DecodeBinary decodes an item's value as a usenet.Binary, as
 // json.Unmarshal does. Values as a Collator writes them (the field names as
 // tagged, strings, integers, booleans, parts) take a fast path about five
 // times quicker than encoding/json: the builder decodes every item of the
@@ -18,7 +18,7 @@ import (
 // names, nulls, floats, surrogate escapes, bytes that are not UTF-8, bad
 // JSON) is handed to json.Unmarshal, so the result and the error are
 // always encoding/json's.
-func DecodeBinary(data []byte, b *collate.Binary) error {
+func DecodeBinary(data []byte, b *usenet.Binary) error {
 	fast := *b // json.Unmarshal keeps the fields the JSON does not name
 	if err := (&decoder{data: data, arena: make([]byte, 0, len(data))}).binary(&fast); err == nil {
 		*b = fast
@@ -98,7 +98,7 @@ func (d *decoder) object(field func(key []byte) error) error {
 	}
 }
 
-func (d *decoder) binary(b *collate.Binary) error {
+func (d *decoder) binary(b *usenet.Binary) error {
 	var strs [5]text // subject, name, poster, group, date
 	var set [5]bool
 	var ids []text // the parts' message-ids
@@ -151,18 +151,18 @@ func (d *decoder) binary(b *collate.Binary) error {
 	return nil
 }
 
-func (d *decoder) parts() ([]collate.Part, []text, error) {
+func (d *decoder) parts() ([]usenet.Part, []text, error) {
 	if err := d.byte('['); err != nil {
 		return nil, nil, err
 	}
-	parts := make([]collate.Part, 0, 64)
+	parts := make([]usenet.Part, 0, 64)
 	ids := make([]text, 0, 64)
 	if d.peek() == ']' {
 		d.i++
 		return parts, ids, nil
 	}
 	for {
-		var p collate.Part
+		var p usenet.Part
 		var id text
 		hasID := false
 		err := d.object(func(key []byte) (err error) {

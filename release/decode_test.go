@@ -7,17 +7,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // demoItem is an item as a Collator writes it for a synthetic binary.
 func demoItem(parts int) []byte {
-	b := collate.Binary{Subject: `[01/27] - "Some.Release.Name.2024.1080p.part01.rar" yEnc`, Name: "Some.Release.Name.2024.1080p.part01.rar",
+	b := usenet.Binary{Subject: `[01/27] - "Some.Release.Name.2024.1080p.part01.rar" yEnc`, Name: "Some.Release.Name.2024.1080p.part01.rar",
 		Poster: "nzbget-poster <poster@nzb.invalid>", Group: "alt.binaries.edgeindex.demo", Date: "Sat, 04 May 2024 12:00:00 +0000",
 		Total: parts, Complete: true}
 	for i := 1; i <= parts; i++ {
-		b.Parts = append(b.Parts, collate.Part{N: i, Article: int64(100000 + i), MessageID: fmt.Sprintf("<%d@alt.binaries.edgeindex.demo.synthetic>", 100000+i), Bytes: 739124})
+		b.Parts = append(b.Parts, usenet.Part{N: i, Article: int64(100000 + i), MessageID: fmt.Sprintf("<%d@alt.binaries.edgeindex.demo.synthetic>", 100000+i), Bytes: 739124})
 	}
 	v, _ := json.Marshal(b)
 	return v
@@ -40,20 +40,20 @@ func TestDecodeBinary(t *testing.T) {
 	for _, s := range decodeSeeds {
 		checkDecode(t, []byte(s))
 	}
-	var b collate.Binary
+	var b usenet.Binary
 	require.NoError(t, release.DecodeBinary(demoItem(35), &b))
 	require.Len(t, b.Parts, 35)
 	require.Equal(t, "<100035@alt.binaries.edgeindex.demo.synthetic>", b.Parts[34].MessageID)
 	// Fields the JSON does not name are kept, as json.Unmarshal keeps them.
-	b = collate.Binary{Group: "kept"}
+	b = usenet.Binary{Group: "kept"}
 	require.NoError(t, release.DecodeBinary([]byte(`{"subject":"s"}`), &b))
-	require.Equal(t, collate.Binary{Subject: "s", Group: "kept"}, b)
+	require.Equal(t, usenet.Binary{Subject: "s", Group: "kept"}, b)
 }
 
 // checkDecode: DecodeBinary answers what json.Unmarshal answers.
 func checkDecode(t *testing.T, data []byte) {
 	t.Helper()
-	var got, want collate.Binary
+	var got, want usenet.Binary
 	gotErr := release.DecodeBinary(data, &got)
 	wantErr := json.Unmarshal(data, &want)
 	require.Equal(t, wantErr == nil, gotErr == nil, "%q: %v, encoding/json: %v", data, gotErr, wantErr)
@@ -73,7 +73,7 @@ func BenchmarkDecodeBinary(b *testing.B) {
 	item := demoItem(35)
 	b.Run("fast", func(b *testing.B) {
 		for b.Loop() {
-			var x collate.Binary
+			var x usenet.Binary
 			if err := release.DecodeBinary(item, &x); err != nil {
 				b.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func BenchmarkDecodeBinary(b *testing.B) {
 	})
 	b.Run("encoding-json", func(b *testing.B) {
 		for b.Loop() {
-			var x collate.Binary
+			var x usenet.Binary
 			if err := json.Unmarshal(item, &x); err != nil {
 				b.Fatal(err)
 			}

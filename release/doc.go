@@ -1,9 +1,9 @@
 // Package release builds releases from the results feed: it groups the
-// binaries a collating worker stored (collate.Binary items) into the sets
+// binaries a collating worker stored (usenet.Binary items) into the sets
 // their posters posted, the way NNTmux makes releases of collections.
 //
 // A Builder reads the feed (batch.Store.Results) page by page from its
-// cursor, merges the items of one key (collate.Merge: a binary split by a
+// cursor, merges the items of one key (usenet.Merge: a binary split by a
 // range boundary, or repaired later, comes as several items), and hands
 // each page to Store.PutReleases, which places the page's files into
 // releases (Assign) and moves the cursor in the same transaction. So each

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 func ExampleParseSet() {
@@ -49,9 +49,9 @@ func ExampleBuilder() {
 	l, _ := store.Grant(ctx, "worker", time.Minute)
 	var items []batch.Item
 	for i, name := range []string{"holiday.part1.rar", "holiday.part2.rar"} {
-		b := collate.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "Ann <ann@example.test>",
+		b := usenet.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "Ann <ann@example.test>",
 			Group: "alt.binaries.example", Date: "Sat, 04 May 2024 12:00:00 +0000", Total: 2, Complete: true,
-			Parts: []collate.Part{{N: 1, MessageID: fmt.Sprintf("<%d.1@x>", i), Bytes: 700}, {N: 2, MessageID: fmt.Sprintf("<%d.2@x>", i), Bytes: 300}}}
+			Parts: []usenet.Part{{N: 1, MessageID: fmt.Sprintf("<%d.1@x>", i), Bytes: 700}, {N: 2, MessageID: fmt.Sprintf("<%d.2@x>", i), Bytes: 300}}}
 		v, _ := json.Marshal(b)
 		items = append(items, batch.Item{Key: b.Key(), Value: v})
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // A release of two files of 5 parts, read from two providers' copies of
@@ -53,13 +53,13 @@ func TestProvidersReleaseMergesTwoProvidersGroups(t *testing.T) {
 		var items []batch.Item
 		number := first
 		for i, name := range files {
-			b := collate.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "Ann <ann@example.test>",
+			b := usenet.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "Ann <ann@example.test>",
 				Group: newsgroup, Date: "Sat, 04 May 2024 12:00:00 +0000", Total: 5}
 			if p == "b" {
 				b.Group = g
 			}
 			for _, n := range held[p][i] {
-				b.Parts = append(b.Parts, collate.Part{N: n, Article: number, MessageID: fmt.Sprintf("<%d.%d@example.test>", i, n), Bytes: 100})
+				b.Parts = append(b.Parts, usenet.Part{N: n, Article: number, MessageID: fmt.Sprintf("<%d.%d@example.test>", i, n), Bytes: 100})
 				number++
 			}
 			v, err := json.Marshal(b)

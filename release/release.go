@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/saturate"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // Sentinel errors, tested with errors.Is. They wrap the lease package's, so
@@ -29,20 +29,20 @@ var (
 )
 
 // File is one file of a release: a binary (the items of one key merged
-// with collate.Merge), with every group it was read in.
+// with usenet.Merge), with every group it was read in.
 type File struct {
-	Key     string `json:"key"`     // the binary's key (collate.Key)
-	Subject string `json:"subject"` // collate.Binary.Subject: the subject without its part counter
+	Key     string `json:"key"`     // the binary's key (usenet.Key)
+	Subject string `json:"subject"` // usenet.Binary.Subject: the subject without its part counter
 	Name    string `json:"name"`    // the file name from the subject
 	Poster  string `json:"poster"`
 	// Date is when it was posted: the earliest Date header of its items
 	// that parses, else when the builder first saw it.
-	Date     time.Time      `json:"date"`
-	Groups   []string       `json:"groups"` // sorted, one each
-	Total    int            `json:"total"`  // the parts the binary has
-	Complete bool           `json:"complete"`
-	Bytes    int64          `json:"bytes"` // the sum of its parts' bytes
-	Parts    []collate.Part `json:"parts"` // ascending by N, one per part number
+	Date     time.Time     `json:"date"`
+	Groups   []string      `json:"groups"` // sorted, one each
+	Total    int           `json:"total"`  // the parts the binary has
+	Complete bool          `json:"complete"`
+	Bytes    int64         `json:"bytes"` // the sum of its parts' bytes
+	Parts    []usenet.Part `json:"parts"` // ascending by N, one per part number
 	// Items are the ids of the feed items it was merged from
 	// (batch.Stored.ID), ascending. A store may keep a file's parts in
 	// those items rather than twice.
@@ -53,12 +53,12 @@ type File struct {
 // the binary's newsgroup without a provider (an item written before
 // collate stripped it may name NEWSGROUP@PROVIDER), so the same binary read
 // from several providers is one file of one newsgroup. A date that does
-// not parse is the zero time. A total past collate.MaxTotal, which no
+// not parse is the zero time. A total past usenet.MaxTotal, which no
 // subject can give, counts as MaxTotal: totals are summed into a
 // release's, which must not wrap.
-func FromBinary(key string, b collate.Binary) File {
+func FromBinary(key string, b usenet.Binary) File {
 	f := File{Key: key, Subject: validText(b.Subject), Name: validText(b.Name), Poster: validText(b.Poster),
-		Total: min(b.Total, collate.MaxTotal), Complete: b.Complete, Parts: b.Parts}
+		Total: min(b.Total, usenet.MaxTotal), Complete: b.Complete, Parts: b.Parts}
 	if newsgroup, _ := grouplease.SplitGroup(b.Group); newsgroup != "" {
 		f.Groups = []string{newsgroup}
 	}
@@ -67,11 +67,11 @@ func FromBinary(key string, b collate.Binary) File {
 	return f
 }
 
-// Merge returns the union of two items of one file: parts as collate.Merge
+// Merge returns the union of two items of one file: parts as usenet.Merge
 // joins them, the groups and items of both, the earlier date. Neither f
 // nor g is changed.
 func (f File) Merge(g File) File {
-	b := collate.Merge(f.binary(), g.binary())
+	b := usenet.Merge(f.binary(), g.binary())
 	out := f
 	out.Parts, out.Complete, out.Total = b.Parts, b.Complete, b.Total
 	if out.Subject == "" {
@@ -94,15 +94,15 @@ func (f File) Merge(g File) File {
 	return out
 }
 
-// binary is f as collate's Binary, for collate.Merge.
-func (f File) binary() collate.Binary {
-	return collate.Binary{Subject: f.Subject, Name: f.Name, Poster: f.Poster, Total: f.Total, Complete: f.Complete, Parts: f.Parts}
+// binary is f as a usenet.Binary, for usenet.Merge.
+func (f File) binary() usenet.Binary {
+	return usenet.Binary{Subject: f.Subject, Name: f.Name, Poster: f.Poster, Total: f.Total, Complete: f.Complete, Parts: f.Parts}
 }
 
 // partBytes sums the parts' sizes. The sizes come from nodes' items (and
 // from their providers' overview lines before that), so a negative one
 // counts as 0 and the sum saturates at MaxInt64 rather than wrapping.
-func partBytes(parts []collate.Part) int64 {
+func partBytes(parts []usenet.Part) int64 {
 	var n int64
 	for _, p := range parts {
 		n = saturate.Add(n, max(p.Bytes, 0))

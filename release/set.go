@@ -30,7 +30,7 @@ type Set struct {
 }
 
 // ParseSet reads the release a binary belongs to out of its subject: the
-// binary's normalized subject as collate.ParseSubject returns it (Base,
+// binary's normalized subject as usenet.ParseSubject returns it (Base,
 // without the part counter). It never panics, whatever the bytes. It reads
 // only the subject's first MaxSubjectBytes (cut at a UTF-8 boundary), and
 // takes time linear in what it reads (no regular expressions, no rule that

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // TestParseSet is the table of subject forms: each row is a subject as it
@@ -73,7 +73,7 @@ func TestParseSet(t *testing.T) {
 		// Nothing but a counter and noise keeps the whole subject.
 		{`[1/2] yEnc (1/2)`, "[1/2] yEnc", "[1/2] yenc", 1, 2},
 	} {
-		sub, ok := collate.ParseSubject(c.subject)
+		sub, ok := usenet.ParseSubject(c.subject)
 		require.True(t, ok, c.subject)
 		set := release.ParseSet(sub.Base)
 		require.Equal(t, c.name, set.Name, "name of %s", c.subject)
@@ -92,7 +92,7 @@ func TestParseSetOneKeyPerRelease(t *testing.T) {
 	for _, style := range []string{`[%02d/17] - "%s" yEnc (1/10)`, `"%[2]s" yEnc (1/10)`, `Rel.2024 (%02[1]d/17) "%[2]s" 12.5 MB yEnc (1/10)`} {
 		var keys []string
 		for i, f := range files {
-			sub, ok := collate.ParseSubject(sprintf(style, i+1, f))
+			sub, ok := usenet.ParseSubject(sprintf(style, i+1, f))
 			require.True(t, ok)
 			set := release.ParseSet(sub.Base)
 			keys = append(keys, set.Key)

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // TestTitleNotBoilerplate: the text around an obfuscated file name names
@@ -18,7 +18,7 @@ import (
 func TestTitleNotBoilerplate(t *testing.T) {
 	t.Parallel()
 	parse := func(subject string) release.Set {
-		if sub, ok := collate.ParseSubject(subject); ok {
+		if sub, ok := usenet.ParseSubject(subject); ok {
 			subject = sub.Base
 		}
 		return release.ParseSet(subject)
@@ -58,7 +58,7 @@ func TestTitleNotBoilerplate(t *testing.T) {
 func TestTitleKeepsBracketedWords(t *testing.T) {
 	t.Parallel()
 	parse := func(subject string) release.Set {
-		if sub, ok := collate.ParseSubject(subject); ok {
+		if sub, ok := usenet.ParseSubject(subject); ok {
 			subject = sub.Base
 		}
 		return release.ParseSet(subject)

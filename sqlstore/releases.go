@@ -15,10 +15,10 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 var _ release.Store = (*Store)(nil)
@@ -230,7 +230,7 @@ func (s *Store) fillParts(ctx context.Context, q sqlx.QueryerContext, files []*r
 		}
 	}
 	slices.Sort(ids)
-	merged := make(map[*release.File]*collate.Binary, len(files))
+	merged := make(map[*release.File]*usenet.Binary, len(files))
 	for part := range slices.Chunk(ids, inChunk) {
 		args := make([]any, len(part))
 		for i, id := range part {
@@ -247,14 +247,14 @@ func (s *Store) fillParts(ctx context.Context, q sqlx.QueryerContext, files []*r
 				rows.Close()
 				return err
 			}
-			var b collate.Binary
+			var b usenet.Binary
 			if err := release.DecodeBinary(value, &b); err != nil {
 				rows.Close()
 				return fmt.Errorf("item %d: %w", id, err)
 			}
 			for _, f := range byItem[id] {
 				if m, ok := merged[f]; ok {
-					*m = collate.Merge(*m, b)
+					*m = usenet.Merge(*m, b)
 				} else {
 					merged[f] = &b
 				}

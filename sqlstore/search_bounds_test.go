@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // hugeName is a name of about a megabyte: many distinct short words,
@@ -59,7 +59,7 @@ func TestSearchHugeName(t *testing.T) {
 	openEach(t, func(t *testing.T, _ string, s *Store) {
 		day := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 		f := release.File{Key: "huge", Subject: "huge", Poster: "p", Date: day, Total: 1,
-			Parts: []collate.Part{{N: 1, MessageID: "<huge.1>", Bytes: 10}}}
+			Parts: []usenet.Part{{N: 1, MessageID: "<huge.1>", Bytes: 10}}}
 		_, err := s.PutReleases(t.Context(), release.Update{Consumer: "c", Next: "0.1", Items: 1, Window: time.Hour,
 			Files: []release.File{f}, Sets: []release.Set{{Name: name, Key: "huge"}}})
 		require.NoError(t, err)

@@ -9,9 +9,9 @@ import (
 	"github.com/lib/pq"
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // openEach runs fn on a new store of each backend.
@@ -228,7 +228,7 @@ func TestSearchEntryOnce(t *testing.T) {
 		day := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 		file := func(key, subject string, n int) release.File {
 			return release.File{Key: key, Subject: subject, Poster: "p", Date: day, Total: 2,
-				Parts: []collate.Part{{N: n, MessageID: fmt.Sprintf("<%s.%d>", key, n), Bytes: 10}}}
+				Parts: []usenet.Part{{N: n, MessageID: fmt.Sprintf("<%s.%d>", key, n), Bytes: 10}}}
 		}
 		put := func(after, next string, files ...release.File) {
 			t.Helper()

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // The release store's cases (release.Store): building from the results
@@ -42,12 +42,12 @@ type posted struct {
 // item makes the results feed item a collator emits for p.
 func (p posted) item(t *testing.T) batch.Item {
 	t.Helper()
-	sub, ok := collate.ParseSubject(fmt.Sprintf("%s (1/%d)", p.subject, p.total))
+	sub, ok := usenet.ParseSubject(fmt.Sprintf("%s (1/%d)", p.subject, p.total))
 	require.True(t, ok, p.subject)
-	b := collate.Binary{Subject: sub.Base, Name: sub.Name, Poster: p.poster, Group: p.group,
+	b := usenet.Binary{Subject: sub.Base, Name: sub.Name, Poster: p.poster, Group: p.group,
 		Date: p.date.Format(time.RFC1123Z), Total: p.total}
 	for _, n := range p.parts {
-		b.Parts = append(b.Parts, collate.Part{N: n, Article: int64(n), MessageID: fmt.Sprintf("<%d.%s@x>", n, sub.Name), Bytes: 1000})
+		b.Parts = append(b.Parts, usenet.Part{N: n, Article: int64(n), MessageID: fmt.Sprintf("<%d.%s@x>", n, sub.Name), Bytes: 1000})
 	}
 	b.Complete = len(p.parts) == p.total
 	v, err := json.Marshal(b)
@@ -252,7 +252,7 @@ func testReleasesExactlyOnce(t *testing.T, e *env) {
 	// A stale page: nothing is written, and the error says so.
 	stale := release.Update{Consumer: "stale", After: "0.1", Next: "0.2", Items: 1,
 		Files: []release.File{{Key: "k", Poster: "p", Subject: `"x.rar"`, Date: day, Total: 1,
-			Parts: []collate.Part{{N: 1, MessageID: "<m>", Bytes: 1}}}}}
+			Parts: []usenet.Part{{N: 1, MessageID: "<m>", Bytes: 1}}}}}
 	_, err := rs.PutReleases(e.ctx, stale)
 	require.ErrorIs(t, err, release.ErrCursorMoved)
 	require.ErrorIs(t, err, lease.ErrConflict)
@@ -346,11 +346,11 @@ func testReleasesBadInput(t *testing.T, e *env) {
 	require.ErrorIs(t, err, release.ErrNotFound)
 	require.ErrorIs(t, err, lease.ErrNotFound)
 	day := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
-	good := release.File{Key: "k", Date: day, Total: 1, Parts: []collate.Part{{N: 1, MessageID: "<m>"}}}
+	good := release.File{Key: "k", Date: day, Total: 1, Parts: []usenet.Part{{N: 1, MessageID: "<m>"}}}
 	// A file that names no feed items keeps its parts in the store.
 	direct := good
 	direct.Subject, direct.Poster = `"direct.rar" yEnc`, "p"
-	direct.Parts = []collate.Part{{N: 1, MessageID: "<d1>", Bytes: 5}}
+	direct.Parts = []usenet.Part{{N: 1, MessageID: "<d1>", Bytes: 5}}
 	applied, err := rs.PutReleases(e.ctx, release.Update{Consumer: "direct", Next: "0.1", Items: 1, Files: []release.File{direct}})
 	require.NoError(t, err)
 	require.Equal(t, release.Applied{Created: 1, Files: 1}, applied)

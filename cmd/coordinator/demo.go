@@ -23,6 +23,7 @@ import (
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // DemoGroup is the synthetic group the demo indexes.
@@ -277,7 +278,7 @@ func watchDemo(ctx context.Context, ws []*edge.Worker, n, total int64, start tim
 func countBinaries(ctx context.Context, store interface {
 	Results(context.Context, batch.Query) (batch.Page, error)
 }, items int64) (int, int, error) {
-	binaries := map[string]collate.Binary{}
+	binaries := map[string]usenet.Binary{}
 	cursor := ""
 	var read int64
 	for read < items {
@@ -289,12 +290,12 @@ func countBinaries(ctx context.Context, store interface {
 			return 0, 0, fmt.Errorf("the results feed shows %d of %d items", read, items)
 		}
 		for _, it := range p.Results {
-			var b collate.Binary
+			var b usenet.Binary
 			if err := json.Unmarshal(it.Value, &b); err != nil {
 				return 0, 0, fmt.Errorf("item %s: %w", it.Key, err)
 			}
 			if prev, ok := binaries[it.Key]; ok {
-				b = collate.Merge(prev, b)
+				b = usenet.Merge(prev, b)
 			}
 			binaries[it.Key] = b
 		}

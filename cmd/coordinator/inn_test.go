@@ -21,6 +21,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // recorder keeps every overview line the workers are streamed, by number.
@@ -206,11 +207,11 @@ func testINN(t *testing.T, ordered bool) {
 	}
 	binaries := map[string]*posted{}
 	for _, a := range arts {
-		sub, ok := collate.ParseSubject(a.Subject)
+		sub, ok := usenet.ParseSubject(a.Subject)
 		if !ok || cancelled[a.MessageID] {
 			continue
 		}
-		k := collate.Key(a.From, sub.Base, sub.Total)
+		k := usenet.Key(a.From, sub.Base, sub.Total)
 		if binaries[k] == nil {
 			binaries[k] = &posted{total: sub.Total, parts: map[string]bool{}, lanes: map[bool]bool{}}
 		}
@@ -220,9 +221,9 @@ func testINN(t *testing.T, ordered bool) {
 	}
 	got := map[string]map[string]int{} // key -> message-id -> times stored
 	for _, it := range readFeed(t, store, group) {
-		var b collate.Binary
+		var b usenet.Binary
 		require.NoError(t, json.Unmarshal(it.Value, &b))
-		require.Equal(t, it.Key, collate.Key(b.Poster, b.Subject, b.Total))
+		require.Equal(t, it.Key, usenet.Key(b.Poster, b.Subject, b.Total))
 		if got[it.Key] == nil {
 			got[it.Key] = map[string]int{}
 		}

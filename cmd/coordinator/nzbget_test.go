@@ -28,6 +28,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // upFile is one file a test posts: its name, its bytes, and its parts'
@@ -360,7 +361,7 @@ func fetchNZB(t *testing.T, baseURL, data string, id int64, file string) {
 	require.Equal(t, string(body), string(b), "the route and the command write the same NZB")
 }
 
-func partNumbers(parts []collate.Part) []int {
+func partNumbers(parts []usenet.Part) []int {
 	var out []int
 	for _, p := range parts {
 		out = append(out, p.N)

@@ -26,6 +26,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // TestProvidersMergeOneReleaseFromTwoINNs is the proof that several
@@ -175,7 +176,7 @@ func TestProvidersMergeOneReleaseFromTwoINNs(t *testing.T) {
 		g := grouplease.ProviderGroup(group, p)
 		items := 0
 		for _, it := range readFeed(t, store, g) {
-			var b collate.Binary
+			var b usenet.Binary
 			require.NoError(t, json.Unmarshal(it.Value, &b))
 			if b.Poster != poster {
 				continue

@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // TestReleaseCommands: releases build --once consumes the feed, releases
@@ -45,9 +45,9 @@ func TestReleaseCommands(t *testing.T) {
 	require.NoError(t, err)
 	var items []batch.Item
 	for i, name := range []string{"cmd.rel.part1.rar", "cmd.rel.part2.rar"} {
-		b := collate.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "p <p@x>",
+		b := usenet.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "p <p@x>",
 			Group: "alt.binaries.cmd", Date: "Sat, 04 May 2024 12:00:00 +0000", Total: 1, Complete: true,
-			Parts: []collate.Part{{N: 1, Article: int64(i + 1), MessageID: fmt.Sprintf("<%d@x>", i), Bytes: 100}}}
+			Parts: []usenet.Part{{N: 1, Article: int64(i + 1), MessageID: fmt.Sprintf("<%d@x>", i), Bytes: 100}}}
 		v, err := json.Marshal(b)
 		require.NoError(t, err)
 		items = append(items, batch.Item{Key: b.Key(), Value: v})
@@ -121,8 +121,8 @@ func TestServeBuildsReleases(t *testing.T) {
 			require.NoError(t, err)
 			l, err := store.Grant(ctx, "n", time.Minute)
 			require.NoError(t, err)
-			b := collate.Binary{Subject: `"serve.nfo" yEnc`, Name: "serve.nfo", Poster: "p", Group: "alt.binaries.serve", Total: 1,
-				Complete: true, Parts: []collate.Part{{N: 1, MessageID: "<s@x>", Bytes: 1}}}
+			b := usenet.Binary{Subject: `"serve.nfo" yEnc`, Name: "serve.nfo", Poster: "p", Group: "alt.binaries.serve", Total: 1,
+				Complete: true, Parts: []usenet.Part{{N: 1, MessageID: "<s@x>", Bytes: 1}}}
 			v, err := json.Marshal(b)
 			require.NoError(t, err)
 			_, err = store.Put(ctx, l.Range.ID, lease.Fence{Node: "n", Token: l.Token},

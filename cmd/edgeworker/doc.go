@@ -14,7 +14,7 @@
 // One worker serves both kinds of group with one collator. At the end of a
 // range of an unordered group the parts of binaries still incomplete are
 // posted as incomplete items, so nothing read is lost; a consumer joins the
-// items of a key with collate.Merge. On an ordered lane the window is
+// items of a key with usenet.Merge. On an ordered lane the window is
 // carried from range to range, through the lane's snapshots, and binaries
 // that straddle ranges come out complete; --flush-incomplete flushes lanes
 // at every range end too.

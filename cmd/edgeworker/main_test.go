@@ -25,6 +25,7 @@ import (
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 func TestMain(m *testing.M) {
@@ -188,7 +189,7 @@ func wholeFiles(t *testing.T, group string) (whole, cut, cutParts int) {
 	seen := map[string]int{}
 	total := map[string]int{}
 	err = overview.ReadChunk(gz, func(o overview.Overview) error {
-		s, ok := collate.ParseSubject(o.Subject)
+		s, ok := usenet.ParseSubject(o.Subject)
 		require.True(t, ok, o.Subject)
 		seen[s.Base]++
 		total[s.Base] = s.Total
@@ -229,10 +230,10 @@ func work(t *testing.T, p *pipeline, args ...string) string {
 func check(t *testing.T, p *pipeline, group string, carried bool) (incomplete int) {
 	t.Helper()
 	whole, cut, cutParts := wholeFiles(t, group)
-	merged := map[string]collate.Binary{}
+	merged := map[string]usenet.Binary{}
 	articles := map[int64]int{}
 	for _, res := range p.results(t, group) {
-		var b collate.Binary
+		var b usenet.Binary
 		require.NoError(t, json.Unmarshal(res.Value, &b))
 		require.Equal(t, b.Key(), res.Key)
 		require.Equal(t, group, b.Group)
@@ -245,7 +246,7 @@ func check(t *testing.T, p *pipeline, group string, carried bool) (incomplete in
 		}
 		if m, ok := merged[res.Key]; ok {
 			require.False(t, carried, "a carried window emits a binary once")
-			b = collate.Merge(m, b)
+			b = usenet.Merge(m, b)
 		}
 		merged[res.Key] = b
 	}

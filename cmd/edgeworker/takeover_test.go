@@ -28,6 +28,7 @@ import (
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // clockedPipeline is a pipeline whose store's clock the test moves.
@@ -129,15 +130,15 @@ func collateUntil(t *testing.T, ctx context.Context, cancel context.CancelFunc, 
 
 // items returns the group's results feed as sorted "key value" strings, and
 // merged per key.
-func items(t *testing.T, p *clockedPipeline, group string) ([]string, map[string]collate.Binary) {
+func items(t *testing.T, p *clockedPipeline, group string) ([]string, map[string]usenet.Binary) {
 	var out []string
-	merged := map[string]collate.Binary{}
+	merged := map[string]usenet.Binary{}
 	for _, res := range p.results(t, group) {
 		out = append(out, res.Key+" "+string(res.Value))
-		var b collate.Binary
+		var b usenet.Binary
 		require.NoError(t, json.Unmarshal(res.Value, &b))
 		if m, ok := merged[res.Key]; ok {
-			b = collate.Merge(m, b)
+			b = usenet.Merge(m, b)
 		}
 		merged[res.Key] = b
 	}
@@ -149,7 +150,7 @@ const laneGroup = "alt.binaries.ordered"
 
 // uninterrupted returns the results feed of one worker that collates the
 // ordered group alone, from start to end.
-func uninterrupted(t *testing.T, group grouplease.Group) ([]string, map[string]collate.Binary) {
+func uninterrupted(t *testing.T, group grouplease.Group) ([]string, map[string]usenet.Binary) {
 	ref := newClockedPipeline(t, group)
 	ctx, cancel := context.WithCancel(t.Context())
 	collateUntil(t, ctx, cancel, ref, http.DefaultTransport, func() bool { return ref.done(t) })

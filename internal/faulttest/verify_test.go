@@ -14,11 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // record is a stored batch with the node that stored it.
@@ -198,7 +198,7 @@ func checkStored(t *testing.T, store *sqlstore.Store, w workload, explain func(g
 			require.False(t, ids[it.ID], "%s: item %d twice in the feed", g, it.ID)
 			ids[it.ID] = true
 			require.True(t, stored[span{it.Range, it.From, it.To}], "%s: item %d is for %d..%d of range %d, no stored batch", g, it.ID, it.From, it.To, it.Range)
-			var b collate.Binary
+			var b usenet.Binary
 			require.NoError(t, json.Unmarshal(it.Value, &b), "%s: item %d", g, it.ID)
 			require.Equal(t, it.Key, b.Key(), "%s: item %d key", g, it.ID)
 			require.Equal(t, g, b.Group, "%s: item %d group", g, it.ID)

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/internal/inntest"
 	"github.com/edgeindex/edgeindex/internal/yenctest"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 )
 
 // postFile posts size random bytes (from seed) into group as a yEnc file
@@ -29,7 +29,7 @@ func postFile(t *testing.T, inn *inntest.Server, group, name string, seed uint64
 		id := fmt.Sprintf("<%s.%d.%d@example.test>", name, p.Number, rng.Uint64())
 		arts = append(arts, inntest.Article{MessageID: id, From: f.Poster, Newsgroups: group, Date: day.Format(time.RFC1123Z),
 			Subject: fmt.Sprintf(`"%s" yEnc (%d/%d)`, name, p.Number, p.Total), Body: p.Body})
-		f.Parts = append(f.Parts, collate.Part{N: p.Number, MessageID: id, Bytes: int64(len(p.Body))})
+		f.Parts = append(f.Parts, usenet.Part{N: p.Number, MessageID: id, Bytes: int64(len(p.Body))})
 		f.Total = p.Total
 	}
 	inn.Post(t, arts)
