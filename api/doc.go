@@ -1,4 +1,4 @@
-// Package api is edgeindex's wire contract (shared/API.md) in code: every
+// Package api is edgeindex's wire contract (docs/api.md) in code: every
 // request and reply body as a type, the error codes, the one table between
 // errors and HTTP statuses, and the admin client. The coordinator encodes
 // these types and maps its errors with StatusOf; the edge worker's client

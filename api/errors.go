@@ -12,7 +12,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// The error codes of API.md. Every error answer carries one in its body,
+// The error codes of docs/api.md. Every error answer carries one in its body,
 // {"error": "<one sentence>", "code": "<code>"}; clients decide by the code
 // and the status, never by the sentence.
 const (
@@ -143,7 +143,7 @@ func ErrorOf(status int, code string) error {
 // sentinel ErrorOf names for its status and code, so callers test it with
 // errors.Is; Message is the server's sentence, for people.
 type Error struct {
-	Method, Path string // the call, as API.md names its route
+	Method, Path string // the call, as docs/api.md names its route
 	Status       int
 	Code         string // "" when the answer carried none
 	// Message is the body's "error", or its text when it is not JSON.

@@ -9,7 +9,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// The objects of API.md that are also the stores' domain types. They are
+// The objects of docs/api.md that are also the stores' domain types. They are
 // aliases, not copies: lease.Store, batch.Store and grouplease.Store return
 // them, both backends and the conformance suite are written against them,
 // and their JSON tags are the wire form already, so the server encodes what

@@ -17,7 +17,7 @@ import (
 	"github.com/edgeindex/edgeindex/node"
 )
 
-// Server is the coordinator's HTTP API, as shared/API.md gives it, over a
+// Server is the coordinator's HTTP API, as docs/api.md gives it, over a
 // Service: an http.Handler, so another program can embed it. Its handlers
 // parse a request, call the Service, and write its answer.
 type Server struct {

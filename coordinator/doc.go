@@ -1,5 +1,5 @@
 // Package coordinator is the coordinator as a library: a Service that holds
-// its rules, and a Server, the HTTP API of shared/API.md over it: the node
+// its rules, and a Server, the HTTP API of docs/api.md over it: the node
 // API (range leases, streams, batches, group lanes, snapshots), the admin
 // API, /healthz, /readyz and /metrics. cmd/coordinator wires them.
 //

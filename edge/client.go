@@ -140,7 +140,7 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Client calls the coordinator's node API, one method per call of API.md.
+// Client calls the coordinator's node API, one method per call of docs/api.md.
 //
 // Error answers come back as *HTTPError, decided by their status and code
 // with the api package's table (api.ErrorOf): lease.ErrLeaseLost (409
@@ -232,7 +232,7 @@ func notSent(err error) bool {
 // call is one API call.
 type call struct {
 	method   string
-	path     string // the route, as API.md names it, for URLs and errors
+	path     string // the route, as docs/api.md names it, for URLs and errors
 	query    url.Values
 	token    int64
 	hasToken bool

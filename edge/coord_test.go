@@ -22,7 +22,7 @@ import (
 )
 
 // coord is a small in-memory coordinator that implements the slices of
-// API.md's node API the client and worker tests need: one node, fencing by
+// docs/api.md's node API the client and worker tests need: one node, fencing by
 // token, the exactly-once batch rule (batch.Classify), finish, release,
 // corrupt, plain range grants, group lanes with ordered next and snapshots.
 // It has no expiry. Tests inject faults through before and lose.

@@ -1,5 +1,5 @@
 // Package edge is the worker side of edgeindex: a Client for the
-// coordinator's node API (shared/API.md) and a Worker that leases ranges,
+// coordinator's node API (docs/api.md) and a Worker that leases ranges,
 // streams their chunks through a Handler and posts the results.
 //
 // # Client

@@ -1,6 +1,6 @@
 // Package edgeframe is the wire codec between the coordinator and its edge
 // workers: the frames of GET /v1/ranges/{id}/stream and the body of
-// POST /v1/ranges/{id}/batch, as shared/API.md defines them.
+// POST /v1/ranges/{id}/batch, as docs/api.md defines them.
 //
 // # Frames
 //

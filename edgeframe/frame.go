@@ -83,7 +83,7 @@ const (
 	TypeError Type = 0x03
 )
 
-// String returns the type's name as API.md spells it.
+// String returns the type's name as docs/api.md spells it.
 func (t Type) String() string {
 	switch t {
 	case TypeKeepalive:

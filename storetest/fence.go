@@ -14,7 +14,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// Lanes fence their ranges (API.md, Fencing): a grant of a lane fences, in
+// Lanes fence their ranges (docs/api.md, Fencing): a grant of a lane fences, in
 // the same transaction, every range still leased under an older grant of
 // that lane. The old holder's next write to such a range is refused and
 // changes nothing; the new holder gets the range through Next, from its
@@ -145,7 +145,7 @@ func laneFenceScenario(t *testing.T, e *env, group string, h lease.Lane, newHold
 	require.Equal(t, map[lease.State]int64{lease.StateDone: 3}, lanes[0].Ranges, "lane counts by state leave repair ranges out")
 }
 
-// An expired lane lease is only eligible to be granted again (API.md,
+// An expired lane lease is only eligible to be granted again (docs/api.md,
 // Fencing): until another grant, its holder goes on writing to its range,
 // renews the lane, and finishes.
 func testLaneExpiredNotRegranted(t *testing.T, e *env) {

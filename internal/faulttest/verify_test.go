@@ -89,7 +89,7 @@ func (h *harness) verify() {
 				t.Errorf("%s: its lane was granted to another node but the range was never fenced", msg)
 			default:
 				// Nobody was granted the range meanwhile: an expired lease
-				// is only eligible, and its holder may go on (API.md).
+				// is only eligible, and its holder may go on (docs/api.md).
 				t.Logf("%s; nobody else was granted the range meanwhile, so that is allowed", msg)
 			}
 		}

@@ -1,6 +1,6 @@
 // Package nzbgettest runs a real downloader, Debian's NZBGet, on an NZB
 // file in tests, and checks NZB files against the NZB 1.1 DTD with
-// xmllint (shared/NZBGET.md has the recipe).
+// xmllint (Debian's nzbget and libxml2-utils packages).
 //
 // Download writes a configuration into a temporary directory (one server:
 // the news server to read from, such as an inntest.Reader, or several with
