@@ -11,5 +11,5 @@ func Plan(size int, self string, hs []Holding, mine int) (share, yields int, sta
 			held = h.Held
 		}
 	}
-	return sh.share, sh.yields, sh.starved, sh.starved && held >= sh.share
+	return sh.share, sh.yields, sh.starved, sh.holdsBack(held, false)
 }

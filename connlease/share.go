@@ -157,7 +157,12 @@ func (b *Budget) setShareLocked(sh share) {
 // slot back for it (with more holders than slots it holds none then, and
 // must not take the slot straight back). b.mu is held.
 func (b *Budget) holdBack() bool {
-	return b.share.starved && (len(b.held) >= b.share.share || b.gaveWay)
+	return b.share.holdsBack(len(b.held), b.gaveWay)
+}
+
+// holdsBack is holdBack for a holder of held slots under sh.
+func (sh share) holdsBack(held int, gaveWay bool) bool {
+	return sh.starved && (held >= sh.share || gaveWay)
 }
 
 // Yield reports whether the connection on s should be closed and s given

@@ -137,23 +137,24 @@ func (p *Planner) Pass(ctx context.Context) ([]lease.Range, error) {
 	var errs []error
 	var searches []search
 	for _, pl := range plans {
+		// A group whose poll failed is searched all the same, with no
+		// reply to plan again with.
 		s := search{pl: pl}
-		if needsDate(pl) {
-			searches = append(searches, s)
-		}
 		low, high, err := p.cfg.Source.Watermarks(ctx, pl.Group)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
-			continue
+		if err == nil {
+			var res Planned
+			if res, err = p.plan(ctx, pl, low, high); err == nil {
+				added = append(added, res.Ranges...)
+				s = search{pl: pl, low: low, high: high, replan: res.Held == nil}
+			}
+		} else {
+			err = fmt.Errorf("planner: group %q: %w", pl.Group, err)
 		}
-		res, err := p.plan(ctx, pl, low, high)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		added = append(added, res.Ranges...)
 		if needsDate(pl) {
-			searches[len(searches)-1] = search{pl: pl, low: low, high: high, replan: res.Held == nil}
+			searches = append(searches, s)
 		}
 	}
 	for _, s := range searches {

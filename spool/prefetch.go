@@ -60,7 +60,8 @@ type PrefetchConfig struct {
 	Targets Targets
 	// Owner names this coordinator in chunk claims. Default: "coordinator".
 	Owner string
-	// Concurrency bounds the fetches in flight. Default 4.
+	// Concurrency bounds the fetches in flight. Default
+	// DefaultConcurrency.
 	Concurrency int
 	// Lookahead is how many pending ranges to fetch ahead into. Default 4.
 	Lookahead int
@@ -82,10 +83,14 @@ type PrefetchConfig struct {
 	Logger *slog.Logger
 }
 
+// DefaultConcurrency is the fetches in flight of a prefetcher whose
+// Concurrency is zero.
+const DefaultConcurrency = 4
+
 // withDefaults returns c with every zero field that has a default set to it.
 func (c PrefetchConfig) withDefaults() PrefetchConfig {
 	setDefault(&c.Owner, "coordinator")
-	setDefault(&c.Concurrency, 4)
+	setDefault(&c.Concurrency, DefaultConcurrency)
 	setDefault(&c.Lookahead, 4)
 	setDefault(&c.ClaimTTL, 2*time.Minute)
 	setDefault(&c.Attempts, 5)

@@ -154,7 +154,7 @@ func (m *Main) sources(ctx context.Context, budget budgetFunc) (_ chunkSource, e
 	}
 	if len(out.nntp) < len(provs) {
 		// A synthetic provider fetches at the prefetcher's default pace.
-		out.conns += 4 * (len(provs) - len(out.nntp))
+		out.conns += spool.DefaultConcurrency * (len(provs) - len(out.nntp))
 	}
 	r, err := spool.NewRouter(byName)
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/internal/miniotest"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
 	"github.com/edgeindex/edgeindex/sqlstore"
@@ -46,21 +45,7 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Close()
 
-	h := &scaleOut{t: t}
-	logs, err := os.MkdirTemp("", "edgeindex-budget-")
-	require.NoError(t, err)
-	h.logs = logs
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv(envKeep) == "1" {
-			t.Logf("logs and data kept in %s", logs)
-			return
-		}
-		os.RemoveAll(logs)
-	})
-	h.storage = miniotest.URL(t)
-	h.coordBin, h.workerBin = buildBinaries(t, logs, os.Getenv(envRace) != "0")
-	h.pg = newPGCluster(t)
-	t.Logf("built the binaries, started PostgreSQL and MinIO in %v", time.Since(began).Round(time.Millisecond))
+	h := newScaleOut(t, "budget", began)
 
 	h.cli("group", "add", budgetGroup, "--range-size", fmt.Sprint(budgetRange), "--chunk-size", fmt.Sprint(budgetChunk),
 		"--plan", "history")
@@ -71,7 +56,7 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 	source := srv.URL() + fmt.Sprintf("?conns=%d", budgetConns)
 	for i := range 3 {
 		c := &scaleCoord{name: fmt.Sprintf("c%d", i+1), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-			data: filepath.Join(logs, fmt.Sprintf("data-c%d", i+1))}
+			data: filepath.Join(h.logs, fmt.Sprintf("data-c%d", i+1))}
 		h.coords = append(h.coords, c)
 		h.startBudget(c, source)
 	}

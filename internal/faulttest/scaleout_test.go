@@ -68,6 +68,29 @@ type scaleCoord struct {
 	dead bool // killed for good
 }
 
+// newScaleOut makes the harness of a test of several processes: a logs
+// directory (kept when the test fails or EDGEINDEX_FAULTTEST_KEEP=1), a MinIO bucket,
+// the coordinator and worker binaries built into it, and a PostgreSQL
+// cluster. began is when the test started, for the log line.
+func newScaleOut(t *testing.T, name string, began time.Time) *scaleOut {
+	h := &scaleOut{t: t}
+	logs, err := os.MkdirTemp("", "edgeindex-"+name+"-")
+	require.NoError(t, err)
+	h.logs = logs
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv(envKeep) == "1" {
+			t.Logf("logs and data kept in %s", logs)
+			return
+		}
+		os.RemoveAll(logs)
+	})
+	h.storage = miniotest.URL(t)
+	h.coordBin, h.workerBin = buildBinaries(t, logs, os.Getenv(envRace) != "0")
+	h.pg = newPGCluster(t)
+	t.Logf("built the binaries, started PostgreSQL and MinIO in %v", time.Since(began).Round(time.Millisecond))
+	return h
+}
+
 // Issue 12, deliverable 5: three coordinator processes on one PostgreSQL
 // and one MinIO bucket, with no directory in common, and eight worker
 // processes spread over them, each with the three as its failover list.
@@ -82,34 +105,21 @@ func TestScaleOut(t *testing.T) {
 		t.Skip("starts PostgreSQL, MinIO, three coordinators and eight worker processes; skipped under -short")
 	}
 	began := time.Now()
-	h := &scaleOut{t: t}
-	logs, err := os.MkdirTemp("", "edgeindex-scaleout-")
-	require.NoError(t, err)
-	h.logs = logs
-	t.Cleanup(func() {
-		if t.Failed() || os.Getenv(envKeep) == "1" {
-			t.Logf("logs and data kept in %s", logs)
-			return
-		}
-		os.RemoveAll(logs)
-	})
-	h.storage = miniotest.URL(t)
-	h.coordBin, h.workerBin = buildBinaries(t, logs, os.Getenv(envRace) != "0")
-	h.pg = newPGCluster(t)
-	t.Logf("built the binaries, started PostgreSQL and MinIO in %v", time.Since(began).Round(time.Millisecond))
+	h := newScaleOut(t, "scaleout", began)
 
 	h.cli("group", "add", scalePlain, "--range-size", fmt.Sprint(scalePlainRange), "--chunk-size", fmt.Sprint(scalePlainChunk))
 	h.cli("range", "add", scalePlain, "1", fmt.Sprint(scalePlainArticles))
 	h.cli("group", "add", scaleOrdered, "--ordered", "--range-size", fmt.Sprint(scaleOrderedRange), "--chunk-size", fmt.Sprint(scaleOrderedChunk))
 	h.cli("range", "add", scaleOrdered, "1", fmt.Sprint(scaleHistoryEnd))
 	h.cli("range", "add", scaleOrdered, fmt.Sprint(scaleHistoryEnd+1), fmt.Sprint(scaleTailEnd), "--lane", "tail")
+	var err error
 	h.store, err = sqlstore.Open(t.Context(), h.pg.URL(), sqlstore.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { h.store.Close() })
 
 	for i := range scaleCoordinators {
 		c := &scaleCoord{name: fmt.Sprintf("c%d", i+1), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-			data: filepath.Join(logs, fmt.Sprintf("data-c%d", i+1))}
+			data: filepath.Join(h.logs, fmt.Sprintf("data-c%d", i+1))}
 		h.coords = append(h.coords, c)
 		h.start(c)
 	}
