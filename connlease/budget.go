@@ -102,12 +102,11 @@ type Budget struct {
 	freed  chan struct{} // closed, and replaced, when a slot is given back
 	closed bool
 	// waiting counts the Acquires waiting; share is the last refresh of
-	// the demand's decision (share.go).
+	// the demand's decision (share.go), its yields counted down as slots
+	// say Yield.
 	waiting int
 	share   share
 	gaveWay bool // a slot yielded since the last refresh that found no one starved
-
-	yields int // slots still to yield at their next put
 
 	// ctx ends at Close: it stops the renewer and the refresher, and
 	// their calls to the store run on it.
@@ -178,7 +177,7 @@ func (s *slot) Release() {
 	if len(b.held) == 0 {
 		// Nothing left to yield: a slot taken later keeps until a refresh
 		// counts it.
-		b.yields = 0
+		b.share.yields = 0
 	}
 	s.timer.Stop()
 	s.loseLocked()

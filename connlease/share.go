@@ -10,7 +10,7 @@ import (
 // share is what one refresh of the demand decided for this holder.
 type share struct {
 	share   int  // the fair share: max(1, size / holders)
-	yields  int  // slots to give back at their connections' next put
+	yields  int  // slots still to give back at their connections' next put
 	starved bool // another holder that wants a slot holds less than share
 }
 
@@ -145,7 +145,6 @@ func (b *Budget) keptLocked() int {
 // back at sh.share while another holder is starved. Once none is, this
 // Budget no longer gives way. b.mu is held.
 func (b *Budget) setShareLocked(sh share) {
-	b.yields = sh.yields
 	b.share = sh
 	if !sh.starved {
 		b.gaveWay = false
@@ -178,10 +177,10 @@ func (s *slot) Yield() bool {
 	switch {
 	case s.yielded:
 		return true
-	case s.released || b.yields <= 0:
+	case s.released || b.share.yields <= 0:
 		return false
 	}
-	b.yields--
+	b.share.yields--
 	s.yielded = true
 	b.gaveWay = true
 	return true

@@ -32,8 +32,10 @@ const (
 // and one bucket, each serving --source nntp://...?conns=4, share an
 // account of 4 connections on a server that refuses a fifth with 502 too
 // many connections, while six workers index a group the coordinators plan
-// from GROUP. One coordinator is SIGKILLed mid-way, holding slots that the
-// others take over once their leases run out. The server never refused a
+// from GROUP. One coordinator is SIGKILLed mid-way while it holds a slot;
+// the others finish the work on the slots left (its lease may outlast the
+// run: the takeover of a lease that ran out is connlease's
+// TestConnectionBudgetTakeoverAfterExpiry). The server never refused a
 // connection, never saw more than 4 at once, and every range is done.
 func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 	if testing.Short() {
