@@ -9,9 +9,9 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // DefaultMaxAnswer is the most an AdminClient reads of one answer.
@@ -75,10 +75,10 @@ func (c AdminConfig) validate() error {
 		return fmt.Errorf("api: %w", err)
 	}
 	if c.Token == "" {
-		return lease.Invalidf("api: the admin Token is required")
+		return edgeindex.Invalidf("api: the admin Token is required")
 	}
 	if c.MaxAnswer < 0 {
-		return lease.Invalidf("api: MaxAnswer %d is negative", c.MaxAnswer)
+		return edgeindex.Invalidf("api: MaxAnswer %d is negative", c.MaxAnswer)
 	}
 	return nil
 }
@@ -89,7 +89,7 @@ func (c AdminConfig) validate() error {
 func ParseBaseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, lease.Invalidf("BaseURL %q is not an http or https URL", raw)
+		return nil, edgeindex.Invalidf("BaseURL %q is not an http or https URL", raw)
 	}
 	return u, nil
 }

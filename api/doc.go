@@ -26,10 +26,10 @@
 //	ErrMethodNotAllowed          405     method_not_allowed
 //	ErrBusy                      503     busy, with Retry-After (429 busy reads back as it)
 //	ErrTooLarge                  413     too_large (and edgeframe.ErrTooLarge)
-//	ErrInvalid (lease's)         400     invalid (and edgeframe.ErrBadBatch)
-//	ErrNotFound (lease's)        404     not_found
-//	ErrLeaseLost (lease's)       409     lease_lost
-//	ErrConflict (lease's)        409     conflict
+//	ErrInvalid (edgeindex's)     400     invalid (and edgeframe.ErrBadBatch)
+//	ErrNotFound (edgeindex's)    404     not_found
+//	ErrLeaseLost (edgeindex's)   409     lease_lost
+//	ErrConflict (edgeindex's)    409     conflict
 //	ErrInternal                  500     internal (anything else)
 //
 // StatusOf takes the first row an error matches under errors.Is. ErrorOf

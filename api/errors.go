@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/edgeframe"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // The error codes of docs/api.md. Every error answer carries one in its body,
@@ -36,12 +36,12 @@ type ErrorBody struct {
 
 // The sentinels of the wire contract, tested with errors.Is. The domain's
 // own are re-exported, so that a client needs only this package; they are
-// the same values as lease's.
+// the same values as package edgeindex's.
 var (
-	ErrInvalid   = lease.ErrInvalid   // 400 invalid
-	ErrNotFound  = lease.ErrNotFound  // 404 not_found
-	ErrLeaseLost = lease.ErrLeaseLost // 409 lease_lost
-	ErrConflict  = lease.ErrConflict  // 409 conflict
+	ErrInvalid   = edgeindex.ErrInvalid   // 400 invalid
+	ErrNotFound  = edgeindex.ErrNotFound  // 404 not_found
+	ErrLeaseLost = edgeindex.ErrLeaseLost // 409 lease_lost
+	ErrConflict  = edgeindex.ErrConflict  // 409 conflict
 
 	// ErrUnauthorized means a missing or unknown token (401).
 	ErrUnauthorized = errors.New("unauthorized")

@@ -10,11 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/grouplease"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // Every error the server answers reads back, from its status and code, as
@@ -32,11 +32,11 @@ func TestTableRoundTrip(t *testing.T) {
 		{fmt.Errorf("%w: no room", api.ErrBusy), 503, api.CodeBusy},
 		{fmt.Errorf("%w: a batch of at most 9 bytes", api.ErrTooLarge), 413, api.CodeTooLarge},
 		{edgeframe.ErrTooLarge, 413, api.CodeTooLarge},
-		{lease.Invalidf("id: a positive integer"), 400, api.CodeInvalid},
+		{edgeindex.Invalidf("id: a positive integer"), 400, api.CodeInvalid},
 		{fmt.Errorf("items[0]: %w", edgeframe.ErrBadBatch), 400, api.CodeInvalid},
 		{batch.ErrMalformed, 400, api.CodeInvalid},
-		{fmt.Errorf("range 3: %w", lease.ErrNotFound), 404, api.CodeNotFound},
-		{fmt.Errorf("range 3: %w: token 2 is not current", lease.ErrLeaseLost), 409, api.CodeLeaseLost},
+		{fmt.Errorf("range 3: %w", edgeindex.ErrNotFound), 404, api.CodeNotFound},
+		{fmt.Errorf("range 3: %w: token 2 is not current", edgeindex.ErrLeaseLost), 409, api.CodeLeaseLost},
 		{batch.ErrGap, 409, api.CodeConflict},
 		{grouplease.ErrSnapshotOlder, 409, api.CodeConflict},
 		{errors.New("pq: the database is on fire"), 500, api.CodeInternal},
@@ -49,7 +49,7 @@ func TestTableRoundTrip(t *testing.T) {
 		case api.CodeInternal:
 			require.ErrorIs(t, back, api.ErrServer)
 		case api.CodeInvalid:
-			require.ErrorIs(t, back, lease.ErrInvalid)
+			require.ErrorIs(t, back, edgeindex.ErrInvalid)
 		case api.CodeTooLarge:
 			require.ErrorIs(t, back, api.ErrTooLarge)
 		default:
@@ -66,10 +66,10 @@ func TestErrorOfWithoutCode(t *testing.T) {
 		want   error
 		not    error
 	}{
-		{409, "", lease.ErrConflict, lease.ErrLeaseLost}, // never a lost lease by status alone
-		{409, api.CodeLeaseLost, lease.ErrLeaseLost, lease.ErrConflict},
-		{409, api.CodeNotFound, lease.ErrConflict, lease.ErrNotFound}, // a code the status disagrees with
-		{404, "", lease.ErrNotFound, nil},
+		{409, "", edgeindex.ErrConflict, edgeindex.ErrLeaseLost}, // never a lost lease by status alone
+		{409, api.CodeLeaseLost, edgeindex.ErrLeaseLost, edgeindex.ErrConflict},
+		{409, api.CodeNotFound, edgeindex.ErrConflict, edgeindex.ErrNotFound}, // a code the status disagrees with
+		{404, "", edgeindex.ErrNotFound, nil},
 		{403, "", api.ErrUnauthorized, nil},
 		{429, "", api.ErrBusy, nil},
 		{429, api.CodeBusy, api.ErrServer, nil},
@@ -93,7 +93,7 @@ func TestReadError(t *testing.T) {
 	}
 	e := api.ReadError("POST", "/v1/ranges/1/batch", resp(409, `{"error": "range 1: lease lost", "code": "lease_lost"}`))
 	require.Equal(t, api.Error{Method: "POST", Path: "/v1/ranges/1/batch", Status: 409, Code: "lease_lost", Message: "range 1: lease lost"}, *e)
-	require.ErrorIs(t, e, lease.ErrLeaseLost)
+	require.ErrorIs(t, e, edgeindex.ErrLeaseLost)
 	require.Contains(t, e.Error(), "range 1: lease lost")
 
 	e = api.ReadError("GET", "/v1/fleet", resp(502, "<html>bad gateway</html>\n"))

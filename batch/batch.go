@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -15,11 +16,11 @@ import (
 var (
 	// ErrMalformed means the batch itself is wrong: from > to, to past the
 	// range's end, an item without a key. HTTP answers 400.
-	ErrMalformed = fmt.Errorf("malformed batch: %w", lease.ErrInvalid)
+	ErrMalformed = fmt.Errorf("malformed batch: %w", edgeindex.ErrInvalid)
 	// ErrGap means from > next: an earlier batch is missing. HTTP answers 409.
-	ErrGap = fmt.Errorf("batch gap: %w", lease.ErrConflict)
+	ErrGap = fmt.Errorf("batch gap: %w", edgeindex.ErrConflict)
 	// ErrOverlap means from < next <= to: part of the batch is stored. HTTP answers 409.
-	ErrOverlap = fmt.Errorf("batch overlap: %w", lease.ErrConflict)
+	ErrOverlap = fmt.Errorf("batch overlap: %w", edgeindex.ErrConflict)
 )
 
 // Item is one result a worker produced: a key (such as a binary's hash) and
@@ -178,4 +179,4 @@ type Record struct {
 }
 
 // ErrBadCursor means a feed cursor was not one this store handed out.
-var ErrBadCursor = fmt.Errorf("bad cursor: %w", lease.ErrInvalid)
+var ErrBadCursor = fmt.Errorf("bad cursor: %w", edgeindex.ErrInvalid)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 func TestClassify(t *testing.T) {
@@ -23,17 +23,17 @@ func TestClassify(t *testing.T) {
 		{"stored", batch.Batch{From: 100, To: 149}, batch.Accept, nil, nil},
 		{"to the end", batch.Batch{From: 100, To: 199}, batch.Accept, nil, nil},
 		{"duplicate", batch.Batch{From: 50, To: 99}, batch.Duplicate, nil, nil},
-		{"gap", batch.Batch{From: 101, To: 120}, batch.Gap, batch.ErrGap, lease.ErrConflict},
-		{"overlap", batch.Batch{From: 90, To: 120}, batch.Overlap, batch.ErrOverlap, lease.ErrConflict},
-		{"overlap at next", batch.Batch{From: 99, To: 100}, batch.Overlap, batch.ErrOverlap, lease.ErrConflict},
-		{"from after to", batch.Batch{From: 120, To: 110}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
-		{"past end", batch.Batch{From: 100, To: 200}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
-		{"negative headers", batch.Batch{From: 100, To: 110, Headers: -1}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
+		{"gap", batch.Batch{From: 101, To: 120}, batch.Gap, batch.ErrGap, edgeindex.ErrConflict},
+		{"overlap", batch.Batch{From: 90, To: 120}, batch.Overlap, batch.ErrOverlap, edgeindex.ErrConflict},
+		{"overlap at next", batch.Batch{From: 99, To: 100}, batch.Overlap, batch.ErrOverlap, edgeindex.ErrConflict},
+		{"from after to", batch.Batch{From: 120, To: 110}, batch.Malformed, batch.ErrMalformed, edgeindex.ErrInvalid},
+		{"past end", batch.Batch{From: 100, To: 200}, batch.Malformed, batch.ErrMalformed, edgeindex.ErrInvalid},
+		{"negative headers", batch.Batch{From: 100, To: 110, Headers: -1}, batch.Malformed, batch.ErrMalformed, edgeindex.ErrInvalid},
 		{"headers as many as the span", batch.Batch{From: 100, To: 110, Headers: 11}, batch.Accept, nil, nil},
-		{"headers past the span", batch.Batch{From: 100, To: 110, Headers: 12}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
-		{"headers near MaxInt64", batch.Batch{From: 100, To: 199, Headers: 6_900_000_000_000_000_000}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
-		{"empty key", batch.Batch{From: 100, To: 110, Items: []batch.Item{{Key: "a"}, {}}}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
-		{"malformed beats duplicate", batch.Batch{From: 10, To: 20, Items: []batch.Item{{}}}, batch.Malformed, batch.ErrMalformed, lease.ErrInvalid},
+		{"headers past the span", batch.Batch{From: 100, To: 110, Headers: 12}, batch.Malformed, batch.ErrMalformed, edgeindex.ErrInvalid},
+		{"headers near MaxInt64", batch.Batch{From: 100, To: 199, Headers: 6_900_000_000_000_000_000}, batch.Malformed, batch.ErrMalformed, edgeindex.ErrInvalid},
+		{"empty key", batch.Batch{From: 100, To: 110, Items: []batch.Item{{Key: "a"}, {}}}, batch.Malformed, batch.ErrMalformed, edgeindex.ErrInvalid},
+		{"malformed beats duplicate", batch.Batch{From: 10, To: 20, Items: []batch.Item{{}}}, batch.Malformed, batch.ErrMalformed, edgeindex.ErrInvalid},
 	}
 	for _, c := range cases {
 		got, err := batch.Classify(next, end, c.b)

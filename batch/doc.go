@@ -7,10 +7,10 @@
 //   - from == next: store it; next becomes to+1 in the same transaction;
 //   - to < next: a retry of a stored batch, answered as a duplicate;
 //   - from > next: a gap (ErrGap); from < next <= to: an overlap (ErrOverlap);
-//     both wrap lease.ErrConflict;
+//     both wrap edgeindex.ErrConflict;
 //   - from > to, to past the end, headers negative or more than the span's
 //     to-from+1 articles (HeadersFit), an item without a key: malformed
-//     (ErrMalformed, wrapping lease.ErrInvalid). Bounding headers by the
+//     (ErrMalformed, wrapping edgeindex.ErrInvalid). Bounding headers by the
 //     span bounds every sum of them: a range's by its size, a lane's by
 //     its articles.
 //

@@ -8,21 +8,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 )
 
 // Sentinel errors of the package.
 var (
-	// ErrNotFound means no blob has the key. It wraps lease.ErrNotFound, so
+	// ErrNotFound means no blob has the key. It wraps edgeindex.ErrNotFound, so
 	// errors.Is matches either.
-	ErrNotFound = fmt.Errorf("blob %w", lease.ErrNotFound)
+	ErrNotFound = fmt.Errorf("blob %w", edgeindex.ErrNotFound)
 	// ErrSize means a Put's reader held more or fewer bytes than its size.
 	// Nothing was stored.
 	ErrSize = errors.New("blob size does not match")
 )
 
 // Store keeps blobs under keys (see the package doc for what a key may
-// hold; a malformed key is an error wrapping lease.ErrInvalid). Dir and S3
+// hold; a malformed key is an error wrapping edgeindex.ErrInvalid). Dir and S3
 // implement it; blobtest.Run checks any implementation. A Store is safe for
 // concurrent use, by several processes on several machines too.
 type Store interface {
@@ -65,13 +65,13 @@ const MaxKeyLen = 900
 const maxElem = 255
 
 // CheckKey refuses a malformed key (see the package doc) with an error
-// wrapping lease.ErrInvalid.
+// wrapping edgeindex.ErrInvalid.
 func CheckKey(key string) error {
 	if key == "" {
-		return lease.Invalidf("blob key is empty")
+		return edgeindex.Invalidf("blob key is empty")
 	}
 	if len(key) > MaxKeyLen {
-		return lease.Invalidf("blob key of %d bytes: at most %d", len(key), MaxKeyLen)
+		return edgeindex.Invalidf("blob key of %d bytes: at most %d", len(key), MaxKeyLen)
 	}
 	for elem := range strings.SplitSeq(key, "/") {
 		if err := checkElem(key, elem, false); err != nil {
@@ -89,7 +89,7 @@ func checkPrefix(prefix string) error {
 		return nil
 	}
 	if len(prefix) > MaxKeyLen {
-		return lease.Invalidf("blob prefix of %d bytes: at most %d", len(prefix), MaxKeyLen)
+		return edgeindex.Invalidf("blob prefix of %d bytes: at most %d", len(prefix), MaxKeyLen)
 	}
 	elems := strings.Split(prefix, "/")
 	for i, elem := range elems {
@@ -105,17 +105,17 @@ func checkElem(key, elem string, last bool) error {
 		if last {
 			return nil
 		}
-		return lease.Invalidf("blob key %q has an empty element", key)
+		return edgeindex.Invalidf("blob key %q has an empty element", key)
 	}
 	if len(elem) > maxElem {
-		return lease.Invalidf("blob key %q has an element of %d bytes: at most %d", key, len(elem), maxElem)
+		return edgeindex.Invalidf("blob key %q has an element of %d bytes: at most %d", key, len(elem), maxElem)
 	}
 	if elem[0] == '.' {
-		return lease.Invalidf("blob key %q has an element that begins with '.'", key)
+		return edgeindex.Invalidf("blob key %q has an element that begins with '.'", key)
 	}
 	for i := 0; i < len(elem); i++ {
 		if !keyByte(elem[i]) {
-			return lease.Invalidf("blob key %q holds the byte %q: only letters, digits and -_.~%%+=,@", key, elem[i])
+			return edgeindex.Invalidf("blob key %q holds the byte %q: only letters, digits and -_.~%%+=,@", key, elem[i])
 		}
 	}
 	return nil

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // TempPrefix begins the name of every file a Dir is still writing. No key
@@ -37,7 +37,7 @@ var _ Store = (*Dir)(nil)
 // the temporary files that a crash left anywhere under it.
 func OpenDir(root string) (*Dir, error) {
 	if root == "" {
-		return nil, lease.Invalidf("blobstore: the directory is empty")
+		return nil, edgeindex.Invalidf("blobstore: the directory is empty")
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("blobstore: %w", err)

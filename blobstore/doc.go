@@ -27,8 +27,8 @@
 // does not begin with '.', and holds only ASCII letters, digits and
 // "-_.~%+=,@"; a key is at most 900 bytes. So a key is the same path on
 // every file system and never leaves Dir's directory, and S3 needs no
-// escaping. Errors wrap ErrNotFound (which is lease.ErrNotFound) and
-// lease.ErrInvalid for a malformed key; test them with errors.Is.
+// escaping. Errors wrap ErrNotFound (which is edgeindex.ErrNotFound) and
+// edgeindex.ErrInvalid for a malformed key; test them with errors.Is.
 //
 // The conformance suite for any Store is blobstore/blobtest.
 package blobstore

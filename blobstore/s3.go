@@ -10,10 +10,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
-
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // S3 is a Store in a bucket of an S3-compatible object store, under a
@@ -322,7 +321,7 @@ func (c S3Config) withDefaults() S3Config {
 // validate checks a S3Config that has its defaults.
 func (c S3Config) validate() error {
 	if c.Bucket == "" {
-		return lease.Invalidf("blobstore: no S3 bucket")
+		return edgeindex.Invalidf("blobstore: no S3 bucket")
 	}
 	if c.Prefix != "" {
 		if err := CheckKey(c.Prefix); err != nil {
@@ -330,7 +329,7 @@ func (c S3Config) validate() error {
 		}
 	}
 	if c.AccessKey == "" || c.SecretKey == "" {
-		return lease.Invalidf("blobstore: %s: no credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", c)
+		return edgeindex.Invalidf("blobstore: %s: no credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)", c)
 	}
 	return nil
 }

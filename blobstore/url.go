@@ -12,8 +12,8 @@ import (
 
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/internal/redact"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // S3Config says where an S3 store is and how to reach it. ParseURL fills
@@ -87,13 +87,13 @@ const (
 // with TLS. endpoint may also be given as a URL, "http://host:port".
 // Credentials in the URL itself are for tests and S3-compatible servers:
 // a command line is seen by every user of the machine, the environment is
-// not. Errors wrap lease.ErrInvalid and never quote a secret.
+// not. Errors wrap edgeindex.ErrInvalid and never quote a secret.
 func ParseURL(raw string, getenv func(string) string) (S3Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	invalid := func(format string, args ...any) error {
-		return lease.Invalidf("storage URL %q: %s", Redact(raw), fmt.Sprintf(format, args...))
+		return edgeindex.Invalidf("storage URL %q: %s", Redact(raw), fmt.Sprintf(format, args...))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {

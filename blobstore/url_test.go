@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/blobstore"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 func env(m map[string]string) func(string) string {
@@ -92,7 +92,7 @@ func TestParseURLErrors(t *testing.T) {
 		{"s3://u:" + secret + "@bucket?tls=maybe", env(nil)},
 	} {
 		_, err := blobstore.ParseURL(c.url, c.env)
-		require.ErrorIs(t, err, lease.ErrInvalid, c.url)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, c.url)
 		require.NotContains(t, err.Error(), secret, "%s: the error quotes no secret", c.url)
 	}
 }

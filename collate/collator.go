@@ -12,6 +12,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -62,7 +63,7 @@ func (c Config) withDefaults() Config {
 // validate checks a Config that has its defaults.
 func (c Config) validate() error {
 	if c.MaxBinaries < 0 {
-		return lease.Invalidf("collate: max binaries %d is negative", c.MaxBinaries)
+		return edgeindex.Invalidf("collate: max binaries %d is negative", c.MaxBinaries)
 	}
 	return nil
 }
@@ -161,7 +162,7 @@ func (c *Collator) HandleChunk(ctx context.Context, ch edge.Chunk) (edge.Output,
 		return edge.Output{}, err
 	}
 	if ch.From > ch.To {
-		return edge.Output{}, lease.Invalidf("collate: chunk %d-%d: from is after to", ch.From, ch.To)
+		return edge.Output{}, edgeindex.Invalidf("collate: chunk %d-%d: from is after to", ch.From, ch.To)
 	}
 	c.mu.Lock()
 	if out, ok := c.cached(ch); ok {

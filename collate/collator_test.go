@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
@@ -445,11 +446,11 @@ func TestLoadWindow(t *testing.T) {
 func TestCollateErrors(t *testing.T) {
 	t.Parallel()
 	_, err := collate.New(collate.Config{MaxBinaries: -1})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 
 	c := newCollator(t, collate.Config{})
 	_, err = c.HandleChunk(context.Background(), edge.Chunk{Ordered: true, From: 10, To: 9, Data: gz(t)})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/nntp"
 )
 
@@ -77,15 +77,15 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	switch {
 	case c.Store == nil:
-		return lease.Invalidf("connlease: a Store is required")
+		return edgeindex.Invalidf("connlease: a Store is required")
 	case c.Size < 1 || c.Size > MaxSize:
-		return lease.Invalidf("connlease: Size %d: want 1 to %d connections", c.Size, MaxSize)
+		return edgeindex.Invalidf("connlease: Size %d: want 1 to %d connections", c.Size, MaxSize)
 	case c.Holder == "":
-		return lease.Invalidf("connlease: a Holder is required")
+		return edgeindex.Invalidf("connlease: a Holder is required")
 	case c.TTL < 30*time.Millisecond:
-		return lease.Invalidf("connlease: TTL %s: want at least 30ms", c.TTL)
+		return edgeindex.Invalidf("connlease: TTL %s: want at least 30ms", c.TTL)
 	case c.Poll < 0 || c.Poll > MaxPoll:
-		return lease.Invalidf("connlease: Poll %s: want 0 to %s", c.Poll, MaxPoll)
+		return edgeindex.Invalidf("connlease: Poll %s: want 0 to %s", c.Poll, MaxPoll)
 	}
 	return nil
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
 )
 
@@ -30,7 +30,7 @@ func TestConnectionBudgetMismatchedSizesNeverExceedSmaller(t *testing.T) {
 	short, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	_, err := big.Acquire(short)
-	require.ErrorIs(t, err, lease.ErrConflict, "b took a third slot of an account that a holds as 2 in all")
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "b took a third slot of an account that a holds as 2 in all")
 	require.ErrorContains(t, err, "is 2 connections")
 	slots, err := store.Slots(t.Context())
 	require.NoError(t, err)

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -201,7 +201,7 @@ func TestConnectionBudgetBadConfig(t *testing.T) {
 		{Store: store, Size: connlease.MaxSize + 1, Holder: "a"},
 	} {
 		_, err := connlease.New(cfg)
-		require.ErrorIs(t, err, lease.ErrInvalid, "%+v", cfg)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%+v", cfg)
 	}
 }
 

@@ -27,7 +27,7 @@ type Store interface {
 	// provider numbered below size that no lease holds or whose lease
 	// ran out. It reports false when every such slot is held. The store
 	// keeps provider's size: the first take sets it, and a take with
-	// another size fails with an error wrapping lease.ErrConflict while
+	// another size fails with an error wrapping edgeindex.ErrConflict while
 	// any slot of provider is held (and sets it when none is).
 	TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (Slot, bool, error)
 	// RenewSlot moves the lease's end to now + ttl, if s.Token still

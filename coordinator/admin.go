@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -15,7 +16,7 @@ func limit(r *http.Request) (int, error) {
 		return 0, err
 	}
 	if n < 1 || n > MaxPage {
-		return 0, lease.Invalidf("limit: 1 to %d, not %d", MaxPage, n)
+		return 0, edgeindex.Invalidf("limit: 1 to %d, not %d", MaxPage, n)
 	}
 	return int(n), nil
 }
@@ -31,7 +32,7 @@ func (s *Server) handleNode(w http.ResponseWriter, r *http.Request) error {
 		var err error
 		before, err = strconv.ParseInt(raw, 10, 64)
 		if err != nil || before < 1 {
-			return lease.Invalidf("cursor: a cursor from a previous page, not %q", raw)
+			return edgeindex.Invalidf("cursor: a cursor from a previous page, not %q", raw)
 		}
 	}
 	d, err := s.svc.Node(r.Context(), r.PathValue("name"), before)

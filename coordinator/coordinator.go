@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
 )
 
@@ -142,7 +142,7 @@ func (s *Server) asNode(h func(http.ResponseWriter, *http.Request, string) error
 			return
 		}
 		n, err := s.cfg.Store.Authenticate(r.Context(), node.HashToken(token))
-		if errors.Is(err, lease.ErrNotFound) {
+		if errors.Is(err, edgeindex.ErrNotFound) {
 			s.fail(w, r, errUnauthorized)
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/coordinator"
@@ -113,7 +114,7 @@ func ExampleService() {
 	}
 	// The fence holds without HTTP too: the finished range is no longer held.
 	_, err = svc.Heartbeat(ctx, l.Range.ID, f)
-	fmt.Println("heartbeat after finish is a lost lease:", errors.Is(err, lease.ErrLeaseLost))
+	fmt.Println("heartbeat after finish is a lost lease:", errors.Is(err, edgeindex.ErrLeaseLost))
 	fleet, _ := svc.Fleet(ctx)
 	fmt.Println("ranges done:", fleet.Ranges[lease.StateDone])
 	// Output:

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
@@ -71,7 +72,7 @@ func (s *Server) handlePutSnapshot(w http.ResponseWriter, r *http.Request, n str
 		return err
 	}
 	if !ok {
-		return lease.Invalidf("next: the article the snapshot resumes at is required")
+		return edgeindex.Invalidf("next: the article the snapshot resumes at is required")
 	}
 	snap, err := s.svc.PutSnapshot(r.Context(), id, ln, f, next, r.ContentLength, r.Body)
 	return s.reply(w, snap, err)

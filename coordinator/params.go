@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -24,7 +25,7 @@ func bearer(r *http.Request) (string, bool) {
 func pathID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id < 1 {
-		return 0, lease.Invalidf("id: a positive integer, not %q", r.PathValue("id"))
+		return 0, edgeindex.Invalidf("id: a positive integer, not %q", r.PathValue("id"))
 	}
 	return id, nil
 }
@@ -34,7 +35,7 @@ func fence(r *http.Request, n string) (lease.Fence, error) {
 	raw := r.Header.Get(api.HeaderLeaseToken)
 	t, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || t < 1 {
-		return lease.Fence{}, lease.Invalidf("Lease-Token: a positive integer is required, not %q", raw)
+		return lease.Fence{}, edgeindex.Invalidf("Lease-Token: a positive integer is required, not %q", raw)
 	}
 	return lease.Fence{Node: n, Token: t}, nil
 }
@@ -51,7 +52,7 @@ func queryInt(r *http.Request, name string) (int64, bool, error) {
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil {
-		return 0, false, lease.Invalidf("%s: an integer, not %q", name, raw)
+		return 0, false, edgeindex.Invalidf("%s: an integer, not %q", name, raw)
 	}
 	return n, true, nil
 }
@@ -71,9 +72,9 @@ func decodeJSON(r *http.Request, limit int64, v any) error {
 			return fmt.Errorf("%w: at most %d bytes", api.ErrTooLarge, limit)
 		}
 		if errors.Is(err, io.EOF) {
-			return lease.Invalidf("body: a JSON object is required")
+			return edgeindex.Invalidf("body: a JSON object is required")
 		}
-		return lease.Invalidf("body: %v", err)
+		return edgeindex.Invalidf("body: %v", err)
 	}
 	// The rest of the body, read to its end: a body over the limit is too
 	// large even when its object came first.
@@ -82,10 +83,10 @@ func decodeJSON(r *http.Request, limit int64, v any) error {
 		return fmt.Errorf("%w: at most %d bytes", api.ErrTooLarge, limit)
 	}
 	if err != nil {
-		return lease.Invalidf("body: %v", err)
+		return edgeindex.Invalidf("body: %v", err)
 	}
 	if len(bytes.TrimSpace(rest)) > 0 {
-		return lease.Invalidf("body: one JSON object, nothing after it")
+		return edgeindex.Invalidf("body: one JSON object, nothing after it")
 	}
 	return nil
 }

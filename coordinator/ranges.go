@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -58,7 +59,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	}
 	then := r.URL.Query().Get("then")
 	if then != "" && then != api.ThenLease {
-		return lease.Invalidf("batch: ?then= takes one value, %q", api.ThenLease)
+		return edgeindex.Invalidf("batch: ?then= takes one value, %q", api.ThenLease)
 	}
 	post := s.svc.PostBatch
 	if then == api.ThenLease {
@@ -100,7 +101,7 @@ func (s *Server) handleCorrupt(w http.ResponseWriter, r *http.Request, n string)
 		return err
 	}
 	if body.From == nil {
-		return lease.Invalidf("from: the first article of the corrupt chunk is required")
+		return edgeindex.Invalidf("from: the first article of the corrupt chunk is required")
 	}
 	rg, err := s.svc.Corrupt(r.Context(), id, f, *body.From)
 	return s.reply(w, api.CorruptReply{State: rg.State, Attempts: rg.Attempts}, err)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/clock"
@@ -130,10 +131,10 @@ func (c Config) withDefaults() Config {
 // validate checks a Config that has its defaults.
 func (c Config) validate() error {
 	if c.Store == nil || c.Spool == nil || c.Snapshots == nil {
-		return lease.Invalidf("coordinator: Store, Spool and Snapshots are required")
+		return edgeindex.Invalidf("coordinator: Store, Spool and Snapshots are required")
 	}
 	if c.LeaseTTL < time.Second || c.MaxBody < 1 || c.MaxSnapshot < 1 || c.MaxBatchBytes < c.MaxBody || c.WriteTimeout < 0 {
-		return lease.Invalidf("coordinator: LeaseTTL must be at least 1s, MaxBody and MaxSnapshot at least 1, MaxBatchBytes at least MaxBody, WriteTimeout not negative")
+		return edgeindex.Invalidf("coordinator: LeaseTTL must be at least 1s, MaxBody and MaxSnapshot at least 1, MaxBatchBytes at least MaxBody, WriteTimeout not negative")
 	}
 	return nil
 }
@@ -148,7 +149,7 @@ func (c Config) validate() error {
 //
 // Every call that acts on a held lease takes its lease.Fence (the node's
 // name and the grant's token) and fails with an error wrapping
-// lease.ErrLeaseLost when it no longer holds. Errors wrap the sentinels of
+// edgeindex.ErrLeaseLost when it no longer holds. Errors wrap the sentinels of
 // the lease, grouplease, batch and api packages; api.StatusOf maps them to
 // HTTP statuses.
 //

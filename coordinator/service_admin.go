@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -91,10 +92,10 @@ const NodeBatchPage = 50
 
 // Node reads one node's detail, with a page of its batches, newest first,
 // below the batch id before (0: from the newest). An unknown node is
-// lease.ErrNotFound.
+// edgeindex.ErrNotFound.
 func (s *Service) Node(ctx context.Context, name string, before int64) (api.NodeDetail, error) {
 	if before < 0 {
-		return api.NodeDetail{}, lease.Invalidf("cursor: a cursor from a previous page, not %d", before)
+		return api.NodeDetail{}, edgeindex.Invalidf("cursor: a cursor from a previous page, not %d", before)
 	}
 	n, err := s.cfg.Store.Node(ctx, name)
 	if err != nil {
@@ -128,10 +129,10 @@ const MaxPage = 10000
 // q.Limit (0: 100) of them.
 func (s *Service) Ranges(ctx context.Context, q api.RangesQuery) (api.RangesPage, error) {
 	if q.After < 0 {
-		return api.RangesPage{}, lease.Invalidf("after: a range id from a previous page, not %d", q.After)
+		return api.RangesPage{}, edgeindex.Invalidf("after: a range id from a previous page, not %d", q.After)
 	}
 	if q.Limit < 0 || q.Limit > MaxPage {
-		return api.RangesPage{}, lease.Invalidf("limit: 1 to %d, not %d", MaxPage, q.Limit)
+		return api.RangesPage{}, edgeindex.Invalidf("limit: 1 to %d, not %d", MaxPage, q.Limit)
 	}
 	rs, err := s.cfg.Store.Ranges(ctx, q)
 	if err != nil {
@@ -155,7 +156,7 @@ func (s *Service) Ranges(ctx context.Context, q api.RangesQuery) (api.RangesPage
 // Results reads a page of the results feed, in storage order.
 func (s *Service) Results(ctx context.Context, q api.ResultsQuery) (api.ResultsPage, error) {
 	if q.Limit < 0 || q.Limit > MaxPage {
-		return api.ResultsPage{}, lease.Invalidf("limit: 1 to %d, not %d", MaxPage, q.Limit)
+		return api.ResultsPage{}, edgeindex.Invalidf("limit: 1 to %d, not %d", MaxPage, q.Limit)
 	}
 	page, err := s.cfg.Store.Results(ctx, q)
 	if err != nil {

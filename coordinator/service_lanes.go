@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -60,7 +61,7 @@ func (s *Service) ReleaseLane(ctx context.Context, groupID int64, ln lease.Lane,
 // blob.
 func (s *Service) PutSnapshot(ctx context.Context, groupID int64, ln lease.Lane, f lease.Fence, next, size int64, body io.Reader) (api.Snapshot, error) {
 	if next < 1 {
-		return api.Snapshot{}, lease.Invalidf("next: the article the snapshot resumes at is at least 1, not %d", next)
+		return api.Snapshot{}, edgeindex.Invalidf("next: the article the snapshot resumes at is at least 1, not %d", next)
 	}
 	tooLarge := fmt.Errorf("%w: a snapshot of at most %d bytes", api.ErrTooLarge, s.cfg.MaxSnapshot)
 	if size > s.cfg.MaxSnapshot {
@@ -97,7 +98,7 @@ func (s *Service) checkSnapshot(ctx context.Context, groupID int64, ln lease.Lan
 		return err
 	}
 	if next > chk.End+1 {
-		return lease.Invalidf("next %d is past the end of the lane's last planned range + 1 (%d)", next, chk.End+1)
+		return edgeindex.Invalidf("next %d is past the end of the lane's last planned range + 1 (%d)", next, chk.End+1)
 	}
 	if chk.Current != nil && next < chk.Current.Next {
 		return fmt.Errorf("%w: next %d is before the stored %d", grouplease.ErrSnapshotOlder, next, chk.Current.Next)
@@ -132,7 +133,7 @@ func (s *Service) makeCurrent(ctx context.Context, groupID int64, ln lease.Lane,
 
 // refused reports whether the store surely wrote nothing.
 func refused(err error) bool {
-	for _, e := range []error{lease.ErrLeaseLost, lease.ErrConflict, lease.ErrInvalid, lease.ErrNotFound} {
+	for _, e := range []error{edgeindex.ErrLeaseLost, edgeindex.ErrConflict, edgeindex.ErrInvalid, edgeindex.ErrNotFound} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -142,7 +143,7 @@ func refused(err error) bool {
 
 // OpenSnapshot opens the lane's current snapshot for f's holder: its bytes,
 // to be closed by the caller, and its next and size. It fails with
-// lease.ErrNotFound when the lane has none.
+// edgeindex.ErrNotFound when the lane has none.
 func (s *Service) OpenSnapshot(ctx context.Context, groupID int64, ln lease.Lane, f lease.Fence) (io.ReadCloser, api.Snapshot, error) {
 	// An upload may make another blob current, and remove this one, between
 	// the read of the metadata and the open: read it again.
@@ -152,7 +153,7 @@ func (s *Service) OpenSnapshot(ctx context.Context, groupID int64, ln lease.Lane
 			return nil, api.Snapshot{}, err
 		}
 		if chk.Current == nil {
-			return nil, api.Snapshot{}, fmt.Errorf("snapshot: group %d %s lane has none: %w", groupID, ln, lease.ErrNotFound)
+			return nil, api.Snapshot{}, fmt.Errorf("snapshot: group %d %s lane has none: %w", groupID, ln, edgeindex.ErrNotFound)
 		}
 		name, err := blobName(groupID, ln, *chk.Current)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -77,7 +78,7 @@ func (s *Service) OpenReplay(ctx context.Context, rangeID int64, f lease.Fence, 
 		return nil, err
 	}
 	if r := rs.l.Range; from < r.Start || from > r.Next {
-		return nil, lease.Invalidf("from %d: want %d to the range's next %d", from, r.Start, r.Next)
+		return nil, edgeindex.Invalidf("from %d: want %d to the range's next %d", from, r.Start, r.Next)
 	}
 	rs.l.Range.Next = from
 	return rs, nil
@@ -219,7 +220,7 @@ func (s *Service) postBatch(ctx context.Context, rangeID int64, f lease.Fence, s
 // that finished it (the store decides).
 func (s *Service) fence(ctx context.Context, rangeID int64, f lease.Fence) error {
 	_, err := s.cfg.Store.Check(ctx, rangeID, f)
-	if errors.Is(err, lease.ErrFinished) {
+	if errors.Is(err, edgeindex.ErrFinished) {
 		return nil
 	}
 	return err

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -142,7 +143,7 @@ func checkGzip(r io.Reader) error {
 	}
 	if err != nil {
 		io.Copy(io.Discard, r)
-		return lease.Invalidf("snapshot: the body must be gzip (%v)", err)
+		return edgeindex.Invalidf("snapshot: the body must be gzip (%v)", err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
 	"github.com/edgeindex/edgeindex/lease"
@@ -43,10 +44,10 @@ func (c BucketConfig) withDefaults() BucketConfig {
 // validate checks a BucketConfig that has its defaults.
 func (c BucketConfig) validate() error {
 	if c.MaxChunkBytes < 0 {
-		return lease.Invalidf("corpus max chunk bytes %d is negative", c.MaxChunkBytes)
+		return edgeindex.Invalidf("corpus max chunk bytes %d is negative", c.MaxChunkBytes)
 	}
 	if c.Timeout < 0 {
-		return lease.Invalidf("corpus timeout %s is negative", c.Timeout)
+		return edgeindex.Invalidf("corpus timeout %s is negative", c.Timeout)
 	}
 	return nil
 }
@@ -75,7 +76,7 @@ func OpenBucket(store blobstore.Store, cfg BucketConfig) (*Bucket, error) {
 		return nil, err
 	}
 	if store == nil {
-		return nil, lease.Invalidf("corpus: the store is nil")
+		return nil, edgeindex.Invalidf("corpus: the store is nil")
 	}
 	return &Bucket{store: store, cfg: cfg}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/corpus/corpustest"
@@ -58,9 +59,9 @@ func TestBucketConfig(t *testing.T) {
 	d, err := blobstore.OpenDir(t.TempDir())
 	require.NoError(t, err)
 	_, err = corpus.OpenBucket(d, corpus.BucketConfig{MaxChunkBytes: -1})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = corpus.OpenBucket(nil, corpus.BucketConfig{})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 
 	b := openBucket(t, d, corpus.BucketConfig{MaxChunkBytes: 10})
 	sp := lease.Span{From: 1, To: 2}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
 
 	"github.com/edgeindex/edgeindex/lease"
@@ -20,8 +21,8 @@ import (
 // Sentinel errors of the corpus.
 var (
 	// ErrNotFound means the corpus holds no such chunk. It wraps
-	// lease.ErrNotFound, so errors.Is matches either.
-	ErrNotFound = fmt.Errorf("chunk %w", lease.ErrNotFound)
+	// edgeindex.ErrNotFound, so errors.Is matches either.
+	ErrNotFound = fmt.Errorf("chunk %w", edgeindex.ErrNotFound)
 	// ErrTooLarge means a chunk is over Config.MaxChunkBytes.
 	ErrTooLarge = errors.New("chunk too large")
 	// ErrClosed means the store was closed.
@@ -40,7 +41,7 @@ const DefaultMaxChunkBytes int64 = 64 << 20
 // implements it; corpustest.Run checks any implementation.
 //
 // Arguments: a group must not be empty and a span must have
-// 0 <= From <= To, or the call returns an error wrapping lease.ErrInvalid
+// 0 <= From <= To, or the call returns an error wrapping edgeindex.ErrInvalid
 // (Has returns false). After Close every call that can fail returns
 // ErrClosed, and Has returns false.
 type Store interface {
@@ -93,7 +94,7 @@ func (c Config) withDefaults() Config {
 // validate checks a Config that has its defaults.
 func (c Config) validate() error {
 	if c.MaxChunkBytes < 0 {
-		return lease.Invalidf("corpus max chunk bytes %d is negative", c.MaxChunkBytes)
+		return edgeindex.Invalidf("corpus max chunk bytes %d is negative", c.MaxChunkBytes)
 	}
 	return nil
 }
@@ -106,7 +107,7 @@ func Open(dir string, cfg Config) (*Disk, error) {
 		return nil, err
 	}
 	if dir == "" {
-		return nil, lease.Invalidf("corpus directory is empty")
+		return nil, edgeindex.Invalidf("corpus directory is empty")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("corpus: %w", err)

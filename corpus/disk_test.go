@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/corpus/corpustest"
 	"github.com/edgeindex/edgeindex/lease"
@@ -31,9 +32,9 @@ func TestDiskConformance(t *testing.T) {
 func TestDiskConfig(t *testing.T) {
 	t.Parallel()
 	_, err := corpus.Open(t.TempDir(), corpus.Config{MaxChunkBytes: -1})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = corpus.Open("", corpus.Config{})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 
 	d := openDisk(t, t.TempDir(), corpus.Config{MaxChunkBytes: 10})
 	sp := lease.Span{From: 1, To: 2}
@@ -94,7 +95,7 @@ func TestEscapeGroup(t *testing.T) {
 	}
 
 	_, err := corpus.EscapeGroup("")
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 
 	long := strings.Repeat("x", 500)
 	a, err := corpus.EscapeGroup(long)
@@ -120,7 +121,7 @@ func FuzzEscapeGroup(f *testing.F) {
 	f.Fuzz(func(t *testing.T, group string) {
 		name, err := corpus.EscapeGroup(group)
 		if group == "" {
-			require.ErrorIs(t, err, lease.ErrInvalid)
+			require.ErrorIs(t, err, edgeindex.ErrInvalid)
 			return
 		}
 		require.NoError(t, err)

@@ -17,7 +17,7 @@
 // never seen half-written; like Disk it keeps no index in memory.
 //
 // Errors wrap the sentinels of this package and of package lease
-// (lease.ErrInvalid for malformed arguments); test them with errors.Is.
+// (edgeindex.ErrInvalid for malformed arguments); test them with errors.Is.
 // The conformance suite for any Store is corpus/corpustest (RunStore for
 // a store that keeps no files).
 package corpus

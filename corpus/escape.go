@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 )
 
 // maxEscaped is the longest escaped name used as is; longer ones are cut
@@ -18,10 +18,10 @@ const maxEscaped = 160
 // (UnescapeGroup) unless the result would be longer than 160 bytes: then it
 // is its first 96 bytes, '~' and the SHA-256 of the name in hex, which no
 // short name can produce since '~' is always escaped. An empty group is an
-// error wrapping lease.ErrInvalid.
+// error wrapping edgeindex.ErrInvalid.
 func EscapeGroup(group string) (string, error) {
 	if group == "" {
-		return "", lease.Invalidf("group name is empty")
+		return "", edgeindex.Invalidf("group name is empty")
 	}
 	const hexdigits = "0123456789ABCDEF"
 	var b strings.Builder

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -117,7 +118,7 @@ func (c Config) withDefaults() Config {
 // validate checks a Config that has its defaults.
 func (c Config) validate() error {
 	if c.BaseURL == "" {
-		return lease.Invalidf("edge: BaseURL is required")
+		return edgeindex.Invalidf("edge: BaseURL is required")
 	}
 	for _, u := range append([]string{c.BaseURL}, c.Failover...) {
 		if _, err := api.ParseBaseURL(u); err != nil {
@@ -125,17 +126,17 @@ func (c Config) validate() error {
 		}
 	}
 	if c.Token == "" {
-		return lease.Invalidf("edge: Token is required")
+		return edgeindex.Invalidf("edge: Token is required")
 	}
 	switch {
 	case c.MaxFrame < 0:
-		return lease.Invalidf("edge: MaxFrame %d is negative", c.MaxFrame)
+		return edgeindex.Invalidf("edge: MaxFrame %d is negative", c.MaxFrame)
 	case c.MaxSnapshot < 0:
-		return lease.Invalidf("edge: MaxSnapshot %d is negative", c.MaxSnapshot)
+		return edgeindex.Invalidf("edge: MaxSnapshot %d is negative", c.MaxSnapshot)
 	case c.Backoff < 0, c.MaxBackoff < 0:
-		return lease.Invalidf("edge: Backoff and MaxBackoff must not be negative")
+		return edgeindex.Invalidf("edge: Backoff and MaxBackoff must not be negative")
 	case c.Attempts < 0:
-		return lease.Invalidf("edge: Attempts %d is negative", c.Attempts)
+		return edgeindex.Invalidf("edge: Attempts %d is negative", c.Attempts)
 	}
 	return nil
 }
@@ -143,9 +144,9 @@ func (c Config) validate() error {
 // Client calls the coordinator's node API, one method per call of docs/api.md.
 //
 // Error answers come back as *HTTPError, decided by their status and code
-// with the api package's table (api.ErrorOf): lease.ErrLeaseLost (409
-// lease_lost), lease.ErrConflict (any other 409), lease.ErrNotFound (404),
-// lease.ErrInvalid (400), ErrUnauthorized (401, 403), ErrTooLarge (413) and
+// with the api package's table (api.ErrorOf): edgeindex.ErrLeaseLost (409
+// lease_lost), edgeindex.ErrConflict (any other 409), edgeindex.ErrNotFound (404),
+// edgeindex.ErrInvalid (400), ErrUnauthorized (401, 403), ErrTooLarge (413) and
 // ErrServer (5xx) under errors.Is.
 //
 // Idempotent calls are retried on ErrServer and ErrNetwork, with exponential
@@ -176,7 +177,7 @@ type Client struct {
 	cur   atomic.Uint64 // the index of the current coordinator in bases
 }
 
-// NewClient returns a Client, or an error that is lease.ErrInvalid.
+// NewClient returns a Client, or an error that is edgeindex.ErrInvalid.
 func NewClient(cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -349,7 +350,7 @@ func (s *Stream) Close() error { return s.body.Close() }
 // PostBatch posts a batch of results (POST /v1/ranges/{id}/batch). A batch
 // already stored is answered with Result.Duplicate set and no error. The
 // batch is checked with edgeframe.ValidateBatch first; a bad one gets an
-// error wrapping lease.ErrInvalid and is not sent. Nil Items are sent as an
+// error wrapping edgeindex.ErrInvalid and is not sent. Nil Items are sent as an
 // empty list.
 func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b api.Batch) (api.BatchReply, error) {
 	return c.postBatch(ctx, rangeID, token, b, nil)
@@ -379,7 +380,7 @@ func (c *Client) PostBatchThenLease(ctx context.Context, rangeID, token int64, b
 func (c *Client) postBatch(ctx context.Context, rangeID, token int64, b api.Batch, q url.Values) (api.BatchReply, error) {
 	body, err := edgeframe.MarshalBatch(b)
 	if err != nil {
-		return api.BatchReply{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, lease.ErrInvalid, err)
+		return api.BatchReply{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, edgeindex.ErrInvalid, err)
 	}
 	cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
 	cl.body, cl.ctype, cl.retry, cl.query = body, "application/json", true, q
@@ -401,7 +402,7 @@ func (c *Client) Heartbeat(ctx context.Context, rangeID, token int64) (time.Time
 }
 
 // Finish marks a range done (POST /v1/ranges/{id}/finish). It fails with
-// lease.ErrConflict when the stored batches do not reach the range's end.
+// edgeindex.ErrConflict when the stored batches do not reach the range's end.
 func (c *Client) Finish(ctx context.Context, rangeID, token int64) error {
 	cl := c.rangeCall(http.MethodPost, rangeID, "finish", token)
 	cl.retry = true
@@ -493,14 +494,14 @@ func (c *Client) ReleaseLane(ctx context.Context, groupID int64, lane api.Lane, 
 
 // PutSnapshot stores the lane's window state taken at next
 // (PUT /v1/groups/{id}/snapshot); gz must be gzip. It fails with
-// lease.ErrConflict when next is older than the stored snapshot's.
+// edgeindex.ErrConflict when next is older than the stored snapshot's.
 func (c *Client) PutSnapshot(ctx context.Context, groupID int64, lane api.Lane, token, next int64, gz []byte) (api.Snapshot, error) {
 	cl, err := c.laneCall(http.MethodPut, groupID, "snapshot", lane, token)
 	if err != nil {
 		return api.Snapshot{}, err
 	}
 	if len(gz) < 2 || gz[0] != 0x1f || gz[1] != 0x8b {
-		return api.Snapshot{}, fmt.Errorf("edge: %s: %w: the snapshot is not gzip", cl.name(), lease.ErrInvalid)
+		return api.Snapshot{}, fmt.Errorf("edge: %s: %w: the snapshot is not gzip", cl.name(), edgeindex.ErrInvalid)
 	}
 	cl.query.Set("next", strconv.FormatInt(next, 10))
 	cl.body, cl.ctype = gz, api.SnapshotType
@@ -526,7 +527,7 @@ func (c *Client) GetSnapshot(ctx context.Context, groupID int64, lane api.Lane, 
 		_, hdr, gz, err = c.attempt(ctx, base, cl)
 		return err
 	})
-	if errors.Is(err, lease.ErrNotFound) {
+	if errors.Is(err, edgeindex.ErrNotFound) {
 		return nil, 0, false, nil
 	}
 	if err != nil {
@@ -562,7 +563,7 @@ func laneQuery(lane api.Lane) (url.Values, error) {
 		lane = lease.LaneHistory
 	}
 	if !lane.Valid() {
-		return nil, fmt.Errorf("edge: %w: lane: history or tail, not %q", lease.ErrInvalid, lane)
+		return nil, fmt.Errorf("edge: %w: lane: history or tail, not %q", edgeindex.ErrInvalid, lane)
 	}
 	return url.Values{"lane": {string(lane)}}, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
@@ -155,10 +156,10 @@ func TestClientStatusTable(t *testing.T) {
 		want   error
 		not    error
 	}{
-		{409, "range 1: lease lost: token 3 is not current", lease.ErrLeaseLost, lease.ErrConflict},
-		{409, "batch gap: batch starts at 200 but the range's next is 100", lease.ErrConflict, lease.ErrLeaseLost},
-		{404, "no such range", lease.ErrNotFound, nil},
-		{400, "from (5) is after to (4)", lease.ErrInvalid, nil},
+		{409, "range 1: lease lost: token 3 is not current", edgeindex.ErrLeaseLost, edgeindex.ErrConflict},
+		{409, "batch gap: batch starts at 200 but the range's next is 100", edgeindex.ErrConflict, edgeindex.ErrLeaseLost},
+		{404, "no such range", edgeindex.ErrNotFound, nil},
+		{400, "from (5) is after to (4)", edgeindex.ErrInvalid, nil},
 		{401, "a missing or unknown node token", edge.ErrUnauthorized, nil},
 		{403, "an admin call", edge.ErrUnauthorized, nil},
 		{413, "the body is over 64 MiB", edge.ErrTooLarge, nil},
@@ -200,11 +201,11 @@ func TestClientDecidesByCode(t *testing.T) {
 		want, not error
 		retried   bool
 	}{
-		{409, `{"error": "range 1: lease lost", "code": "conflict"}`, lease.ErrConflict, lease.ErrLeaseLost, false},
-		{409, `{"error": "range 1 is held under a newer grant", "code": "lease_lost"}`, lease.ErrLeaseLost, lease.ErrConflict, false},
-		{409, `{"error": "range 1: lease lost"}`, lease.ErrConflict, lease.ErrLeaseLost, false},
+		{409, `{"error": "range 1: lease lost", "code": "conflict"}`, edgeindex.ErrConflict, edgeindex.ErrLeaseLost, false},
+		{409, `{"error": "range 1 is held under a newer grant", "code": "lease_lost"}`, edgeindex.ErrLeaseLost, edgeindex.ErrConflict, false},
+		{409, `{"error": "range 1: lease lost"}`, edgeindex.ErrConflict, edgeindex.ErrLeaseLost, false},
 		{503, `{"error": "no room for the batch", "code": "busy"}`, api.ErrBusy, nil, true},
-		{404, `{"error": "range 1: not found", "code": "not_found"}`, lease.ErrNotFound, nil, false},
+		{404, `{"error": "range 1: not found", "code": "not_found"}`, edgeindex.ErrNotFound, nil, false},
 	} {
 		t.Run(tc.body, func(t *testing.T) {
 			t.Parallel()
@@ -257,7 +258,7 @@ func TestClientSendsTokens(t *testing.T) {
 
 	// A stale token is fenced.
 	_, err = cl.Heartbeat(context.Background(), l.Range.ID, l.Token+1)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 
 	// A wrong node token gets 401, not retried.
 	bad, s := startCoord(t, c, edge.Config{Token: "wrong"})
@@ -351,19 +352,19 @@ func TestClientBatchChecks(t *testing.T) {
 	ctx := context.Background()
 
 	_, err := cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 10, To: 5})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	require.ErrorIs(t, err, edgeframe.ErrBadBatch)
 	_, err = cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 1, To: 5, Items: []batch.Item{{Key: ""}}})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	require.Equal(t, 1, len(c.callLog()), "bad batches are not sent")
 
 	// The server's checks come back as errors: past the end, and a gap.
 	_, err = cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 1, To: 301})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	require.Contains(t, err.Error(), "past the range's end 300")
 	_, err = cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 50, To: 100})
-	require.ErrorIs(t, err, lease.ErrConflict)
-	require.NotErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
+	require.NotErrorIs(t, err, edgeindex.ErrLeaseLost)
 }
 
 func TestClientTooLarge(t *testing.T) {
@@ -394,28 +395,28 @@ func TestClientRangeCalls(t *testing.T) {
 
 	// Finishing early is a conflict, not a lost lease.
 	err := cl.Finish(ctx, id, l.Token)
-	require.ErrorIs(t, err, lease.ErrConflict)
-	require.NotErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
+	require.NotErrorIs(t, err, edgeindex.ErrLeaseLost)
 	require.Contains(t, err.Error(), "batches reach 0 but the range ends at 300")
 
 	// Corrupt: 400 off a chunk start; then pending with one attempt.
 	_, _, err = cl.Corrupt(ctx, id, l.Token, 150)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	state, attempts, err := cl.Corrupt(ctx, id, l.Token, 101)
 	require.NoError(t, err)
 	require.Equal(t, lease.StatePending, state)
 	require.Equal(t, 1, attempts)
-	require.ErrorIs(t, cl.Release(ctx, id, l.Token), lease.ErrLeaseLost, "no longer held")
+	require.ErrorIs(t, cl.Release(ctx, id, l.Token), edgeindex.ErrLeaseLost, "no longer held")
 
 	// Granted again with a new token; the old one is fenced.
 	l2 := leased(t, cl)
 	require.Greater(t, l2.Token, l.Token)
-	require.ErrorIs(t, cl.Release(ctx, id, l.Token), lease.ErrLeaseLost)
+	require.ErrorIs(t, cl.Release(ctx, id, l.Token), edgeindex.ErrLeaseLost)
 	require.NoError(t, cl.Release(ctx, id, l2.Token))
 	require.Equal(t, lease.StatePending, c.rng(id).State)
 
 	_, err = cl.Heartbeat(ctx, 99, 1)
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 }
 
 func TestClientStream(t *testing.T) {
@@ -444,7 +445,7 @@ func TestClientStream(t *testing.T) {
 	require.Equal(t, []lease.Span{{From: 101, To: 200}, {From: 201, To: 250}}, spans)
 
 	_, err = cl.Stream(context.Background(), id, l.Token+1)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 }
 
 func TestClientStreamWrongMediaType(t *testing.T) {
@@ -478,7 +479,7 @@ func TestClientLaneCalls(t *testing.T) {
 	ctx := context.Background()
 
 	_, _, err := cl.LeaseLane(ctx, "sideways")
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, ok, err := cl.LeaseLane(ctx, lease.LaneHistory)
 	require.NoError(t, err)
 	require.False(t, ok, "only the tail lane has work")
@@ -510,9 +511,9 @@ func TestClientLaneCalls(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(201), snap.Next)
 	_, err = cl.PutSnapshot(ctx, gid, lease.LaneTail, gl.Token, 1, gz(t, "older"))
-	require.ErrorIs(t, err, lease.ErrConflict)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
 	_, err = cl.PutSnapshot(ctx, gid, lease.LaneTail, gl.Token, 301, []byte("not gzip"))
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 
 	got, next, found, err := cl.GetSnapshot(ctx, gid, lease.LaneTail, gl.Token)
 	require.NoError(t, err)
@@ -528,8 +529,8 @@ func TestClientLaneCalls(t *testing.T) {
 
 	require.NoError(t, cl.ReleaseLane(ctx, gid, lease.LaneTail, gl.Token))
 	_, _, err = cl.Next(ctx, gid, lease.LaneTail, gl.Token)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
-	require.ErrorIs(t, cl.Finish(ctx, l.Range.ID, l.Token), lease.ErrLeaseLost, "the lane's range went back")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
+	require.ErrorIs(t, cl.Finish(ctx, l.Range.ID, l.Token), edgeindex.ErrLeaseLost, "the lane's range went back")
 	require.Empty(t, s.got())
 }
 
@@ -545,7 +546,7 @@ func TestNewClientConfig(t *testing.T) {
 		{BaseURL: "http://127.0.0.1:1", Token: "t", Backoff: -time.Second},
 	} {
 		_, err := edge.NewClient(cfg)
-		require.ErrorIs(t, err, lease.ErrInvalid, "%+v", cfg)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%+v", cfg)
 	}
 	_, err := edge.NewClient(edge.Config{BaseURL: "https://coord.example/prefix", Token: "t"})
 	require.NoError(t, err)

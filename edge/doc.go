@@ -11,10 +11,10 @@
 // an *HTTPError carrying the server's {"error": "...", "code": "..."}, which
 // matches under errors.Is by its status and code, never by its sentence:
 //
-//	409 with code lease_lost  lease.ErrLeaseLost
-//	any other 409             lease.ErrConflict
-//	404                       lease.ErrNotFound
-//	400                       lease.ErrInvalid
+//	409 with code lease_lost  edgeindex.ErrLeaseLost
+//	any other 409             edgeindex.ErrConflict
+//	404                       edgeindex.ErrNotFound
+//	400                       edgeindex.ErrInvalid
 //	401, 403                  ErrUnauthorized
 //	413                       ErrTooLarge
 //	5xx                       ErrServer

@@ -9,8 +9,8 @@ import (
 // Sentinel errors of the client, tested with errors.Is. They are the api
 // package's: a call that got an error answer returns an *HTTPError, which
 // matches the sentinel api.ErrorOf names for the answer's status and code:
-// lease.ErrLeaseLost (409 lease_lost), lease.ErrConflict (any other 409),
-// lease.ErrNotFound (404), lease.ErrInvalid (400), ErrUnauthorized (401,
+// edgeindex.ErrLeaseLost (409 lease_lost), edgeindex.ErrConflict (any other 409),
+// edgeindex.ErrNotFound (404), edgeindex.ErrInvalid (400), ErrUnauthorized (401,
 // 403), ErrTooLarge (413), ErrServer (5xx) and ErrProtocol (a status the
 // contract does not name). Nothing is told apart by the server's sentence.
 var (

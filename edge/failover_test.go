@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
@@ -103,7 +104,7 @@ func TestFailoverRetried(t *testing.T) {
 	lost := newPeer(t, http.StatusConflict)
 	cl, _ = failoverClient(t, 0, lost.url, good.url)
 	_, err = cl.Heartbeat(t.Context(), 7, 3)
-	require.ErrorIs(t, err, lease.ErrConflict)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
 	require.Equal(t, lost.url, cl.Coordinator())
 }
 

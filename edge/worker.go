@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -86,18 +87,18 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 // validate checks a WorkerConfig that has its defaults.
 func (c WorkerConfig) validate() error {
 	if c.Client == nil {
-		return lease.Invalidf("edge: Client is required")
+		return edgeindex.Invalidf("edge: Client is required")
 	}
 	if c.Handler == nil {
-		return lease.Invalidf("edge: Handler is required")
+		return edgeindex.Invalidf("edge: Handler is required")
 	}
 	for _, l := range c.Lanes {
 		if !l.Valid() {
-			return lease.Invalidf("edge: lane: history or tail, not %q", l)
+			return edgeindex.Invalidf("edge: lane: history or tail, not %q", l)
 		}
 	}
 	if c.TTL < 0 || c.Idle < 0 || c.StopTimeout < 0 {
-		return lease.Invalidf("edge: TTL, Idle and StopTimeout must not be negative")
+		return edgeindex.Invalidf("edge: TTL, Idle and StopTimeout must not be negative")
 	}
 	return nil
 }
@@ -137,7 +138,7 @@ type Worker struct {
 	noFinal atomic.Bool
 }
 
-// NewWorker returns a Worker, or an error that is lease.ErrInvalid.
+// NewWorker returns a Worker, or an error that is edgeindex.ErrInvalid.
 func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -244,7 +245,7 @@ const (
 // more may be written: it was lost, the range or group is unknown, or the
 // node itself is refused.
 func verdict(err error) bool {
-	return errors.Is(err, lease.ErrLeaseLost) || errors.Is(err, lease.ErrNotFound) || errors.Is(err, ErrUnauthorized)
+	return errors.Is(err, edgeindex.ErrLeaseLost) || errors.Is(err, edgeindex.ErrNotFound) || errors.Is(err, ErrUnauthorized)
 }
 
 // errStreamIdle is the cause of a stream cancelled for sending nothing.
@@ -404,7 +405,7 @@ func (w *Worker) fenced(l lease.Lease, err error, log *slog.Logger) (outcome, er
 		log.Error("edge: the node token was refused", "err", err)
 		return lost, err
 	}
-	if errors.Is(err, lease.ErrNotFound) {
+	if errors.Is(err, edgeindex.ErrNotFound) {
 		log.Warn("edge: the range is gone", "err", err)
 		return gone, nil
 	}
@@ -781,7 +782,7 @@ func (w *Worker) detachFinal(ctx context.Context) (context.Context, context.Canc
 // refusesFinal reports whether err is a coordinator's 400 for the "final"
 // field of a batch: one that predates final batches.
 func refusesFinal(err error) bool {
-	return errors.Is(err, lease.ErrInvalid) && strings.Contains(err.Error(), `unknown field "final"`)
+	return errors.Is(err, edgeindex.ErrInvalid) && strings.Contains(err.Error(), `unknown field "final"`)
 }
 
 // workLane leases one grant of lane and works its ranges in order until none

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
@@ -489,7 +490,7 @@ func TestNewWorkerConfig(t *testing.T) {
 		{Client: cl, Handler: &counter{}, Idle: -time.Second},
 	} {
 		_, err := edge.NewWorker(cfg)
-		require.ErrorIs(t, err, lease.ErrInvalid)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	}
 }
 

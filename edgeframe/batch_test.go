@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/edgeframe"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 func decode(t *testing.T, body string) (edgeframe.Batch, error) {
@@ -222,7 +222,7 @@ func TestSentinelsAreDistinct(t *testing.T) {
 	all := []error{
 		edgeframe.ErrFrameTooLarge, edgeframe.ErrTruncated, edgeframe.ErrCut, edgeframe.ErrUnknownType,
 		edgeframe.ErrMalformed, edgeframe.ErrAborted, edgeframe.ErrBadBatch, edgeframe.ErrTooLarge,
-		lease.ErrInvalid,
+		edgeindex.ErrInvalid,
 	}
 	for i, a := range all {
 		for j, b := range all {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/edgeframe"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 func newReader(t *testing.T, b []byte, cfg edgeframe.Config) *edgeframe.Reader {
@@ -310,7 +310,7 @@ func TestReaderPassesReadErrors(t *testing.T) {
 func TestNewReaderConfig(t *testing.T) {
 	t.Parallel()
 	_, err := edgeframe.NewReader(bytes.NewReader(nil), edgeframe.Config{MaxFrame: -1})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	require.ErrorContains(t, err, "MaxFrame")
 
 	// A limit above what the length field holds accepts any length.

@@ -7,7 +7,7 @@ import (
 	"math"
 	"unicode/utf8"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 )
 
 // Config configures a Reader. Its zero value means the defaults.
@@ -34,7 +34,7 @@ func (c Config) withDefaults() Config {
 // validate checks a Config that has its defaults.
 func (c Config) validate() error {
 	if c.MaxFrame < 0 {
-		return lease.Invalidf("edgeframe: MaxFrame must be zero (64 MiB) or positive, not %d", c.MaxFrame)
+		return edgeindex.Invalidf("edgeframe: MaxFrame must be zero (64 MiB) or positive, not %d", c.MaxFrame)
 	}
 	return nil
 }
@@ -69,7 +69,7 @@ type Reader struct {
 }
 
 // NewReader returns a Reader that decodes frames from src. It returns an
-// error that is lease.ErrInvalid when cfg is invalid.
+// error that is edgeindex.ErrInvalid when cfg is invalid.
 func NewReader(src io.Reader, cfg Config) (*Reader, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -16,7 +17,7 @@ const (
 )
 
 // ErrSnapshotOlder means a snapshot's next is older than the stored one's.
-var ErrSnapshotOlder = fmt.Errorf("snapshot is older than the stored one: %w", lease.ErrConflict)
+var ErrSnapshotOlder = fmt.Errorf("snapshot is older than the stored one: %w", edgeindex.ErrConflict)
 
 // Group is a newsgroup the coordinator indexes. An ordered group's ranges are
 // handed out only through its lanes, in article order.
@@ -31,11 +32,11 @@ type Group struct {
 // Normalize fills zero sizes with the defaults and checks the rest.
 func (g Group) Normalize() (Group, error) {
 	if g.Name == "" || len(g.Name) > 255 {
-		return g, lease.Invalidf("group: a name of 1 to 255 bytes is required")
+		return g, edgeindex.Invalidf("group: a name of 1 to 255 bytes is required")
 	}
 	for _, c := range g.Name {
 		if c <= ' ' || c == 0x7f || c == utf8.RuneError {
-			return g, lease.Invalidf("group %q: a name has no spaces, control characters or invalid UTF-8", g.Name)
+			return g, edgeindex.Invalidf("group %q: a name has no spaces, control characters or invalid UTF-8", g.Name)
 		}
 	}
 	if err := CheckGroupName(g.Name); err != nil {
@@ -48,26 +49,26 @@ func (g Group) Normalize() (Group, error) {
 		g.ChunkSize = DefaultChunkSize
 	}
 	if g.RangeSize < 1 {
-		return g, lease.Invalidf("group %q: range size %d must be at least 1", g.Name, g.RangeSize)
+		return g, edgeindex.Invalidf("group %q: range size %d must be at least 1", g.Name, g.RangeSize)
 	}
 	if g.ChunkSize < 1 {
-		return g, lease.Invalidf("group %q: chunk size %d must be at least 1", g.Name, g.ChunkSize)
+		return g, edgeindex.Invalidf("group %q: chunk size %d must be at least 1", g.Name, g.ChunkSize)
 	}
 	return g, nil
 }
 
 // Plan splits [from, to] into spans of size articles; the last may be
-// shorter. It returns an error wrapping lease.ErrInvalid when from > to,
+// shorter. It returns an error wrapping edgeindex.ErrInvalid when from > to,
 // from < 0 or size < 1.
 func Plan(from, to, size int64) ([]lease.Span, error) {
 	if from > to {
-		return nil, lease.Invalidf("range: from %d is after to %d", from, to)
+		return nil, edgeindex.Invalidf("range: from %d is after to %d", from, to)
 	}
 	if from < 0 {
-		return nil, lease.Invalidf("range: from %d is negative", from)
+		return nil, edgeindex.Invalidf("range: from %d is negative", from)
 	}
 	if size < 1 {
-		return nil, lease.Invalidf("range: size %d must be at least 1", size)
+		return nil, edgeindex.Invalidf("range: size %d must be at least 1", size)
 	}
 	return lease.Spans(from, to, size), nil
 }
@@ -95,14 +96,14 @@ type Catalog interface {
 	// AddGroup creates a group; zero sizes take the defaults. An existing
 	// name is ErrConflict.
 	AddGroup(ctx context.Context, g Group) (Group, error)
-	// Group returns the group named name, or lease.ErrNotFound.
+	// Group returns the group named name, or edgeindex.ErrNotFound.
 	Group(ctx context.Context, name string) (Group, error)
 	// Groups lists every group by id.
 	Groups(ctx context.Context) ([]Group, error)
-	// AddRanges plans and adds ranges; it refuses (lease.ErrConflict) a range
+	// AddRanges plans and adds ranges; it refuses (edgeindex.ErrConflict) a range
 	// that overlaps one the group already has, in any lane, and adds none.
 	AddRanges(ctx context.Context, nr NewRanges) ([]lease.Range, error)
-	// Range returns one range by id, or lease.ErrNotFound.
+	// Range returns one range by id, or edgeindex.ErrNotFound.
 	Range(ctx context.Context, id int64) (lease.Range, error)
 	// Ranges lists ranges by id.
 	Ranges(ctx context.Context, f RangeFilter) ([]lease.Range, error)
@@ -161,7 +162,7 @@ type Store interface {
 	// GrantLane leases a lane that is free or expired and has work;
 	// lease.ErrNoWork when none. In the same transaction it fences every
 	// range still leased under an older grant of the lane: the old holder's
-	// writes to it fail with lease.ErrLeaseLost, and Next grants it again.
+	// writes to it fail with edgeindex.ErrLeaseLost, and Next grants it again.
 	GrantLane(ctx context.Context, node string, lane lease.Lane, ttl time.Duration) (GroupLease, error)
 	// Next returns the lane's next range in article order as a range lease.
 	// A range already leased under this lane grant is handed back with its

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -17,7 +18,7 @@ func TestPlan(t *testing.T) {
 	require.Equal(t, []lease.Span{{From: 1, To: 20000}, {From: 20001, To: 40000}, {From: 40001, To: 50000}}, got)
 	for _, bad := range [][3]int64{{10, 9, 5}, {-1, 9, 5}, {1, 9, 0}, {1, 9, -3}} {
 		_, err := grouplease.Plan(bad[0], bad[1], bad[2])
-		require.ErrorIs(t, err, lease.ErrInvalid, "%v", bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%v", bad)
 	}
 }
 
@@ -29,7 +30,7 @@ func TestNormalize(t *testing.T) {
 	require.Equal(t, int64(2000), g.ChunkSize)
 	for _, bad := range []grouplease.Group{{}, {Name: "a b"}, {Name: "a\x00"}, {Name: "\xff"}, {Name: "a", RangeSize: -1}, {Name: "a", ChunkSize: -1}} {
 		_, err := bad.Normalize()
-		require.ErrorIs(t, err, lease.ErrInvalid, "%+v", bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%+v", bad)
 	}
 }
 

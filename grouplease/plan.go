@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -45,23 +46,23 @@ type GroupPlan struct {
 // count and a date for history, or a date in the future or before 1970.
 func (p GroupPlan) Check() error {
 	if !p.Tail && !p.History {
-		return lease.Invalidf("plan: name tail, history or both")
+		return edgeindex.Invalidf("plan: name tail, history or both")
 	}
 	if p.HistoryBack < 0 || p.Margin < 0 {
-		return lease.Invalidf("plan: history %d and margin %d must not be negative", p.HistoryBack, p.Margin)
+		return edgeindex.Invalidf("plan: history %d and margin %d must not be negative", p.HistoryBack, p.Margin)
 	}
 	if p.HistorySince.IsZero() {
 		return nil
 	}
 	if p.HistoryBack > 0 {
-		return lease.Invalidf("plan: history goes back an article count (%d) or to a date (%s), not both",
+		return edgeindex.Invalidf("plan: history goes back an article count (%d) or to a date (%s), not both",
 			p.HistoryBack, p.HistorySince.UTC().Format(time.RFC3339))
 	}
 	if p.HistorySince.After(time.Now()) {
-		return lease.Invalidf("plan: history since %s is in the future", p.HistorySince.UTC().Format(time.RFC3339))
+		return edgeindex.Invalidf("plan: history since %s is in the future", p.HistorySince.UTC().Format(time.RFC3339))
 	}
 	if p.HistorySince.Before(time.Unix(0, 0)) {
-		return lease.Invalidf("plan: history since %s is before 1970", p.HistorySince.UTC().Format(time.RFC3339))
+		return edgeindex.Invalidf("plan: history since %s is before 1970", p.HistorySince.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

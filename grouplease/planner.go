@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -76,10 +77,10 @@ func (c PlannerConfig) withDefaults() PlannerConfig {
 // validate checks a PlannerConfig that has its defaults.
 func (c PlannerConfig) validate() error {
 	if c.Store == nil || c.Source == nil {
-		return lease.Invalidf("planner: Store and Source are required")
+		return edgeindex.Invalidf("planner: Store and Source are required")
 	}
 	if c.Interval < 0 {
-		return lease.Invalidf("planner: Interval %s must not be negative", c.Interval)
+		return edgeindex.Invalidf("planner: Interval %s must not be negative", c.Interval)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -105,9 +106,9 @@ func TestPlannerRun(t *testing.T) {
 func TestPlannerConfig(t *testing.T) {
 	t.Parallel()
 	_, err := grouplease.NewPlanner(grouplease.PlannerConfig{})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = grouplease.NewPlanner(grouplease.PlannerConfig{Store: (*sqlstore.Store)(nil), Source: &watermarks{}, Interval: -time.Second})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }
 
 // watermarksFunc is a provider that answers with a function.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 )
 
 // A group read from a named provider is stored as NEWSGROUP@PROVIDER, and
@@ -25,12 +25,12 @@ const MaxProviderName = 32
 // or digit.
 func CheckProvider(name string) error {
 	if name == "" || len(name) > MaxProviderName {
-		return lease.Invalidf("provider %q: a name of 1 to %d bytes is required", name, MaxProviderName)
+		return edgeindex.Invalidf("provider %q: a name of 1 to %d bytes is required", name, MaxProviderName)
 	}
 	for i, c := range name {
 		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || i > 0 && (c == '-' || c == '_')
 		if !ok {
-			return lease.Invalidf("provider %q: lower-case letters, digits, - and _, starting with a letter or digit", name)
+			return edgeindex.Invalidf("provider %q: lower-case letters, digits, - and _, starting with a letter or digit", name)
 		}
 	}
 	return nil
@@ -44,10 +44,10 @@ func CheckProvider(name string) error {
 func CheckGroupName(name string) error {
 	newsgroup, provider := SplitGroup(name)
 	if newsgroup == "" {
-		return lease.Invalidf("group %q: a newsgroup name is required before any %q", name, providerSep)
+		return edgeindex.Invalidf("group %q: a newsgroup name is required before any %q", name, providerSep)
 	}
 	if strings.Contains(newsgroup, providerSep) {
-		return lease.Invalidf("group %q: a newsgroup name holds no %q; one %q may name its provider, NEWSGROUP@PROVIDER", name, providerSep, providerSep)
+		return edgeindex.Invalidf("group %q: a newsgroup name holds no %q; one %q may name its provider, NEWSGROUP@PROVIDER", name, providerSep, providerSep)
 	}
 	if strings.Contains(name, providerSep) {
 		if err := CheckProvider(provider); err != nil {

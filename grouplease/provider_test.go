@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 func TestProviderGroupRoundTrips(t *testing.T) {
@@ -29,7 +29,7 @@ func TestCheckProviderRefusesBadNames(t *testing.T) {
 	}
 	for _, bad := range []string{"", "Eweka", "-a", "_a", "a@b", "a.b", "a b", "abcdefghijklmnopqrstuvwxyz0123456789"} {
 		err := grouplease.CheckProvider(bad)
-		assert.True(t, errors.Is(err, lease.ErrInvalid), "%q: %v", bad, err)
+		assert.True(t, errors.Is(err, edgeindex.ErrInvalid), "%q: %v", bad, err)
 	}
 }
 
@@ -42,8 +42,8 @@ func TestProvidersCheckGroupNameRefusesEmptyOrAtNewsgroup(t *testing.T) {
 	}
 	for _, bad := range []string{"", "@", "@eweka", "a@b@eweka", "a@@eweka", "a@", "a@Eweka", "a@b.c"} {
 		err := grouplease.CheckGroupName(bad)
-		assert.True(t, errors.Is(err, lease.ErrInvalid), "%q: %v", bad, err)
+		assert.True(t, errors.Is(err, edgeindex.ErrInvalid), "%q: %v", bad, err)
 		_, err = grouplease.Group{Name: bad}.Normalize()
-		assert.True(t, errors.Is(err, lease.ErrInvalid), "Normalize %q: %v", bad, err)
+		assert.True(t, errors.Is(err, edgeindex.ErrInvalid), "Normalize %q: %v", bad, err)
 	}
 }

@@ -29,16 +29,16 @@ type SnapshotCheck struct {
 // never replaces the current bytes; a snapshot's next never goes back.
 type SnapshotStore interface {
 	// CheckSnapshot returns the lane's current snapshot and planned end if
-	// f holds the lane: lease.ErrLeaseLost if it does not, lease.ErrNotFound
+	// f holds the lane: edgeindex.ErrLeaseLost if it does not, edgeindex.ErrNotFound
 	// if the group has no such lane.
 	CheckSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence) (SnapshotCheck, error)
 	// PutSnapshot records s as the lane's snapshot if f holds the lane,
 	// in one transaction: ErrSnapshotOlder when s.Next is before the stored
-	// one, lease.ErrInvalid when it is below 1 or past the lane's End + 1.
+	// one, edgeindex.ErrInvalid when it is below 1 or past the lane's End + 1.
 	// The stored Token is f's.
 	PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, s SnapshotFile) error
 	// ResetSnapshot forgets the lane's snapshot, whoever holds the lane, and
-	// returns the one it forgot (nil when it had none); lease.ErrNotFound
+	// returns the one it forgot (nil when it had none); edgeindex.ErrNotFound
 	// if the group has no such lane. An operator's repair: the next upload
 	// may start anywhere again.
 	ResetSnapshot(ctx context.Context, groupID int64, lane lease.Lane) (*SnapshotFile, error)

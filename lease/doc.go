@@ -12,6 +12,7 @@
 // An expired lease is only eligible to be granted again. Until another grant
 // happens, the holder's heartbeat with the current token renews it.
 //
-// Errors are sentinels tested with errors.Is: ErrLeaseLost, ErrNotFound,
-// ErrNoWork, ErrInvalid (bad input, nothing written) and ErrConflict.
+// Errors are the edgeindex package's sentinels, tested with errors.Is:
+// ErrLeaseLost, ErrNotFound, ErrInvalid (bad input, nothing written) and
+// ErrConflict; ErrNoWork is lease's own.
 package lease

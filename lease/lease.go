@@ -5,48 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/edgeindex/edgeindex"
 )
 
-// Sentinel errors. Stores wrap them with %w; callers test them with errors.Is.
-var (
-	// ErrLeaseLost means the caller's token is not the current one, the caller
-	// is not the holder, or the range is no longer leased. Nothing was written.
-	ErrLeaseLost = errors.New("lease lost")
-	// ErrNotFound means no such range (or group, or node) exists.
-	ErrNotFound = errors.New("not found")
-	// ErrNoWork means there is nothing to grant right now.
-	ErrNoWork = errors.New("no work")
-	// ErrInvalid means an argument was malformed: from > to, an unknown lane,
-	// a size of zero or below. Nothing was written.
-	ErrInvalid = errors.New("invalid argument")
-	// ErrConflict means the request is well formed but contradicts the stored
-	// state: a range that overlaps another, finishing before next > end.
-	ErrConflict = errors.New("conflict")
-	// ErrFinished comes only with ErrLeaseLost, when the range is done and
-	// its last grant was the caller's token: the caller's own grant finished
-	// it. A retried final batch is answered as done on it (batch.Store.Put).
-	ErrFinished = errors.New("finished under this token")
-)
-
-// FinishedLost returns lost, a lease-lost error for a range the fence's own
-// grant finished, so that it is also ErrFinished; its text is lost's.
-func FinishedLost(lost error) error { return finishedError{lost} }
-
-type finishedError struct{ error }
-
-func (e finishedError) Unwrap() error        { return e.error }
-func (e finishedError) Is(target error) bool { return target == ErrFinished }
-
-// Invalidf returns an error that is ErrInvalid (for errors.Is) and whose
-// text is only the sentence saying what was wrong, fit for a 400 answer.
-func Invalidf(format string, args ...any) error {
-	return invalidError(fmt.Sprintf(format, args...))
-}
-
-type invalidError string
-
-func (e invalidError) Error() string        { return string(e) }
-func (e invalidError) Is(target error) bool { return target == ErrInvalid }
+// ErrNoWork means there is nothing to grant right now. The errors every
+// package shares (ErrInvalid, ErrLeaseLost, ...) are the edgeindex
+// package's.
+var ErrNoWork = errors.New("no work")
 
 // Lane is an ordering lane of a group: history backfill or tail for new posts.
 type Lane string
@@ -65,7 +31,7 @@ func ParseLane(s string) (Lane, error) {
 	case LaneTail:
 		return LaneTail, nil
 	}
-	return "", Invalidf("lane: history or tail, not %q", s)
+	return "", edgeindex.Invalidf("lane: history or tail, not %q", s)
 }
 
 // Valid reports whether l is history or tail.

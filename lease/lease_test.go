@@ -2,7 +2,6 @@ package lease_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -55,7 +55,7 @@ func TestParseLane(t *testing.T) {
 		require.Equal(t, want, got)
 	}
 	_, err := lease.ParseLane("x")
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	require.EqualError(t, err, `lane: history or tail, not "x"`)
 }
 
@@ -77,13 +77,6 @@ func TestLeaseJSON(t *testing.T) {
 	l.Node = ""
 	require.Equal(t, l, back)
 	require.Error(t, json.Unmarshal([]byte(`{"ttlSeconds": "x"}`), &back))
-}
-
-func TestInvalidf(t *testing.T) {
-	t.Parallel()
-	err := lease.Invalidf("from %d is after to %d", 5, 4)
-	require.True(t, errors.Is(err, lease.ErrInvalid))
-	require.EqualError(t, err, "from 5 is after to 4")
 }
 
 func ExampleSpans() {

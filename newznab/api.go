@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -151,9 +151,9 @@ func apiErrorOf(err error) *apiError {
 		return errorf(codeRequestLimit, "Request limit reached")
 	case errors.Is(err, ErrGrabLimit):
 		return errorf(codeGrabLimit, "Download limit reached")
-	case errors.Is(err, lease.ErrNotFound):
+	case errors.Is(err, edgeindex.ErrNotFound):
 		return errorf(codeNoItem, "No such item")
-	case errors.Is(err, lease.ErrInvalid):
+	case errors.Is(err, edgeindex.ErrInvalid):
 		return errorf(codeIncorrect, "Incorrect parameter")
 	}
 	return errorf(codeUnknown, "Unknown error")

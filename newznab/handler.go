@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 )
 
 // Config configures a Handler. The zero value of every field but Store
@@ -61,7 +61,7 @@ const CookieName = "edgeindex_apikey"
 // New returns a Handler over cfg.Store.
 func New(cfg Config) (*Handler, error) {
 	if cfg.Store == nil {
-		return nil, lease.Invalidf("newznab: Config.Store is required")
+		return nil, edgeindex.Invalidf("newznab: Config.Store is required")
 	}
 	cfg.Title = cmp.Or(cfg.Title, "edgeindex")
 	cfg.MaxLimit = cmp.Or(cfg.MaxLimit, 100)
@@ -77,13 +77,13 @@ func New(cfg Config) (*Handler, error) {
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
 	switch {
 	case cfg.Timeout < 0:
-		return nil, lease.Invalidf("newznab: Timeout %v must not be negative", cfg.Timeout)
+		return nil, edgeindex.Invalidf("newznab: Timeout %v must not be negative", cfg.Timeout)
 	case cfg.MaxLimit < 1 || cfg.MaxLimit > 1000:
-		return nil, lease.Invalidf("newznab: MaxLimit %d must be 1 to 1000", cfg.MaxLimit)
+		return nil, edgeindex.Invalidf("newznab: MaxLimit %d must be 1 to 1000", cfg.MaxLimit)
 	case cfg.DefaultLimit < 1 || cfg.DefaultLimit > cfg.MaxLimit:
-		return nil, lease.Invalidf("newznab: DefaultLimit %d must be 1 to MaxLimit", cfg.DefaultLimit)
+		return nil, edgeindex.Invalidf("newznab: DefaultLimit %d must be 1 to MaxLimit", cfg.DefaultLimit)
 	case cfg.MinCompletion < 1 || cfg.MinCompletion > 100:
-		return nil, lease.Invalidf("newznab: MinCompletion %d must be 1 to 100", cfg.MinCompletion)
+		return nil, edgeindex.Invalidf("newznab: MinCompletion %d must be 1 to 100", cfg.MinCompletion)
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /api", h.serveAPI)
@@ -169,7 +169,7 @@ func (h *Handler) failure(r *http.Request, what string, err error) (timedOut boo
 // internal reports whether err is none of the errors a client caused:
 // those are logged, and the client is told only that something failed.
 func internal(err error) bool {
-	for _, known := range []error{ErrBadKey, ErrSuspended, ErrRequestLimit, ErrGrabLimit, lease.ErrInvalid, lease.ErrNotFound} {
+	for _, known := range []error{ErrBadKey, ErrSuspended, ErrRequestLimit, ErrGrabLimit, edgeindex.ErrInvalid, edgeindex.ErrNotFound} {
 		if errors.Is(err, known) {
 			return false
 		}

@@ -18,7 +18,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -227,7 +227,7 @@ func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rel, err := h.cfg.Store.ReleaseByID(r.Context(), id)
-	if errors.Is(err, lease.ErrNotFound) {
+	if errors.Is(err, edgeindex.ErrNotFound) {
 		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("There is no release %d.", id))
 		return
 	}
@@ -319,7 +319,7 @@ func (h *Handler) serveNZB(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, nzb.ErrEmpty):
 		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("Release %d has nothing to download yet.", id))
-	case errors.Is(err, lease.ErrNotFound):
+	case errors.Is(err, edgeindex.ErrNotFound):
 		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("There is no release %d.", id))
 	case errors.Is(err, ErrGrabLimit):
 		h.pageFail(w, r, v, http.StatusTooManyRequests, "This key has reached its daily download limit. It can be used again after midnight UTC.")
@@ -435,7 +435,7 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, v *pageView, er
 // sentence; the deadline passing a 503; anything else is logged (failure)
 // and the user sees a short 500.
 func (h *Handler) storeFailed(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
-	if errors.Is(err, lease.ErrInvalid) {
+	if errors.Is(err, edgeindex.ErrInvalid) {
 		h.pageFail(w, r, v, http.StatusBadRequest, "The search was refused: "+cleanText(err.Error()))
 		return
 	}

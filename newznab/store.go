@@ -44,13 +44,13 @@ type Store interface {
 // Users manages the users and their keys; sqlstore implements it.
 type Users interface {
 	// AddUser adds a user; an existing name or key hash is
-	// lease.ErrConflict.
+	// edgeindex.ErrConflict.
 	AddUser(ctx context.Context, u User) error
 	// RemoveUser removes a user and its counts; an unknown name is
-	// lease.ErrNotFound.
+	// edgeindex.ErrNotFound.
 	RemoveUser(ctx context.Context, name string) error
 	// SuspendUser suspends a user (its key answers ErrSuspended) or, with
-	// false, lets it in again; an unknown name is lease.ErrNotFound.
+	// false, lets it in again; an unknown name is edgeindex.ErrNotFound.
 	SuspendUser(ctx context.Context, name string, suspended bool) error
 	// Accounts lists the users by name with their counts for the UTC day
 	// of now.

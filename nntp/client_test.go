@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
 	"github.com/edgeindex/edgeindex/overview"
@@ -122,7 +122,7 @@ func TestConfigValidate(t *testing.T) {
 	require.Equal(t, nntp.Config{Addr: "h:119"}, c, "Validate must not change its receiver")
 	for _, bad := range []nntp.Config{{}, {Addr: "h"}, {Addr: "h:1", MaxConns: -1}, {Addr: "h:1", Timeout: -1}, {Addr: "h:1", Pass: "p"}, {Addr: "h:1", StartTLS: 7}} {
 		require.ErrorIs(t, bad.Validate(), nntp.ErrBadURL, "%v", bad)
-		require.ErrorIs(t, bad.Validate(), lease.ErrInvalid, "%v: the one config sentinel", bad)
+		require.ErrorIs(t, bad.Validate(), edgeindex.ErrInvalid, "%v: the one config sentinel", bad)
 		_, err := nntp.New(bad)
 		require.ErrorIs(t, err, nntp.ErrBadURL)
 	}

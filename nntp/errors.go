@@ -4,14 +4,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
 var (
 	// ErrBadURL means a source URL, or a Config, could not be used; the
-	// error says why in one sentence. It is lease.ErrInvalid too, the one
+	// error says why in one sentence. It is edgeindex.ErrInvalid too, the one
 	// sentinel of configuration errors, under errors.Is.
 	ErrBadURL error = invalidSentinel("bad NNTP URL")
 	// ErrRefused means the server refused service in its greeting (400,
@@ -95,9 +95,9 @@ func (e chunkTooLarge) Is(target error) bool {
 	return target == ErrTooLarge || target == overview.ErrBadChunk
 }
 
-// invalidSentinel is a sentinel that matches lease.ErrInvalid as well as
+// invalidSentinel is a sentinel that matches edgeindex.ErrInvalid as well as
 // itself.
 type invalidSentinel string
 
 func (e invalidSentinel) Error() string        { return string(e) }
-func (e invalidSentinel) Is(target error) bool { return target == lease.ErrInvalid }
+func (e invalidSentinel) Is(target error) bool { return target == edgeindex.ErrInvalid }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
@@ -230,7 +231,7 @@ func (s *Source) Watermarks(ctx context.Context, group string) (low, high int64,
 // MaxConns > 1), so Watermarks never waits behind them.
 func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]byte, error) {
 	if span.From < 0 || span.From > span.To {
-		return nil, lease.Invalidf("span %d-%d: want 0 <= from <= to", span.From, span.To)
+		return nil, edgeindex.Invalidf("span %d-%d: want 0 <= from <= to", span.From, span.To)
 	}
 	if err := s.pool.reserve(ctx); err != nil {
 		return nil, fmt.Errorf("nntp: fetch %s %d-%d: %w", group, span.From, span.To, err)

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 )
 
 // Node is a worker machine known to the coordinator.
@@ -19,15 +19,15 @@ type Node struct {
 }
 
 // ValidName checks a node name: 1 to 64 bytes of letters, digits, '.', '-'
-// and '_'. It wraps lease.ErrInvalid.
+// and '_'. It wraps edgeindex.ErrInvalid.
 func ValidName(name string) error {
 	if name == "" || len(name) > 64 {
-		return lease.Invalidf("node name must be 1 to 64 characters, not %d", len(name))
+		return edgeindex.Invalidf("node name must be 1 to 64 characters, not %d", len(name))
 	}
 	for _, c := range []byte(name) {
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_'
 		if !ok {
-			return lease.Invalidf("node name %q: only letters, digits, '.', '-' and '_'", name)
+			return edgeindex.Invalidf("node name %q: only letters, digits, '.', '-' and '_'", name)
 		}
 	}
 	return nil
@@ -50,15 +50,15 @@ func HashToken(token string) []byte {
 
 // Store keeps nodes and the hashes of their tokens.
 type Store interface {
-	// AddNode adds a node with its token's hash; an existing name is lease.ErrConflict.
+	// AddNode adds a node with its token's hash; an existing name is edgeindex.ErrConflict.
 	AddNode(ctx context.Context, name string, tokenHash []byte) (Node, error)
 	// RemoveNode revokes a node; its range and lane leases go back to
-	// pending, keeping next. lease.ErrNotFound for an unknown name.
+	// pending, keeping next. edgeindex.ErrNotFound for an unknown name.
 	RemoveNode(ctx context.Context, name string) error
 	// Authenticate returns the node whose token hashes to tokenHash, and
-	// marks it seen; lease.ErrNotFound when none does.
+	// marks it seen; edgeindex.ErrNotFound when none does.
 	Authenticate(ctx context.Context, tokenHash []byte) (Node, error)
-	// Node returns the node named name, or lease.ErrNotFound.
+	// Node returns the node named name, or edgeindex.ErrNotFound.
 	Node(ctx context.Context, name string) (Node, error)
 	// Nodes lists every node by name.
 	Nodes(ctx context.Context) ([]Node, error)

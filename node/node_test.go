@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/node"
 )
 
@@ -26,7 +26,7 @@ func TestValidName(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, node.ValidName("edge-1.example_2"))
 	for _, bad := range []string{"", "a b", "a/b", "ü", string(make([]byte, 65))} {
-		require.ErrorIs(t, node.ValidName(bad), lease.ErrInvalid, "%q", bad)
+		require.ErrorIs(t, node.ValidName(bad), edgeindex.ErrInvalid, "%q", bad)
 	}
 }
 

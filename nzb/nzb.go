@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/release"
 )
 
@@ -26,8 +26,8 @@ const Prolog = `<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
 
 // ErrEmpty means the release has no file with a group and a segment: an
 // NZB needs one (the DTD says file+, group+, segment+). It wraps
-// lease.ErrNotFound: there is nothing to download.
-var ErrEmpty = fmt.Errorf("nzb: the release has no file with a group and a segment: %w", lease.ErrNotFound)
+// edgeindex.ErrNotFound: there is nothing to download.
+var ErrEmpty = fmt.Errorf("nzb: the release has no file with a group and a segment: %w", edgeindex.ErrNotFound)
 
 // Check returns ErrEmpty when Write would write nothing for r: no file of
 // it has a group and a segment. A handler calls it before it sets its

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/usenet"
@@ -121,7 +121,7 @@ func TestWriteEmpty(t *testing.T) {
 		var b bytes.Buffer
 		err := nzb.Write(&b, r)
 		require.ErrorIs(t, err, nzb.ErrEmpty, name)
-		require.ErrorIs(t, err, lease.ErrNotFound, name)
+		require.ErrorIs(t, err, edgeindex.ErrNotFound, name)
 		require.Zero(t, b.Len(), "%s: nothing written", name)
 	}
 }

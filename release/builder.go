@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/usenet"
 )
 
@@ -59,17 +59,17 @@ type Config struct {
 
 func (c *Config) validate() error {
 	if c.Store == nil {
-		return lease.Invalidf("release builder: Store is required")
+		return edgeindex.Invalidf("release builder: Store is required")
 	}
 	if c.Feed == nil {
 		f, ok := c.Store.(Feed)
 		if !ok {
-			return lease.Invalidf("release builder: Feed is required when Store is no results feed")
+			return edgeindex.Invalidf("release builder: Feed is required when Store is no results feed")
 		}
 		c.Feed = f
 	}
 	if c.Interval < 0 || c.Window < 0 || c.PageSize < 0 || c.PageSize > 10000 {
-		return lease.Invalidf("release builder: Interval %s and Window %s must not be negative, PageSize %d must be 0 to 10000",
+		return edgeindex.Invalidf("release builder: Interval %s and Window %s must not be negative, PageSize %d must be 0 to 10000",
 			c.Interval, c.Window, c.PageSize)
 	}
 	if c.Consumer == "" {

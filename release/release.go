@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/saturate"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/usenet"
 )
 
@@ -21,11 +21,11 @@ var (
 	// ErrCursorMoved means the consumer's cursor is no longer the one the
 	// page was read from: another builder consumed it. Nothing was written;
 	// read the cursor again.
-	ErrCursorMoved = fmt.Errorf("release cursor moved: %w", lease.ErrConflict)
+	ErrCursorMoved = fmt.Errorf("release cursor moved: %w", edgeindex.ErrConflict)
 	// ErrBadCursor means a listing cursor was not one a Page handed out.
-	ErrBadCursor = fmt.Errorf("bad cursor: %w", lease.ErrInvalid)
+	ErrBadCursor = fmt.Errorf("bad cursor: %w", edgeindex.ErrInvalid)
 	// ErrNotFound means no release has that id.
-	ErrNotFound = fmt.Errorf("release: %w", lease.ErrNotFound)
+	ErrNotFound = fmt.Errorf("release: %w", edgeindex.ErrNotFound)
 )
 
 // File is one file of a release: a binary (the items of one key merged
@@ -267,7 +267,7 @@ type Store interface {
 	// u.After it writes nothing and returns ErrCursorMoved.
 	PutReleases(ctx context.Context, u Update) (Applied, error)
 	// Releases pages through releases by id, without their files. An
-	// unknown group is lease.ErrNotFound.
+	// unknown group is edgeindex.ErrNotFound.
 	Releases(ctx context.Context, q Query) (Page, error)
 	// ReleaseByID returns one release with its files and their parts, or
 	// ErrNotFound. (Release is lease.Store's: a range given back.)
@@ -288,7 +288,7 @@ func CheckQuery(q Query) (Query, error) {
 		q.Limit = 100
 	}
 	if q.Limit < 0 || q.Limit > MaxQueryLimit {
-		return q, lease.Invalidf("releases: limit %d must be 1 to %d", q.Limit, MaxQueryLimit)
+		return q, edgeindex.Invalidf("releases: limit %d must be 1 to %d", q.Limit, MaxQueryLimit)
 	}
 	return q, nil
 }

@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 )
 
 // Search selects releases the way a Newznab search does. The zero Search
@@ -95,7 +95,7 @@ func SearchWords(text string) []string {
 
 // CheckSearch applies Search's defaults and bounds; stores call it. A
 // word that SearchWords would not give back as it is, too many words, or
-// a bound out of range is lease.ErrInvalid.
+// a bound out of range is edgeindex.ErrInvalid.
 func CheckSearch(q Search) (Search, error) {
 	if q.Limit == 0 {
 		q.Limit = DefaultSearchLimit
@@ -105,29 +105,29 @@ func CheckSearch(q Search) (Search, error) {
 	}
 	switch {
 	case q.Limit < 0 || q.Limit > MaxSearchLimit:
-		return q, lease.Invalidf("search: limit %d must be 1 to %d", q.Limit, MaxSearchLimit)
+		return q, edgeindex.Invalidf("search: limit %d must be 1 to %d", q.Limit, MaxSearchLimit)
 	case q.Offset < 0 || q.Offset > MaxSearchOffset:
-		return q, lease.Invalidf("search: offset %d must be 0 to %d", q.Offset, MaxSearchOffset)
+		return q, edgeindex.Invalidf("search: offset %d must be 0 to %d", q.Offset, MaxSearchOffset)
 	case q.MinCompletion < 0 || q.MinCompletion > 100:
-		return q, lease.Invalidf("search: min completion %d must be 1 to 100", q.MinCompletion)
+		return q, edgeindex.Invalidf("search: min completion %d must be 1 to 100", q.MinCompletion)
 	case q.MinBytes < 0 || q.MaxBytes < 0:
-		return q, lease.Invalidf("search: sizes must not be negative")
+		return q, edgeindex.Invalidf("search: sizes must not be negative")
 	case len(q.Words) > MaxSearchWords:
-		return q, lease.Invalidf("search: %d words, at most %d", len(q.Words), MaxSearchWords)
+		return q, edgeindex.Invalidf("search: %d words, at most %d", len(q.Words), MaxSearchWords)
 	case q.Episode != nil && (q.Episode.Season < 0 || q.Episode.Season > 9999 || q.Episode.Episode < 0 || q.Episode.Episode > 9999):
-		return q, lease.Invalidf("search: season and episode must be 0 to 9999")
+		return q, edgeindex.Invalidf("search: season and episode must be 0 to 9999")
 	}
 	for _, w := range q.Words {
 		if len(w) > MaxSearchWord {
-			return q, lease.Invalidf("search: a word of %d bytes, at most %d", len(w), MaxSearchWord)
+			return q, edgeindex.Invalidf("search: a word of %d bytes, at most %d", len(w), MaxSearchWord)
 		}
 		if ws := SearchWords(w); len(ws) != 1 || ws[0] != w {
-			return q, lease.Invalidf("search: %q is not one word of SearchWords", w)
+			return q, edgeindex.Invalidf("search: %q is not one word of SearchWords", w)
 		}
 	}
 	for _, c := range q.Categories {
 		if c < 1000 || c > 9999 {
-			return q, lease.Invalidf("search: category %d is no Newznab category", c)
+			return q, edgeindex.Invalidf("search: category %d is no Newznab category", c)
 		}
 	}
 	return q, nil

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
 	"github.com/edgeindex/edgeindex/lease"
@@ -64,10 +65,10 @@ func (c BucketConfig) withDefaults() BucketConfig {
 // validate checks a BucketConfig that has its defaults.
 func (c BucketConfig) validate() error {
 	if c.MaxBytes < 0 {
-		return lease.Invalidf("spool max bytes %d is negative", c.MaxBytes)
+		return edgeindex.Invalidf("spool max bytes %d is negative", c.MaxBytes)
 	}
 	if c.Refresh < 0 || c.Timeout < 0 {
-		return lease.Invalidf("spool refresh %s and timeout %s: want positive durations", c.Refresh, c.Timeout)
+		return edgeindex.Invalidf("spool refresh %s and timeout %s: want positive durations", c.Refresh, c.Timeout)
 	}
 	return nil
 }
@@ -143,7 +144,7 @@ func OpenBucket(ctx context.Context, store blobstore.Store, cfg BucketConfig) (*
 		return nil, err
 	}
 	if store == nil {
-		return nil, lease.Invalidf("spool: the store is nil")
+		return nil, edgeindex.Invalidf("spool: the store is nil")
 	}
 	bctx, cancel := context.WithCancel(context.Background())
 	b := &Bucket{

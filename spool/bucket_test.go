@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/internal/miniotest"
 	"github.com/edgeindex/edgeindex/lease"
@@ -95,11 +96,11 @@ func TestBucketConfig(t *testing.T) {
 	b := openBucket(t, d, spool.BucketConfig{})
 	require.Equal(t, spool.DefaultMaxBytes, b.MaxBytes())
 	_, err = spool.OpenBucket(t.Context(), d, spool.BucketConfig{MaxBytes: -1})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = spool.OpenBucket(t.Context(), d, spool.BucketConfig{Refresh: -time.Second})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = spool.OpenBucket(t.Context(), nil, spool.BucketConfig{})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }
 
 // The layout in the store, and blobs that are not the spool's: left alone

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
 
 	"github.com/edgeindex/edgeindex/lease"
@@ -20,8 +21,8 @@ import (
 // Sentinel errors of the disk spool.
 var (
 	// ErrNotFound means the spool holds no such chunk. It wraps
-	// lease.ErrNotFound, so errors.Is matches either.
-	ErrNotFound = fmt.Errorf("chunk %w", lease.ErrNotFound)
+	// edgeindex.ErrNotFound, so errors.Is matches either.
+	ErrNotFound = fmt.Errorf("chunk %w", edgeindex.ErrNotFound)
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("spool closed")
 )
@@ -37,7 +38,7 @@ const DefaultMaxBytes int64 = 2 << 30
 // spooltest.Run checks any implementation.
 //
 // Arguments: a span must have 0 <= From <= To, or the call returns an error
-// wrapping lease.ErrInvalid (Has returns false). After Close every call
+// wrapping edgeindex.ErrInvalid (Has returns false). After Close every call
 // that can fail returns ErrClosed, and Has returns false.
 type Store interface {
 	// Put stores data as the chunk of (rangeID, span), replacing any
@@ -69,7 +70,7 @@ type Store interface {
 	// WaitRoom returns nil once Size()+n <= MaxBytes(); it waits for Drop
 	// or DropChunk to free room, or returns ctx's error. It reserves
 	// nothing: concurrent callers may overshoot the bound together. An n
-	// below 0 or above MaxBytes() is an error wrapping lease.ErrInvalid.
+	// below 0 or above MaxBytes() is an error wrapping edgeindex.ErrInvalid.
 	WaitRoom(ctx context.Context, n int64) error
 	// Notify returns a channel that is closed at the next Put (or Close).
 	// Take it before checking Has, then wait on it, to miss no chunk.
@@ -95,7 +96,7 @@ func (c Config) withDefaults() Config {
 // validate checks a Config that has its defaults.
 func (c Config) validate() error {
 	if c.MaxBytes < 0 {
-		return lease.Invalidf("spool max bytes %d is negative", c.MaxBytes)
+		return edgeindex.Invalidf("spool max bytes %d is negative", c.MaxBytes)
 	}
 	return nil
 }
@@ -144,7 +145,7 @@ func Open(dir string, cfg Config) (*Disk, error) {
 		return nil, err
 	}
 	if dir == "" {
-		return nil, lease.Invalidf("spool directory is empty")
+		return nil, edgeindex.Invalidf("spool directory is empty")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("spool: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/spool/spooltest"
@@ -43,9 +44,9 @@ func TestDiskConfig(t *testing.T) {
 	require.Equal(t, int64(2<<30), d.MaxBytes())
 
 	_, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: -1})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = spool.Open("", spool.Config{})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }
 
 func TestDiskLayout(t *testing.T) {

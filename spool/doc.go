@@ -39,7 +39,7 @@
 //     keepalives, checking the lease, and giving up after a wait limit.
 //
 // Errors wrap the sentinels of this package and of package lease
-// (lease.ErrInvalid for malformed arguments); test them with errors.Is.
+// (edgeindex.ErrInvalid for malformed arguments); test them with errors.Is.
 // The conformance suite for any Store is spool/spooltest (RunStore for a
 // store that keeps no files, RunShared for one that coordinators share).
 package spool

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -56,7 +57,7 @@ func (x *index) MaxBytes() int64 { return x.max }
 // WaitRoom implements Store.
 func (x *index) WaitRoom(ctx context.Context, n int64) error {
 	if n < 0 || n > x.max {
-		return lease.Invalidf("spool: wait for room for %d bytes: want 0 to %d", n, x.max)
+		return edgeindex.Invalidf("spool: wait for room for %d bytes: want 0 to %d", n, x.max)
 	}
 	for {
 		x.mu.Lock()

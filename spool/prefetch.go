@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/internal/backoff"
@@ -109,10 +110,10 @@ func (c PrefetchConfig) withDefaults() PrefetchConfig {
 // validate checks a PrefetchConfig that has its defaults.
 func (c PrefetchConfig) validate() error {
 	if c.Source == nil || c.Spool == nil || c.Claims == nil || c.Targets == nil {
-		return lease.Invalidf("prefetch: Source, Spool, Claims and Targets are required")
+		return edgeindex.Invalidf("prefetch: Source, Spool, Claims and Targets are required")
 	}
 	if c.Concurrency < 1 || c.Lookahead < 0 || c.Attempts < 1 || c.ClaimTTL < 0 {
-		return lease.Invalidf("prefetch: Concurrency and Attempts must be at least 1, Lookahead and ClaimTTL at least 0")
+		return edgeindex.Invalidf("prefetch: Concurrency and Attempts must be at least 1, Lookahead and ClaimTTL at least 0")
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -146,7 +147,7 @@ func TestPrefetchFromNext(t *testing.T) {
 	cfg := e.config("c1")
 	cfg.Lookahead = -1 // validate refuses this
 	_, err = spool.NewPrefetcher(cfg)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	cfg = e.config("c1")
 	cfg.Targets = onlyLeased{e.store}
 	p, err := spool.NewPrefetcher(cfg)
@@ -326,7 +327,7 @@ func TestPrefetchBadChunkCountsAttempt(t *testing.T) {
 	}
 	require.True(t, e.spool.Has(id, lease.Span{From: 1, To: 10}), "the range's good chunks are stored")
 	_, err = e.store.Check(t.Context(), id, lease.Fence{Node: e.leased.Node, Token: e.leased.Token})
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "a failed range is no longer its holder's")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "a failed range is no longer its holder's")
 	_, err = p.Pass(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, int64(sqlstore.DefaultMaxAttempts), bad.Load(), "a failed range is fetched no more")

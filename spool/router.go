@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -37,7 +38,7 @@ var (
 // It needs at least one source and refuses a nil one.
 func NewRouter(sources map[string]ChunkSource) (*Router, error) {
 	if len(sources) == 0 {
-		return nil, lease.Invalidf("router: at least one source is required")
+		return nil, edgeindex.Invalidf("router: at least one source is required")
 	}
 	r := &Router{sources: make(map[string]ChunkSource, len(sources))}
 	for name, src := range sources {
@@ -47,7 +48,7 @@ func NewRouter(sources map[string]ChunkSource) (*Router, error) {
 			}
 		}
 		if src == nil {
-			return nil, lease.Invalidf("router: provider %q has no source", name)
+			return nil, edgeindex.Invalidf("router: provider %q has no source", name)
 		}
 		r.sources[name] = src
 		r.names = append(r.names, name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
@@ -140,7 +141,7 @@ func TestProvidersRouterRefusesBadProviders(t *testing.T) {
 		"nil":       {"a": nil},
 	} {
 		_, err := spool.NewRouter(sources)
-		require.ErrorIs(t, err, lease.ErrInvalid, name)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, name)
 	}
 }
 

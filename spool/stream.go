@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -93,7 +94,7 @@ func (c StreamConfig) withDefaults() StreamConfig {
 // validate checks a StreamConfig that has its defaults.
 func (c StreamConfig) validate() error {
 	if c.Spool == nil {
-		return lease.Invalidf("stream: a Spool is required")
+		return edgeindex.Invalidf("stream: a Spool is required")
 	}
 	return nil
 }

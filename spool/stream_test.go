@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -210,11 +211,11 @@ func TestStreamLeaseLost(t *testing.T) {
 	e.putAll(t, 1)
 	wait := e.run(t.Context(), spool.StreamConfig{
 		CheckEvery: time.Second,
-		Check:      func(context.Context) error { return fmt.Errorf("heartbeat: %w", lease.ErrLeaseLost) },
+		Check:      func(context.Context) error { return fmt.Errorf("heartbeat: %w", edgeindex.ErrLeaseLost) },
 	})
 	e.clock.Advance(t, 20*time.Second)
 	frames, serr, _ := wait(t)
-	require.ErrorIs(t, serr, lease.ErrLeaseLost)
+	require.ErrorIs(t, serr, edgeindex.ErrLeaseLost)
 	require.Equal(t, "K X", kinds(frames))
 	require.Contains(t, frames[1].Message, "lease lost")
 }

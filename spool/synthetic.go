@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -39,14 +40,14 @@ func (c SyntheticConfig) withDefaults() SyntheticConfig {
 // validate checks a SyntheticConfig that has its defaults.
 func (c SyntheticConfig) validate() error {
 	if c.Low < 0 || c.Low > c.High {
-		return lease.Invalidf("synthetic watermarks: want 0 <= low <= high, got %d..%d", c.Low, c.High)
+		return edgeindex.Invalidf("synthetic watermarks: want 0 <= low <= high, got %d..%d", c.Low, c.High)
 	}
 	if c.MaxSpan < 0 {
-		return lease.Invalidf("synthetic max span %d is negative", c.MaxSpan)
+		return edgeindex.Invalidf("synthetic max span %d is negative", c.MaxSpan)
 	}
 	for _, g := range c.Groups {
 		if err := checkSyntheticGroup(g); err != nil {
-			return lease.Invalidf("synthetic groups: %q: %s", g, err)
+			return edgeindex.Invalidf("synthetic groups: %q: %s", g, err)
 		}
 	}
 	return nil
@@ -137,10 +138,10 @@ func (s *Synthetic) Fetch(ctx context.Context, group string, span lease.Span) ([
 		return nil, err
 	}
 	if span.From < 0 || span.From > span.To {
-		return nil, lease.Invalidf("span %d-%d: want 0 <= from <= to", span.From, span.To)
+		return nil, edgeindex.Invalidf("span %d-%d: want 0 <= from <= to", span.From, span.To)
 	}
 	if span.To-span.From >= s.cfg.MaxSpan {
-		return nil, lease.Invalidf("span %d-%d: more than %d articles", span.From, span.To, s.cfg.MaxSpan)
+		return nil, edgeindex.Invalidf("span %d-%d: more than %d articles", span.From, span.To, s.cfg.MaxSpan)
 	}
 	var out bytes.Buffer
 	out.Grow(int(span.Len())*48 + 64)

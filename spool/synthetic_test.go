@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/spool"
@@ -177,7 +178,7 @@ func TestSyntheticWatermarks(t *testing.T) {
 		{Groups: []string{""}},
 	} {
 		_, err := spool.NewSynthetic(cfg)
-		require.ErrorIs(t, err, lease.ErrInvalid, "%+v", cfg)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%+v", cfg)
 	}
 }
 
@@ -193,7 +194,7 @@ func TestSyntheticRefuses(t *testing.T) {
 	}
 	for _, sp := range []lease.Span{{From: 5, To: 4}, {From: -1, To: 4}, {From: 1, To: 101}} {
 		_, err := src.Fetch(ctx, "a.b", sp)
-		require.ErrorIs(t, err, lease.ErrInvalid, "span %v", sp)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "span %v", sp)
 	}
 	lines := fetchAll(t, src, "a.b", lease.Span{From: 1, To: 100})
 	require.Len(t, lines, 100, "MaxSpan articles is allowed")

@@ -14,6 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -135,7 +136,7 @@ func decideGroup(group []*call[putReq, batch.Result], rows []rangeRow) *putWrite
 		c.res, c.err = batch.Result{}, nil
 		r, ok := byID[c.req.rangeID]
 		if !ok {
-			c.err = fmt.Errorf("batch: range %d: %w", c.req.rangeID, lease.ErrNotFound)
+			c.err = fmt.Errorf("batch: range %d: %w", c.req.rangeID, edgeindex.ErrNotFound)
 			continue
 		}
 		c.res, c.err = decidePut(r, c.req, &w)
@@ -173,7 +174,7 @@ func decidePut(r *rangeRow, q putReq, w *putWrites) (batch.Result, error) {
 	}
 	if q.b.From < r.Start {
 		// Not a retry of a stored batch: none starts before the range.
-		return batch.Result{}, lease.Invalidf("batch: from %d is before the range's start %d", q.b.From, r.Start)
+		return batch.Result{}, edgeindex.Invalidf("batch: from %d is before the range's start %d", q.b.From, r.Start)
 	}
 	outcome, err := batch.Classify(r.Next, r.End, q.b)
 	if err != nil {
@@ -323,11 +324,11 @@ func anys(ids []int64) []any {
 }
 
 // finalRetry answers a final batch refused by the fence with lost: when f's
-// own grant finished the range (lease.ErrFinished), the batch is the retry
+// own grant finished the range (edgeindex.ErrFinished), the batch is the retry
 // of the one that finished it, and gets Duplicate and Done; nothing is
 // written. Anything else keeps lost.
 func finalRetry(r rangeRow, b batch.Batch, res *batch.Result, lost error) error {
-	if !errors.Is(lost, lease.ErrFinished) {
+	if !errors.Is(lost, edgeindex.ErrFinished) {
 		return lost
 	}
 	if _, err := batch.Classify(r.Next, r.End, b); err != nil {
@@ -346,7 +347,7 @@ func (s *Store) Results(ctx context.Context, q batch.Query) (batch.Page, error) 
 		q.Limit = 100
 	}
 	if q.Limit < 0 || q.Limit > 10000 {
-		return batch.Page{}, lease.Invalidf("results: limit %d must be 1 to 10000", q.Limit)
+		return batch.Page{}, edgeindex.Invalidf("results: limit %d must be 1 to 10000", q.Limit)
 	}
 	afterXID, afterID, err := parseCursor(q.After)
 	if err != nil {
@@ -415,7 +416,7 @@ func (s *Store) Batches(ctx context.Context, node string, before int64, limit in
 		limit = 50
 	}
 	if limit < 0 || limit > 1000 || before < 0 {
-		return nil, lease.Invalidf("batches: limit must be 1 to 1000 and before not negative")
+		return nil, edgeindex.Invalidf("batches: limit must be 1 to 1000 and before not negative")
 	}
 	if before == 0 {
 		before = math.MaxInt64

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
@@ -59,7 +60,7 @@ func TestOptimisticPutStaleRange(t *testing.T) {
 
 	require.NoError(t, group[0].err)
 	require.True(t, group[0].res.Done)
-	require.ErrorIs(t, group[1].err, lease.ErrLeaseLost, "decided again under the lock")
+	require.ErrorIs(t, group[1].err, edgeindex.ErrLeaseLost, "decided again under the lock")
 	ra, err := s.Range(ctx, a.Range.ID)
 	require.NoError(t, err)
 	require.Equal(t, lease.StateDone, ra.State)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -42,7 +43,7 @@ func (s *Store) AddGroup(ctx context.Context, g grouplease.Group) (grouplease.Gr
 		INSERT INTO groups (name, ordered, range_size, chunk_size) VALUES (?, ?, ?, ?)
 		ON CONFLICT (name) DO NOTHING RETURNING `+groupCols), g.Name, g.Ordered, g.RangeSize, g.ChunkSize)
 	if errors.Is(err, sql.ErrNoRows) {
-		return g, fmt.Errorf("add group: %w: group %q exists", lease.ErrConflict, g.Name)
+		return g, fmt.Errorf("add group: %w: group %q exists", edgeindex.ErrConflict, g.Name)
 	}
 	if err != nil {
 		return g, fmt.Errorf("add group: %w", err)
@@ -63,7 +64,7 @@ func (s *Store) Group(ctx context.Context, name string) (grouplease.Group, error
 	var row groupRow
 	err := s.rdb.GetContext(ctx, &row, s.q("SELECT "+groupCols+" FROM groups WHERE name = ?"), name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return grouplease.Group{}, fmt.Errorf("group %q: %w", name, lease.ErrNotFound)
+		return grouplease.Group{}, fmt.Errorf("group %q: %w", name, edgeindex.ErrNotFound)
 	}
 	if err != nil {
 		return grouplease.Group{}, fmt.Errorf("group: %w", err)
@@ -95,7 +96,7 @@ func (s *Store) groupByID(ctx context.Context, q sqlx.QueryerContext, id int64) 
 	var row groupRow
 	err := sqlx.GetContext(ctx, q, &row, s.q("SELECT "+groupCols+" FROM groups WHERE id = ?"), id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return g, fmt.Errorf("group %d: %w", id, lease.ErrNotFound)
+		return g, fmt.Errorf("group %d: %w", id, edgeindex.ErrNotFound)
 	}
 	if err != nil {
 		return g, fmt.Errorf("group: %w", err)
@@ -114,7 +115,7 @@ func (s *Store) AddRanges(ctx context.Context, nr grouplease.NewRanges) ([]lease
 		return nil, fmt.Errorf("add ranges: %w", err)
 	}
 	if nr.From <= nr.To && g.RangeSize > 0 && (nr.To-nr.From)/g.RangeSize >= maxRangesPerAdd {
-		return nil, lease.Invalidf("add ranges: %d..%d would make more than %d ranges of %d", nr.From, nr.To, maxRangesPerAdd, g.RangeSize)
+		return nil, edgeindex.Invalidf("add ranges: %d..%d would make more than %d ranges of %d", nr.From, nr.To, maxRangesPerAdd, g.RangeSize)
 	}
 	spans, err := grouplease.Plan(nr.From, nr.To, g.RangeSize)
 	if err != nil {
@@ -131,7 +132,7 @@ func (s *Store) AddRanges(ctx context.Context, nr grouplease.NewRanges) ([]lease
 			WHERE group_id = ? AND start_n <= ? AND end_n >= ? ORDER BY start_n LIMIT 1`), g.ID, nr.To, nr.From)
 		if err == nil {
 			return fmt.Errorf("add ranges: %w: %d..%d overlaps range %d (%d..%d, %s lane) of %q",
-				lease.ErrConflict, nr.From, nr.To, clash.ID, clash.Start, clash.End, clash.Lane, g.Name)
+				edgeindex.ErrConflict, nr.From, nr.To, clash.ID, clash.Start, clash.End, clash.Lane, g.Name)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -139,7 +140,7 @@ func (s *Store) AddRanges(ctx context.Context, nr grouplease.NewRanges) ([]lease
 		out, err = s.insertRanges(ctx, tx, g, lane, spans, nr.Capture, false)
 		return err
 	})
-	if err != nil && !errors.Is(err, lease.ErrConflict) {
+	if err != nil && !errors.Is(err, edgeindex.ErrConflict) {
 		err = fmt.Errorf("add ranges: %w", err)
 	}
 	return out, err
@@ -148,13 +149,13 @@ func (s *Store) AddRanges(ctx context.Context, nr grouplease.NewRanges) ([]lease
 // Ranges implements grouplease.Catalog.
 func (s *Store) Ranges(ctx context.Context, f grouplease.RangeFilter) ([]lease.Range, error) {
 	if f.State != "" && !f.State.Valid() {
-		return nil, lease.Invalidf("ranges: state: pending, leased, done or failed, not %q", f.State)
+		return nil, edgeindex.Invalidf("ranges: state: pending, leased, done or failed, not %q", f.State)
 	}
 	if f.Limit == 0 {
 		f.Limit = 100
 	}
 	if f.Limit < 0 || f.Limit > 10000 {
-		return nil, lease.Invalidf("ranges: limit %d must be 1 to 10000", f.Limit)
+		return nil, edgeindex.Invalidf("ranges: limit %d must be 1 to 10000", f.Limit)
 	}
 	query := "SELECT " + rangeCols + " FROM ranges WHERE id > ?"
 	args := []any{f.After}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/jmoiron/sqlx"
@@ -30,7 +31,7 @@ var _ spool.Claims = (*Store)(nil)
 // Concurrent claims are written in groups (see committer).
 func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, owner string, ttl time.Duration) (bool, error) {
 	if owner == "" || span.From > span.To {
-		return false, lease.Invalidf("claim chunk: an owner and a span with from <= to are required")
+		return false, edgeindex.Invalidf("claim chunk: an owner and a span with from <= to are required")
 	}
 	ttlUS, err := ttlMicros(ttl)
 	if err != nil {
@@ -181,7 +182,7 @@ func (s *Store) fetchedGroup(ctx context.Context, group []*call[chunkReq, struct
 			q := c.req
 			c.err = nil
 			if !marked[chunkKey{q.rangeID, q.span.From}] {
-				c.err = fmt.Errorf("chunk fetched: range %d chunk %d: %w: %s holds no claim", q.rangeID, q.span.From, lease.ErrLeaseLost, q.owner)
+				c.err = fmt.Errorf("chunk fetched: range %d chunk %d: %w: %s holds no claim", q.rangeID, q.span.From, edgeindex.ErrLeaseLost, q.owner)
 			}
 		}
 		return nil
@@ -248,7 +249,7 @@ func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span
 		var r rangeRow
 		err := tx.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ? {forupdate}"), rangeID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("chunk corrupt: range %d: %w", rangeID, lease.ErrNotFound)
+			return fmt.Errorf("chunk corrupt: range %d: %w", rangeID, edgeindex.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("chunk corrupt: %w", err)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 var _ connlease.Store = (*Store)(nil)
@@ -53,7 +53,7 @@ const addSlotsQuery = `WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 F
 // The provider's size is stored: the first take writes it (and the slots'
 // rows, once), and a take with another size changes it only while no slot
 // of the provider is held; while one is, it fails with an error wrapping
-// lease.ErrConflict. So coordinators told different sizes for one account
+// edgeindex.ErrConflict. So coordinators told different sizes for one account
 // never hold the larger between them, and an operator resizes a budget by
 // stopping its coordinators and starting them with the new size (or
 // waiting a TTL after a crash).
@@ -62,7 +62,7 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 		return connlease.Slot{}, false, err
 	}
 	if size < 1 || size > connlease.MaxSize {
-		return connlease.Slot{}, false, lease.Invalidf("take slot: size %d: want 1 to %d", size, connlease.MaxSize)
+		return connlease.Slot{}, false, edgeindex.Invalidf("take slot: size %d: want 1 to %d", size, connlease.MaxSize)
 	}
 	ttlUS, err := ttlMicros(ttl)
 	if err != nil {
@@ -103,7 +103,7 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 			}
 			if held > 0 {
 				return fmt.Errorf("take slot: the connection budget of %q is %d connections (%d held), not this coordinator's %d; "+
-					"stop its coordinators to change it: %w", provider, cur, held, size, lease.ErrConflict)
+					"stop its coordinators to change it: %w", provider, cur, held, size, edgeindex.ErrConflict)
 			}
 			if _, err := tx.ExecContext(ctx, s.q("UPDATE conn_budgets SET size = ? WHERE provider = ?"), size, provider); err != nil {
 				return fmt.Errorf("take slot: resize the budget: %w", err)
@@ -162,10 +162,10 @@ func (s *Store) want(ctx context.Context, tx *sqlx.Tx, provider, holder string, 
 // the last within (by the store's clock), by holder.
 func (s *Store) Demand(ctx context.Context, provider string, within time.Duration) ([]connlease.Holding, error) {
 	if len(provider) > maxProvider {
-		return nil, lease.Invalidf("demand: a provider name of at most %d bytes is required", maxProvider)
+		return nil, edgeindex.Invalidf("demand: a provider name of at most %d bytes is required", maxProvider)
 	}
 	if within < 0 || within > wantsKept {
-		return nil, lease.Invalidf("demand: within %s: want 0 to %s", within, wantsKept)
+		return nil, edgeindex.Invalidf("demand: within %s: want 0 to %s", within, wantsKept)
 	}
 	now := s.now()
 	var rows []connlease.Holding
@@ -249,7 +249,7 @@ func (s *Store) Slots(ctx context.Context) ([]connlease.Slot, error) {
 
 func checkSlotArgs(provider, holder string) error {
 	if holder == "" || len(holder) > maxProvider || len(provider) > maxProvider {
-		return lease.Invalidf("slot: a holder of 1 to %d bytes and a provider name of at most %d are required", maxProvider, maxProvider)
+		return edgeindex.Invalidf("slot: a holder of 1 to %d bytes and a provider name of at most %d are required", maxProvider, maxProvider)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/saturate"
 	"github.com/edgeindex/edgeindex/lease"
@@ -48,10 +49,10 @@ const headOf = "SELECT " + rangeCols + ` FROM ranges WHERE group_id = ? AND lane
 // GrantLane implements grouplease.Store.
 func (s *Store) GrantLane(ctx context.Context, node string, lane lease.Lane, ttl time.Duration) (grouplease.GroupLease, error) {
 	if node == "" {
-		return grouplease.GroupLease{}, lease.Invalidf("grant lane: a node name is required")
+		return grouplease.GroupLease{}, edgeindex.Invalidf("grant lane: a node name is required")
 	}
 	if !lane.Valid() {
-		return grouplease.GroupLease{}, lease.Invalidf("lane: history or tail, not %q", lane)
+		return grouplease.GroupLease{}, edgeindex.Invalidf("lane: history or tail, not %q", lane)
 	}
 	ttlUS, err := ttlMicros(ttl)
 	if err != nil {
@@ -123,11 +124,11 @@ func (s *Store) skipLockedOf(alias string) string {
 func (s *Store) lockLane(ctx context.Context, tx *sqlx.Tx, op string, groupID int64, lane lease.Lane, f lease.Fence) (laneRow, error) {
 	var l laneRow
 	if !lane.Valid() {
-		return l, lease.Invalidf("lane: history or tail, not %q", lane)
+		return l, edgeindex.Invalidf("lane: history or tail, not %q", lane)
 	}
 	err := tx.GetContext(ctx, &l, s.q("SELECT "+laneCols+" FROM lanes WHERE group_id = ? AND lane = ? {forupdate}"), groupID, string(lane))
 	if errors.Is(err, sql.ErrNoRows) {
-		return l, fmt.Errorf("%s: group %d has no %s lane: %w", op, groupID, lane, lease.ErrNotFound)
+		return l, fmt.Errorf("%s: group %d has no %s lane: %w", op, groupID, lane, edgeindex.ErrNotFound)
 	}
 	if err != nil {
 		return l, fmt.Errorf("%s: %w", op, err)
@@ -139,7 +140,7 @@ func (s *Store) lockLane(ctx context.Context, tx *sqlx.Tx, op string, groupID in
 		} else if l.Node.Valid {
 			why = fmt.Sprintf("token %d is not the current %d", f.Token, l.Token)
 		}
-		return l, fmt.Errorf("%s: group %d %s lane: %w: %s", op, groupID, lane, lease.ErrLeaseLost, why)
+		return l, fmt.Errorf("%s: group %d %s lane: %w: %s", op, groupID, lane, edgeindex.ErrLeaseLost, why)
 	}
 	return l, nil
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
 )
 
@@ -56,14 +56,14 @@ func (s *Store) AddNode(ctx context.Context, name string, tokenHash []byte) (nod
 		return node.Node{}, err
 	}
 	if len(tokenHash) == 0 {
-		return node.Node{}, lease.Invalidf("add node: a token hash is required")
+		return node.Node{}, edgeindex.Invalidf("add node: a token hash is required")
 	}
 	now := s.nowMicros()
 	var r nodeRow
 	err := s.db.GetContext(ctx, &r, s.q(`INSERT INTO nodes (name, token_hash, created_us, last_seen_us) VALUES (?, ?, ?, ?)
 		ON CONFLICT DO NOTHING RETURNING name, created_us, last_seen_us`), name, tokenHash, now, now)
 	if errors.Is(err, sql.ErrNoRows) {
-		return node.Node{}, fmt.Errorf("add node: %w: node %q exists", lease.ErrConflict, name)
+		return node.Node{}, fmt.Errorf("add node: %w: node %q exists", edgeindex.ErrConflict, name)
 	}
 	if err != nil {
 		return node.Node{}, fmt.Errorf("add node: %w", err)
@@ -80,7 +80,7 @@ func (s *Store) RemoveNode(ctx context.Context, name string) error {
 			return fmt.Errorf("remove node: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("remove node %q: %w", name, lease.ErrNotFound)
+			return fmt.Errorf("remove node %q: %w", name, edgeindex.ErrNotFound)
 		}
 		// Lanes before ranges, the order lane grants lock them in, so the
 		// two never deadlock on PostgreSQL.
@@ -126,7 +126,7 @@ func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, 
 	var r nodeRow
 	err := s.rdb.GetContext(ctx, &r, s.q("SELECT name, created_us, last_seen_us FROM nodes WHERE token_hash = ?"), tokenHash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return node.Node{}, fmt.Errorf("authenticate: %w: unknown token", lease.ErrNotFound)
+		return node.Node{}, fmt.Errorf("authenticate: %w: unknown token", edgeindex.ErrNotFound)
 	}
 	if err != nil {
 		return node.Node{}, fmt.Errorf("authenticate: %w", err)
@@ -166,7 +166,7 @@ func (s *Store) Node(ctx context.Context, name string) (node.Node, error) {
 	var r nodeRow
 	err := s.rdb.GetContext(ctx, &r, s.q("SELECT name, created_us, last_seen_us FROM nodes WHERE name = ?"), name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return node.Node{}, fmt.Errorf("node %q: %w", name, lease.ErrNotFound)
+		return node.Node{}, fmt.Errorf("node %q: %w", name, edgeindex.ErrNotFound)
 	}
 	if err != nil {
 		return node.Node{}, fmt.Errorf("node: %w", err)

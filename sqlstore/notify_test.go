@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/lease"
@@ -82,7 +83,7 @@ func TestListenChunks(t *testing.T) {
 	}, 30*time.Second, time.Millisecond, "a coordinator hears its own chunks too")
 
 	span2 := lease.Span{From: 11, To: 20}
-	require.ErrorIs(t, a.ChunkFetched(ctx, id, span2, "coord-a"), lease.ErrLeaseLost, "no claim: nothing marked")
+	require.ErrorIs(t, a.ChunkFetched(ctx, id, span2, "coord-a"), edgeindex.ErrLeaseLost, "no claim: nothing marked")
 	ok, err = b.ClaimChunk(ctx, id, span2, "coord-b", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)

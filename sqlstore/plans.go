@@ -10,6 +10,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -163,7 +164,7 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 // PlanRanges implements grouplease.PlanStore.
 func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) (grouplease.Planned, error) {
 	if low < 0 || high < 0 || low > grouplease.MaxArticle || high > grouplease.MaxArticle {
-		return grouplease.Planned{}, lease.Invalidf("plan ranges: watermarks %d..%d must be 0 to %d", low, high, grouplease.MaxArticle)
+		return grouplease.Planned{}, edgeindex.Invalidf("plan ranges: watermarks %d..%d must be 0 to %d", low, high, grouplease.MaxArticle)
 	}
 	g, err := s.groupByID(ctx, s.rdb, groupID)
 	if err != nil {
@@ -269,10 +270,10 @@ func (s *Store) historyTarget(ctx context.Context, tx *sqlx.Tx, g grouplease.Gro
 // SetHistoryStart implements grouplease.PlanStore.
 func (s *Store) SetHistoryStart(ctx context.Context, groupID int64, since time.Time, p grouplease.DatePoint) error {
 	if since.IsZero() {
-		return lease.Invalidf("set history start: no date")
+		return edgeindex.Invalidf("set history start: no date")
 	}
 	if p.Article < 1 || p.Article > grouplease.MaxArticle+1 {
-		return lease.Invalidf("set history start: article %d must be 1 to %d", p.Article, grouplease.MaxArticle+1)
+		return edgeindex.Invalidf("set history start: article %d must be 1 to %d", p.Article, grouplease.MaxArticle+1)
 	}
 	var date sql.NullInt64
 	if !p.Date.IsZero() {
@@ -434,7 +435,7 @@ func (s *Store) lockPlan(ctx context.Context, tx *sqlx.Tx, g grouplease.Group) (
 	}
 	err := tx.GetContext(ctx, &p, s.q("SELECT "+planCols+" FROM plans WHERE group_id = ?"), g.ID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return p, fmt.Errorf("group %q has no plan: %w", g.Name, lease.ErrNotFound)
+		return p, fmt.Errorf("group %q has no plan: %w", g.Name, edgeindex.ErrNotFound)
 	}
 	return p, err
 }

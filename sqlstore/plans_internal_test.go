@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // TestTrust is the rule that decides how much of a GROUP reply planning
@@ -98,7 +98,7 @@ func TestHighJump(t *testing.T) {
 	require.Equal(t, grouplease.MaxArticle, open(Config{PlanAhead: math.MaxInt}).highJump(g), "no overflow")
 
 	_, err := Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "db"), Config{HighJump: -1})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 
 	// A store with a bound of its own holds a jump past it.
 	s := open(Config{HighJump: 50})

@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -69,7 +70,7 @@ func (s *Store) toLease(ctx context.Context, q sqlx.QueryerContext, r rangeRow, 
 // ranges as there are callers and gives one to each.
 func (s *Store) Grant(ctx context.Context, node string, ttl time.Duration) (lease.Lease, error) {
 	if node == "" {
-		return lease.Lease{}, lease.Invalidf("grant: a node name is required")
+		return lease.Lease{}, edgeindex.Invalidf("grant: a node name is required")
 	}
 	ttlUS, err := ttlMicros(ttl)
 	if err != nil {
@@ -251,14 +252,14 @@ func (s *Store) fenceError(ctx context.Context, q sqlx.QueryerContext, op string
 
 // heldRange reads range rangeID, its SELECT ending in lock ("" or
 // " {forupdate}" in a transaction that writes it), and checks that f holds
-// it. Its errors start with op and wrap lease.ErrNotFound or
-// lease.ErrLeaseLost.
+// it. Its errors start with op and wrap edgeindex.ErrNotFound or
+// edgeindex.ErrLeaseLost.
 func (s *Store) heldRange(ctx context.Context, q sqlx.QueryerContext, op string, rangeID int64, f lease.Fence, lock string) (rangeRow, error) {
 	var r rangeRow
 	err := sqlx.GetContext(ctx, q, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ?"+lock), rangeID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return r, fmt.Errorf("%s: range %d: %w", op, rangeID, lease.ErrNotFound)
+		return r, fmt.Errorf("%s: range %d: %w", op, rangeID, edgeindex.ErrNotFound)
 	case err != nil:
 		return r, fmt.Errorf("%s: %w", op, err)
 	case !r.held(f):
@@ -276,10 +277,10 @@ func leaseLost(op string, r rangeRow, f lease.Fence) error {
 	default:
 		why = fmt.Sprintf("token %d is not the current %d", f.Token, r.Token)
 	}
-	err := fmt.Errorf("%s: range %d: %w: %s", op, r.ID, lease.ErrLeaseLost, why)
+	err := fmt.Errorf("%s: range %d: %w: %s", op, r.ID, edgeindex.ErrLeaseLost, why)
 	if r.State == string(lease.StateDone) && r.Token == f.Token {
 		// A token is granted once and a finish keeps it: f's grant finished it.
-		err = lease.FinishedLost(err)
+		err = edgeindex.FinishedLost(err)
 	}
 	return err
 }
@@ -326,7 +327,7 @@ func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error 
 			if err := tx.QueryRowxContext(ctx, s.q("SELECT next_n, end_n FROM ranges WHERE id = ?"), rangeID).Scan(&next, &end); err != nil {
 				return fmt.Errorf("finish: %w", err)
 			}
-			return fmt.Errorf("finish: range %d: %w: the batches reach %d but the range ends at %d", rangeID, lease.ErrConflict, next-1, end)
+			return fmt.Errorf("finish: range %d: %w: the batches reach %d but the range ends at %d", rangeID, edgeindex.ErrConflict, next-1, end)
 		}
 		if err != nil {
 			return fmt.Errorf("finish: %w", err)
@@ -381,7 +382,7 @@ func (s *Store) Corrupt(ctx context.Context, rangeID int64, f lease.Fence, from 
 			return err
 		}
 		if !lease.IsChunkStart(r.Start, r.End, g.ChunkSize, from) {
-			return lease.Invalidf("corrupt: %d is not the start of a chunk of range %d (%d..%d, chunks of %d)",
+			return edgeindex.Invalidf("corrupt: %d is not the start of a chunk of range %d (%d..%d, chunks of %d)",
 				from, rangeID, r.Start, r.End, g.ChunkSize)
 		}
 		if reason == "" {
@@ -405,7 +406,7 @@ func (s *Store) Check(ctx context.Context, rangeID int64, f lease.Fence) (lease.
 	var r rangeRow
 	err := s.db.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ?"), rangeID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return lease.Lease{}, fmt.Errorf("check: range %d: %w", rangeID, lease.ErrNotFound)
+		return lease.Lease{}, fmt.Errorf("check: range %d: %w", rangeID, edgeindex.ErrNotFound)
 	}
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("check: %w", err)
@@ -416,12 +417,12 @@ func (s *Store) Check(ctx context.Context, rangeID int64, f lease.Fence) (lease.
 	return s.toLease(ctx, s.db, r, 0) // the TTL is not stored per range
 }
 
-// Range returns one range by id, or lease.ErrNotFound.
+// Range returns one range by id, or edgeindex.ErrNotFound.
 func (s *Store) Range(ctx context.Context, id int64) (lease.Range, error) {
 	var r rangeRow
 	err := s.rdb.GetContext(ctx, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ?"), id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return lease.Range{}, fmt.Errorf("range %d: %w", id, lease.ErrNotFound)
+		return lease.Range{}, fmt.Errorf("range %d: %w", id, edgeindex.ErrNotFound)
 	}
 	if err != nil {
 		return lease.Range{}, fmt.Errorf("range: %w", err)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/usenet"
 )
@@ -96,14 +96,14 @@ func (s *Store) ReleaseCursor(ctx context.Context, consumer string) (release.Cur
 func (s *Store) PutReleases(ctx context.Context, u release.Update) (release.Applied, error) {
 	var applied release.Applied
 	if u.Consumer == "" || u.Window < 0 || u.Items < len(u.Files) {
-		return applied, lease.Invalidf("releases: an update needs a consumer, a window of 0 or more, and items for its %d files", len(u.Files))
+		return applied, edgeindex.Invalidf("releases: an update needs a consumer, a window of 0 or more, and items for its %d files", len(u.Files))
 	}
 	if _, _, err := parseCursor(u.Next); err != nil || u.Next == "" {
-		return applied, lease.Invalidf("releases: next %q is no feed cursor", u.Next)
+		return applied, edgeindex.Invalidf("releases: next %q is no feed cursor", u.Next)
 	}
 	for i, f := range u.Files {
 		if f.Key == "" || f.Date.IsZero() {
-			return applied, lease.Invalidf("releases: file %d has no key or no date", i)
+			return applied, edgeindex.Invalidf("releases: file %d has no key or no date", i)
 		}
 	}
 	now := s.nowMicros()
@@ -569,10 +569,10 @@ func (s *Store) Releases(ctx context.Context, q release.Query) (release.Page, er
 // knownNewsgroup returns nil when the catalog has the group, or the
 // newsgroup as read from a named provider (NEWSGROUP@PROVIDER): a
 // release's groups are newsgroups, whichever providers they were read
-// from. Otherwise it returns an error wrapping lease.ErrNotFound.
+// from. Otherwise it returns an error wrapping edgeindex.ErrNotFound.
 func (s *Store) knownNewsgroup(ctx context.Context, name string) error {
 	_, err := s.Group(ctx, name)
-	if !errors.Is(err, lease.ErrNotFound) {
+	if !errors.Is(err, edgeindex.ErrNotFound) {
 		return err
 	}
 	var n int

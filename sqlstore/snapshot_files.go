@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -50,7 +51,7 @@ func (s *Store) CheckSnapshot(ctx context.Context, groupID int64, lane lease.Lan
 // PutSnapshot implements grouplease.SnapshotStore.
 func (s *Store) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane, f lease.Fence, snap grouplease.SnapshotFile) error {
 	if snap.Next < 1 || snap.Size < 0 || snap.File == "" {
-		return lease.Invalidf("snapshot: next %d must be at least 1, size %d not negative, and a file named", snap.Next, snap.Size)
+		return edgeindex.Invalidf("snapshot: next %d must be at least 1, size %d not negative, and a file named", snap.Next, snap.Size)
 	}
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
 		l, err := s.lockLane(ctx, tx, "put snapshot", groupID, lane, f)
@@ -62,7 +63,7 @@ func (s *Store) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane,
 			return fmt.Errorf("put snapshot: %w", err)
 		}
 		if snap.Next > cur.End+1 {
-			return lease.Invalidf("next %d is past the end of the lane's last planned range + 1 (%d)", snap.Next, cur.End+1)
+			return edgeindex.Invalidf("next %d is past the end of the lane's last planned range + 1 (%d)", snap.Next, cur.End+1)
 		}
 		if cur.Current != nil && snap.Next < cur.Current.Next {
 			return fmt.Errorf("put snapshot: %w: next %d is before the stored %d", grouplease.ErrSnapshotOlder, snap.Next, cur.Current.Next)
@@ -79,14 +80,14 @@ func (s *Store) PutSnapshot(ctx context.Context, groupID int64, lane lease.Lane,
 // ResetSnapshot implements grouplease.SnapshotStore.
 func (s *Store) ResetSnapshot(ctx context.Context, groupID int64, lane lease.Lane) (*grouplease.SnapshotFile, error) {
 	if !lane.Valid() {
-		return nil, lease.Invalidf("lane: history or tail, not %q", lane)
+		return nil, edgeindex.Invalidf("lane: history or tail, not %q", lane)
 	}
 	var out *grouplease.SnapshotFile
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		var l laneRow
 		err := tx.GetContext(ctx, &l, s.q("SELECT "+laneCols+" FROM lanes WHERE group_id = ? AND lane = ? {forupdate}"), groupID, string(lane))
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("reset snapshot: group %d has no %s lane: %w", groupID, lane, lease.ErrNotFound)
+			return fmt.Errorf("reset snapshot: group %d has no %s lane: %w", groupID, lane, edgeindex.ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("reset snapshot: %w", err)

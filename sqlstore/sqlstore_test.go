@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -108,7 +109,7 @@ func TestOpenBadInput(t *testing.T) {
 		require.ErrorIs(t, err, sqlstore.ErrUnsupportedURL, url)
 	}
 	_, err := sqlstore.Open(t.Context(), "sqlite://"+t.TempDir()+"/x.db", sqlstore.Config{MaxAttempts: -1})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = sqlstore.Open(t.Context(), "postgres://u:secret@127.0.0.1:1/db?connect_timeout=1&sslmode=disable", sqlstore.Config{})
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "secret", "errors never show a password")

@@ -21,6 +21,7 @@ import (
 	_ "github.com/lib/pq"  // the "postgres" driver
 	_ "modernc.org/sqlite" // the "sqlite" driver, pure Go
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -117,11 +118,11 @@ func (c Config) withDefaults() Config {
 // validate checks a Config that has its defaults.
 func (c Config) validate() error {
 	if c.MaxAttempts < 1 || c.RepairTries < 1 || c.RepairDelay < 0 || c.PlanAhead < 1 {
-		return lease.Invalidf("sqlstore: MaxAttempts %d, RepairTries %d and PlanAhead %d must be at least 1, RepairDelay %s not negative",
+		return edgeindex.Invalidf("sqlstore: MaxAttempts %d, RepairTries %d and PlanAhead %d must be at least 1, RepairDelay %s not negative",
 			c.MaxAttempts, c.RepairTries, c.PlanAhead, c.RepairDelay)
 	}
 	if c.HighJump < 0 || c.RetryDelay < 0 {
-		return lease.Invalidf("sqlstore: HighJump %d and RetryDelay %s must not be negative", c.HighJump, c.RetryDelay)
+		return edgeindex.Invalidf("sqlstore: HighJump %d and RetryDelay %s must not be negative", c.HighJump, c.RetryDelay)
 	}
 	return nil
 }
@@ -502,7 +503,7 @@ func fromMicros(us sql.NullInt64) time.Time {
 
 func ttlMicros(ttl time.Duration) (int64, error) {
 	if ttl <= 0 {
-		return 0, lease.Invalidf("ttl %s must be positive", ttl)
+		return 0, edgeindex.Invalidf("ttl %s must be positive", ttl)
 	}
 	return ttl.Microseconds(), nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -51,11 +51,11 @@ func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 // or has a space or an unprintable character.
 func checkUserName(name string) error {
 	if name == "" || len(name) > MaxUserName || !utf8.ValidString(name) {
-		return lease.Invalidf("user name %q must be 1 to %d bytes of UTF-8", name, MaxUserName)
+		return edgeindex.Invalidf("user name %q must be 1 to %d bytes of UTF-8", name, MaxUserName)
 	}
 	for _, r := range name {
 		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
-			return lease.Invalidf("user name %q must be printable, without spaces", name)
+			return edgeindex.Invalidf("user name %q must be printable, without spaces", name)
 		}
 	}
 	return nil
@@ -65,11 +65,11 @@ func checkUserName(name string) error {
 // hex digits.
 func checkKeyHash(h string) error {
 	if len(h) != 64 {
-		return lease.Invalidf("key hash must be 64 hex digits, not %d bytes", len(h))
+		return edgeindex.Invalidf("key hash must be 64 hex digits, not %d bytes", len(h))
 	}
 	for _, c := range []byte(h) {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return lease.Invalidf("key hash must be 64 lower case hex digits")
+			return edgeindex.Invalidf("key hash must be 64 lower case hex digits")
 		}
 	}
 	return nil
@@ -84,7 +84,7 @@ func (s *Store) AddUser(ctx context.Context, u newznab.User) error {
 		return err
 	}
 	if u.RequestLimit < 0 || u.GrabLimit < 0 {
-		return lease.Invalidf("user %q: limits %d and %d must not be negative", u.Name, u.RequestLimit, u.GrabLimit)
+		return edgeindex.Invalidf("user %q: limits %d and %d must not be negative", u.Name, u.RequestLimit, u.GrabLimit)
 	}
 	// DO NOTHING on either unique key (the name, the hash): no row
 	// written is a conflict, even between two adds racing.
@@ -96,7 +96,7 @@ func (s *Store) AddUser(ctx context.Context, u newznab.User) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("add user %q: %w", u.Name, err)
 	} else if n == 0 {
-		return fmt.Errorf("add user %q: %w: the name or the key is taken", u.Name, lease.ErrConflict)
+		return fmt.Errorf("add user %q: %w: the name or the key is taken", u.Name, edgeindex.ErrConflict)
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (s *Store) oneUser(res sql.Result, err error) func(name, what string) error
 			return fmt.Errorf("%s user %q: %w", what, name, err)
 		}
 		if n == 0 {
-			return fmt.Errorf("%s user %q: %w", what, name, lease.ErrNotFound)
+			return fmt.Errorf("%s user %q: %w", what, name, edgeindex.ErrNotFound)
 		}
 		return nil
 	}

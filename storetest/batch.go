@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -41,9 +42,9 @@ func testBatchRules(t *testing.T, e *env) {
 		require.ErrorIs(t, err, c.want, name)
 	}
 	_, err = put(batch.Batch{From: 1011, To: 1020})
-	require.ErrorIs(t, err, lease.ErrConflict, "a gap is a conflict")
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "a gap is a conflict")
 	_, err = put(batch.Batch{From: 1010, To: 1100})
-	require.ErrorIs(t, err, lease.ErrInvalid, "a malformed batch is invalid")
+	require.ErrorIs(t, err, edgeindex.ErrInvalid, "a malformed batch is invalid")
 
 	r := e.get(t, id)
 	require.Equal(t, int64(1010), r.Next, "refused batches change nothing")
@@ -96,12 +97,12 @@ func testResultsFeed(t *testing.T, e *env) {
 
 	for _, bad := range []string{"x", "1.", ".1", "-1.2", "1.2.3"} {
 		_, err := e.Results(e.ctx, batch.Query{After: bad})
-		require.ErrorIs(t, err, lease.ErrInvalid, bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, bad)
 	}
 	_, err := e.Results(e.ctx, batch.Query{Limit: -1})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = e.Results(e.ctx, batch.Query{Group: "nope"})
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 }
 
 func (e *env) feed(t *testing.T, group string, limit, want int) []batch.Stored {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -28,7 +29,7 @@ func testChunkClaims(t *testing.T, e *env) {
 
 	e.clock.Advance(2 * time.Minute)
 	require.True(t, claim(c1, "coord-b"), "an expired claim goes to the next asker")
-	require.ErrorIs(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"), lease.ErrLeaseLost)
+	require.ErrorIs(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"), edgeindex.ErrLeaseLost)
 	require.NoError(t, e.ChunkFetched(e.ctx, id, c1, "coord-b"))
 	e.clock.Advance(30 * time.Second)
 	require.False(t, claim(c1, "coord-a"), "a fetched chunk is not fetched again while its claim holds")
@@ -42,9 +43,9 @@ func testChunkClaims(t *testing.T, e *env) {
 	require.True(t, claim(c1, "coord-b"))
 
 	_, err = e.ClaimChunk(e.ctx, id, lease.Span{From: 5, To: 4}, "x", time.Minute)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = e.ClaimChunk(e.ctx, id, c1, "", time.Minute)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }
 
 // A coordinator asks to claim only a chunk its spool lacks. A claim of
@@ -61,7 +62,7 @@ func testChunkClaimOfAnotherOwner(t *testing.T, e *env) {
 	require.False(t, claim("coord-b"), "a fetched chunk is not fetched again before its claim expires")
 	e.clock.Advance(2 * time.Second)
 	require.True(t, claim("coord-b"), "an expired claim goes to the next asker, fetched or not")
-	require.ErrorIs(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"), lease.ErrLeaseLost, "the old owner holds no claim")
+	require.ErrorIs(t, e.ChunkFetched(e.ctx, id, c1, "coord-a"), edgeindex.ErrLeaseLost, "the old owner holds no claim")
 	require.False(t, claim("coord-a"), "the new claim holds")
 	require.NoError(t, e.ChunkFetched(e.ctx, id, c1, "coord-b"))
 	require.True(t, claim("coord-b"), "an owner may claim again a chunk it fetched: its copy was lost")

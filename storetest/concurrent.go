@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -154,8 +155,8 @@ func RunFencingRace(t *testing.T, open Open) {
 	require.Equal(t, 1, n, "exactly one worker wins an expired range")
 
 	_, err = e.Put(e.ctx, paused.Range.ID, fence(paused), batch.Batch{From: 1, To: 10, Items: []batch.Item{{Key: "late"}}})
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
-	require.ErrorIs(t, e.Finish(e.ctx, paused.Range.ID, fence(paused)), lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
+	require.ErrorIs(t, e.Finish(e.ctx, paused.Range.ID, fence(paused)), edgeindex.ErrLeaseLost)
 	_, err = e.Put(e.ctx, winner.Range.ID, fence(winner), batch.Batch{From: 1, To: 10, Items: []batch.Item{{Key: "ok"}}})
 	require.NoError(t, err)
 	stored := e.feed(t, "", 10, 1)

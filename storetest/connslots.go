@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // A provider's budget hands out slots 0 to size−1, lowest free first, and
@@ -52,11 +52,11 @@ func testConnSlotsTake(t *testing.T, e *env) {
 	require.Greater(t, s.Token, held[1].Token, "tokens rise with every take")
 
 	_, _, err = e.TakeSlot(e.ctx, "eweka", 0, "c1", ttl)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, _, err = e.TakeSlot(e.ctx, "eweka", 1, "", ttl)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, _, err = e.TakeSlot(e.ctx, "eweka", 1, "c1", 0)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }
 
 // A lease that runs out goes to the next taker with a higher token; the
@@ -153,11 +153,11 @@ func testConnSlotsSize(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	_, _, err = e.TakeSlot(e.ctx, "eweka", 4, "b", ttl)
-	require.ErrorIs(t, err, lease.ErrConflict, "a larger size while a slot is held")
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "a larger size while a slot is held")
 	require.ErrorContains(t, err, "is 2 connections")
 	require.ErrorContains(t, err, "coordinator's 4")
 	_, _, err = e.TakeSlot(e.ctx, "eweka", 1, "b", ttl)
-	require.ErrorIs(t, err, lease.ErrConflict, "a smaller size while a slot is held")
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "a smaller size while a slot is held")
 	sizes, err := e.BudgetSizes(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, []connlease.BudgetSize{{Provider: "eweka", Size: 2}}, sizes)
@@ -171,7 +171,7 @@ func testConnSlotsSize(t *testing.T, e *env) {
 
 	require.NoError(t, e.ReleaseSlot(e.ctx, a))
 	_, _, err = e.TakeSlot(e.ctx, "eweka", 3, "c", ttl)
-	require.ErrorIs(t, err, lease.ErrConflict, "one slot is still held")
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "one slot is still held")
 	e.clock.Advance(ttl + time.Second) // b runs out
 	var got []int
 	for _, h := range []string{"c", "d", "e"} {
@@ -182,7 +182,7 @@ func testConnSlotsSize(t *testing.T, e *env) {
 	}
 	require.Equal(t, []int{0, 1, 2}, got)
 	_, _, err = e.TakeSlot(e.ctx, "eweka", 2, "f", ttl)
-	require.ErrorIs(t, err, lease.ErrConflict)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
 	_, err = e.RenewSlot(e.ctx, b, ttl)
 	require.ErrorIs(t, err, connlease.ErrLost)
 	sizes, err = e.BudgetSizes(e.ctx)
@@ -238,5 +238,5 @@ func testConnSlotsDemand(t *testing.T, e *env) {
 	require.Empty(t, demand(time.Second), "leases run out and wants grown old count for nothing")
 
 	_, err = e.Demand(e.ctx, "eweka", -time.Second)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -75,24 +76,24 @@ func laneFenceScenario(t *testing.T, e *env, group string, h lease.Lane, newHold
 	// Every write of A on its range is refused and changes nothing.
 	fa := fence(la)
 	_, err = e.Put(e.ctx, la.Range.ID, fa, batch.Batch{From: 151, To: 200, Headers: 50, Items: items(group + "-late")})
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "batch")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "batch")
 	_, err = e.Put(e.ctx, la.Range.ID, fa, batch.Batch{From: 101, To: 150, Headers: 50, Items: items(group + "-a1")})
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "a retried batch")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "a retried batch")
 	_, err = e.Heartbeat(e.ctx, la.Range.ID, fa, ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "heartbeat")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "heartbeat")
 	_, err = e.Check(e.ctx, la.Range.ID, fa)
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "check")
-	require.ErrorIs(t, e.Finish(e.ctx, la.Range.ID, fa), lease.ErrLeaseLost, "finish")
-	require.ErrorIs(t, e.Release(e.ctx, la.Range.ID, fa), lease.ErrLeaseLost, "release")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "check")
+	require.ErrorIs(t, e.Finish(e.ctx, la.Range.ID, fa), edgeindex.ErrLeaseLost, "finish")
+	require.ErrorIs(t, e.Release(e.ctx, la.Range.ID, fa), edgeindex.ErrLeaseLost, "release")
 	_, err = e.Corrupt(e.ctx, la.Range.ID, fa, 151, "bad")
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "corrupt")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "corrupt")
 	// And so is every lane call of A's grant; its release frees nothing.
 	_, err = e.Next(e.ctx, g.ID, h, laneFence(ga), ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "next")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "next")
 	_, err = e.HeartbeatLane(e.ctx, g.ID, h, laneFence(ga), ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "heartbeat lane")
-	require.ErrorIs(t, e.ReleaseLane(e.ctx, g.ID, h, laneFence(ga)), lease.ErrLeaseLost, "release lane")
-	require.ErrorIs(t, e.PutSnapshot(e.ctx, g.ID, h, laneFence(ga), grouplease.SnapshotFile{Snapshot: grouplease.Snapshot{Next: 151}, File: "x"}), lease.ErrLeaseLost, "snapshot")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "heartbeat lane")
+	require.ErrorIs(t, e.ReleaseLane(e.ctx, g.ID, h, laneFence(ga)), edgeindex.ErrLeaseLost, "release lane")
+	require.ErrorIs(t, e.PutSnapshot(e.ctx, g.ID, h, laneFence(ga), grouplease.SnapshotFile{Snapshot: grouplease.Snapshot{Next: 151}, File: "x"}), edgeindex.ErrLeaseLost, "snapshot")
 
 	r := e.get(t, la.Range.ID)
 	require.NotEqual(t, lease.StateDone, r.State)
@@ -204,7 +205,7 @@ func testLaneFenceRace(t *testing.T, e *env) {
 		eg.Go(func() error {
 			<-start
 			finErr = e.Finish(e.ctx, l.Range.ID, fence(l))
-			if finErr != nil && !errors.Is(finErr, lease.ErrLeaseLost) {
+			if finErr != nil && !errors.Is(finErr, edgeindex.ErrLeaseLost) {
 				return fmt.Errorf("finish: %w", finErr)
 			}
 			return nil

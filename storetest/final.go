@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -20,7 +21,7 @@ func testFinalBatch(t *testing.T, e *env) {
 
 	_, err := e.Put(e.ctx, id, f, batch.Batch{From: 1, To: 50, Headers: 40, Items: items("x"), Final: true})
 	require.ErrorIs(t, err, batch.ErrMalformed, "a final batch short of the end")
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	r := e.get(t, id)
 	require.Equal(t, lease.StateLeased, r.State)
 	require.Equal(t, int64(1), r.Next, "a refused final batch stores nothing")
@@ -43,13 +44,13 @@ func testFinalBatch(t *testing.T, e *env) {
 	require.Equal(t, batch.Result{Next: 101, Duplicate: true, Done: true}, res)
 	require.Len(t, e.feed(t, "g", 100, 2), 2, "a retry stores nothing")
 	_, err = e.Put(e.ctx, id, f, batch.Batch{From: 51, To: 100, Headers: 45})
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "a batch that is not final gets what it always got")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "a batch that is not final gets what it always got")
 	_, err = e.Put(e.ctx, id, lease.Fence{Node: f.Node, Token: f.Token - 1}, last)
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "an older token did not finish it")
-	require.ErrorIs(t, e.Finish(e.ctx, id, f), lease.ErrLeaseLost, "finished already")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "an older token did not finish it")
+	require.ErrorIs(t, e.Finish(e.ctx, id, f), edgeindex.ErrLeaseLost, "finished already")
 	_, err = e.Check(e.ctx, id, f)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
-	require.ErrorIs(t, err, lease.ErrFinished, "the lease check says f's grant finished it")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrFinished, "the lease check says f's grant finished it")
 
 	lanes, err := e.Lanes(e.ctx, "g")
 	require.NoError(t, err)
@@ -74,8 +75,8 @@ func testFinalBatchFences(t *testing.T, e *env) {
 
 	final := batch.Batch{From: 1, To: 100, Headers: 100, Final: true}
 	_, err = e.Put(e.ctx, a.Range.ID, fence(a), final)
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "the stale holder")
-	require.NotErrorIs(t, err, lease.ErrFinished)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "the stale holder")
+	require.NotErrorIs(t, err, edgeindex.ErrFinished)
 	require.Equal(t, lease.StateLeased, e.get(t, a.Range.ID).State)
 
 	res, err := e.Put(e.ctx, b.Range.ID, fence(b), final)
@@ -86,6 +87,6 @@ func testFinalBatchFences(t *testing.T, e *env) {
 	require.Equal(t, int64(100), r.Headers, "a duplicate counts no headers")
 
 	_, err = e.Put(e.ctx, a.Range.ID, fence(a), final)
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "the stale holder, once the range is done")
-	require.NotErrorIs(t, err, lease.ErrFinished)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "the stale holder, once the range is done")
+	require.NotErrorIs(t, err, edgeindex.ErrFinished)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
@@ -18,7 +19,7 @@ func testFleetReads(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, "edge-1", got.Name)
 	_, err = e.Node(e.ctx, "nope")
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 
 	e.group(t, "g", false)
 	e.ranges(t, "g", 1, 300, lease.LaneHistory)
@@ -52,5 +53,5 @@ func testFleetReads(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Empty(t, none)
 	_, err = e.Batches(e.ctx, "edge-1", -1, 0)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }

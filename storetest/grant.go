@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -78,14 +79,14 @@ func testExpiryAndRegrant(t *testing.T, e *env) {
 
 	// a woke up: every write is refused and changes nothing.
 	_, err = e.Heartbeat(e.ctx, a.Range.ID, fence(a), ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 	_, err = e.Put(e.ctx, a.Range.ID, fence(a), batch.Batch{From: 31, To: 40, Items: items("late")})
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 	require.Equal(t, int64(31), e.get(t, a.Range.ID).Next)
 
 	// A's token even with b's name is refused: the token fences too.
 	_, err = e.Heartbeat(e.ctx, a.Range.ID, lease.Fence{Node: "b", Token: a.Token}, ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 }
 
 func testFencing(t *testing.T, e *env) {
@@ -100,15 +101,15 @@ func testFencing(t *testing.T, e *env) {
 	}
 	for _, f := range stale {
 		_, err := e.Heartbeat(e.ctx, id, f, ttl)
-		require.ErrorIs(t, err, lease.ErrLeaseLost)
+		require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 		_, err = e.Check(e.ctx, id, f)
-		require.ErrorIs(t, err, lease.ErrLeaseLost)
+		require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 		_, err = e.Put(e.ctx, id, f, batch.Batch{From: 1, To: 100, Headers: 1, Items: items("x")})
-		require.ErrorIs(t, err, lease.ErrLeaseLost)
-		require.ErrorIs(t, e.Finish(e.ctx, id, f), lease.ErrLeaseLost)
-		require.ErrorIs(t, e.Release(e.ctx, id, f), lease.ErrLeaseLost)
+		require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
+		require.ErrorIs(t, e.Finish(e.ctx, id, f), edgeindex.ErrLeaseLost)
+		require.ErrorIs(t, e.Release(e.ctx, id, f), edgeindex.ErrLeaseLost)
 		_, err = e.Corrupt(e.ctx, id, f, 1, "bad")
-		require.ErrorIs(t, err, lease.ErrLeaseLost)
+		require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 	}
 	r := e.get(t, id)
 	require.Equal(t, lease.StateLeased, r.State)
@@ -127,10 +128,10 @@ func testFencing(t *testing.T, e *env) {
 		e.Finish(e.ctx, 999999, fence(l)),
 		e.Release(e.ctx, 999999, fence(l)),
 	} {
-		require.ErrorIs(t, missing, lease.ErrNotFound)
+		require.ErrorIs(t, missing, edgeindex.ErrNotFound)
 	}
 	_, err = e.Heartbeat(e.ctx, id, fence(l), -time.Second)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }
 
 func testFinish(t *testing.T, e *env) {
@@ -140,7 +141,7 @@ func testFinish(t *testing.T, e *env) {
 	_, err := e.Put(e.ctx, l.Range.ID, fence(l), batch.Batch{From: 1, To: 50, Headers: 40, Items: items("x")})
 	require.NoError(t, err)
 	err = e.Finish(e.ctx, l.Range.ID, fence(l))
-	require.ErrorIs(t, err, lease.ErrConflict)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
 	require.ErrorContains(t, err, "reach 50")
 	require.ErrorContains(t, err, "ends at 100")
 	require.Equal(t, lease.StateLeased, e.get(t, l.Range.ID).State)
@@ -152,7 +153,7 @@ func testFinish(t *testing.T, e *env) {
 	require.Equal(t, lease.StateDone, r.State)
 	require.Equal(t, int64(101), r.Next)
 	require.Equal(t, int64(85), r.Headers)
-	require.ErrorIs(t, e.Finish(e.ctx, l.Range.ID, fence(l)), lease.ErrLeaseLost, "finishing twice")
+	require.ErrorIs(t, e.Finish(e.ctx, l.Range.ID, fence(l)), edgeindex.ErrLeaseLost, "finishing twice")
 
 	lanes, err := e.Lanes(e.ctx, "g")
 	require.NoError(t, err)
@@ -174,7 +175,7 @@ func testRelease(t *testing.T, e *env) {
 	require.Equal(t, lease.StatePending, r.State)
 	require.Zero(t, r.Attempts)
 	require.Equal(t, int64(21), r.Next)
-	require.ErrorIs(t, e.Release(e.ctx, a.Range.ID, fence(a)), lease.ErrLeaseLost)
+	require.ErrorIs(t, e.Release(e.ctx, a.Range.ID, fence(a)), edgeindex.ErrLeaseLost)
 
 	b := e.grant(t, "b") // at once: a released range needs no expiry
 	require.Equal(t, a.Range.ID, b.Range.ID)
@@ -188,7 +189,7 @@ func testCorrupt(t *testing.T, e *env) {
 	l := e.grant(t, "a")
 	for _, from := range []int64{0, 2, 15, 101} {
 		_, err := e.Corrupt(e.ctx, l.Range.ID, fence(l), from, "bad gzip")
-		require.ErrorIs(t, err, lease.ErrInvalid, "from %d", from)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "from %d", from)
 	}
 	require.Equal(t, lease.StateLeased, e.get(t, l.Range.ID).State, "a refused report changes nothing")
 	_, err := e.Put(e.ctx, l.Range.ID, fence(l), batch.Batch{From: 1, To: 20, Headers: 20})
@@ -223,5 +224,5 @@ func testCorrupt(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Zero(t, n, "retry touches only failed ranges")
 	_, err = e.Retry(e.ctx, "nope")
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 }

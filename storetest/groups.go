@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -18,13 +19,13 @@ func testGroupAdd(t *testing.T, e *env) {
 	require.NotZero(t, g.ID)
 
 	_, err = e.AddGroup(e.ctx, grouplease.Group{Name: "alt.binaries.test", Ordered: true})
-	require.ErrorIs(t, err, lease.ErrConflict)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
 
 	got, err := e.Group(e.ctx, "alt.binaries.test")
 	require.NoError(t, err)
 	require.Equal(t, g, got)
 	_, err = e.Group(e.ctx, "no.such.group")
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 
 	for _, bad := range []grouplease.Group{
 		{Name: ""},
@@ -37,10 +38,10 @@ func testGroupAdd(t *testing.T, e *env) {
 		{Name: "x", ChunkSize: -5},
 	} {
 		_, err := e.AddGroup(e.ctx, bad)
-		require.ErrorIs(t, err, lease.ErrInvalid, "%+v", bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%+v", bad)
 	}
 	_, err = e.Group(e.ctx, "x")
-	require.ErrorIs(t, err, lease.ErrNotFound, "a refused group is not half-added")
+	require.ErrorIs(t, err, edgeindex.ErrNotFound, "a refused group is not half-added")
 }
 
 func testRangeAdd(t *testing.T, e *env) {
@@ -69,7 +70,7 @@ func testRangeAdd(t *testing.T, e *env) {
 	// Overlaps are refused whole, in any lane, and add nothing.
 	for _, span := range []lease.Span{{From: big - 10, To: big}, {From: big + 49_999, To: big + 60_000}, {From: big + 100, To: big + 200}, {From: big - 5, To: big + 60_000}} {
 		_, err := e.AddRanges(e.ctx, grouplease.NewRanges{Group: "a.b.c", From: span.From, To: span.To, Lane: lease.LaneTail})
-		require.ErrorIs(t, err, lease.ErrConflict, "%v", span)
+		require.ErrorIs(t, err, edgeindex.ErrConflict, "%v", span)
 	}
 	all, err := e.Ranges(e.ctx, grouplease.RangeFilter{Group: "a.b.c"})
 	require.NoError(t, err)
@@ -85,20 +86,20 @@ func testRangeAddBadInput(t *testing.T, e *env) {
 		"too many":      {Group: "g", From: 0, To: 1 << 62},
 	} {
 		_, err := e.AddRanges(e.ctx, nr)
-		require.ErrorIs(t, err, lease.ErrInvalid, name)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, name)
 	}
 	_, err := e.AddRanges(e.ctx, grouplease.NewRanges{Group: "nope", From: 1, To: 9})
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	all, err := e.Ranges(e.ctx, grouplease.RangeFilter{})
 	require.NoError(t, err)
 	require.Empty(t, all, "bad input writes nothing")
 
 	_, err = e.Grant(e.ctx, "n", 0)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = e.Grant(e.ctx, "", ttl)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = e.Ranges(e.ctx, grouplease.RangeFilter{State: "sleeping"})
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }
 
 func testRangesList(t *testing.T, e *env) {
@@ -127,5 +128,5 @@ func testRangesList(t *testing.T, e *env) {
 	require.Len(t, leased, 1)
 	require.Equal(t, l.Range.ID, leased[0].ID)
 	_, err = e.Range(e.ctx, 123456)
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -33,7 +34,7 @@ func testLaneGrant(t *testing.T, e *env) {
 	_, err = e.GrantLane(e.ctx, "a", lease.LaneTail, ttl)
 	require.ErrorIs(t, err, lease.ErrNoWork, "the tail lane has no ranges")
 	_, err = e.GrantLane(e.ctx, "a", "sideways", ttl)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 
 	gl := e.grantLane(t, "a", lease.LaneHistory)
 	require.Equal(t, grouplease.GroupRef{ID: g.ID, Name: "ordered"}, gl.Group)
@@ -49,15 +50,15 @@ func testLaneGrant(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, e.clock.Now().Add(ttl), exp)
 	_, err = e.HeartbeatLane(e.ctx, g.ID, lease.LaneHistory, lease.Fence{Node: "b", Token: gl.Token}, ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 	_, err = e.HeartbeatLane(e.ctx, g.ID, lease.LaneTail, laneFence(gl), ttl)
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 
 	e.clock.Advance(ttl + time.Second)
 	gb := e.grantLane(t, "b", lease.LaneHistory)
 	require.Greater(t, gb.Token, gl.Token, "an expired lane goes to the next asker, with a greater token")
 	_, err = e.HeartbeatLane(e.ctx, g.ID, lease.LaneHistory, laneFence(gl), ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 
 	lanes, err := e.Lanes(e.ctx, "ordered")
 	require.NoError(t, err)
@@ -93,9 +94,9 @@ func testLaneNext(t *testing.T, e *env) {
 	}
 	require.Equal(t, []int64{1, 101, 200, 300}, starts, "ranges in article order")
 	_, err := e.Next(e.ctx, g.ID, lease.LaneHistory, lease.Fence{Node: "b", Token: gl.Token}, ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 	_, err = e.Next(e.ctx, g.ID+1000, lease.LaneHistory, f, ttl)
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 
 	lanes, err := e.Lanes(e.ctx, "o")
 	require.NoError(t, err)
@@ -118,7 +119,7 @@ func testLaneChangesHands(t *testing.T, e *env) {
 	// Release: the range in progress goes back; the next holder resumes it.
 	require.NoError(t, e.ReleaseLane(e.ctx, g.ID, lease.LaneTail, laneFence(ga)))
 	require.Equal(t, lease.StatePending, e.get(t, la.Range.ID).State)
-	require.ErrorIs(t, e.ReleaseLane(e.ctx, g.ID, lease.LaneTail, laneFence(ga)), lease.ErrLeaseLost)
+	require.ErrorIs(t, e.ReleaseLane(e.ctx, g.ID, lease.LaneTail, laneFence(ga)), edgeindex.ErrLeaseLost)
 
 	gb := e.grantLane(t, "a", lease.LaneTail) // even the same node gets a new grant
 	require.Equal(t, int64(41), gb.Next)
@@ -128,7 +129,7 @@ func testLaneChangesHands(t *testing.T, e *env) {
 	require.Equal(t, int64(41), lb.Range.Next)
 	require.Greater(t, lb.Token, la.Token, "a new token")
 	_, err = e.Put(e.ctx, la.Range.ID, fence(la), batch.Batch{From: 41, To: 50})
-	require.ErrorIs(t, err, lease.ErrLeaseLost, "the old grant is fenced")
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "the old grant is fenced")
 
 	// Expiry: c takes the lane while b's range lease is still unexpired;
 	// c's next grants that range again and b is fenced.
@@ -142,9 +143,9 @@ func testLaneChangesHands(t *testing.T, e *env) {
 	require.Equal(t, lb.Range.ID, lc.Range.ID)
 	require.Greater(t, lc.Token, lb.Token)
 	_, err = e.Heartbeat(e.ctx, lb.Range.ID, fence(lb), ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 	_, err = e.Next(e.ctx, g.ID, lease.LaneTail, laneFence(gb), ttl)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 }
 
 func testLaneFailedHead(t *testing.T, e *env) {

@@ -17,6 +17,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -383,15 +384,15 @@ func classify(err error) errCode {
 	switch {
 	case err == nil:
 		return errNone
-	case errors.Is(err, lease.ErrLeaseLost):
+	case errors.Is(err, edgeindex.ErrLeaseLost):
 		return errLost
 	case errors.Is(err, lease.ErrNoWork):
 		return errNoWork
-	case errors.Is(err, lease.ErrNotFound):
+	case errors.Is(err, edgeindex.ErrNotFound):
 		return errNotFound
-	case errors.Is(err, lease.ErrInvalid):
+	case errors.Is(err, edgeindex.ErrInvalid):
 		return errInvalid
-	case errors.Is(err, lease.ErrConflict):
+	case errors.Is(err, edgeindex.ErrConflict):
 		return errConflict
 	}
 	return errOther

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -175,19 +176,19 @@ func testPlanAhead(t *testing.T, e *env) {
 func testPlanBadInput(t *testing.T, e *env) {
 	e.group(t, "g", false)
 	for _, p := range []grouplease.GroupPlan{{}, {Tail: true, Margin: -1}, {History: true, HistoryBack: -5}} {
-		require.ErrorIs(t, e.SetPlan(e.ctx, "g", p), lease.ErrInvalid, "%+v", p)
+		require.ErrorIs(t, e.SetPlan(e.ctx, "g", p), edgeindex.ErrInvalid, "%+v", p)
 	}
-	require.ErrorIs(t, e.SetPlan(e.ctx, "nope", grouplease.GroupPlan{Tail: true}), lease.ErrNotFound)
+	require.ErrorIs(t, e.SetPlan(e.ctx, "nope", grouplease.GroupPlan{Tail: true}), edgeindex.ErrNotFound)
 	g, err := e.Group(e.ctx, "g")
 	require.NoError(t, err)
 	_, err = e.PlanRanges(e.ctx, g.ID, 1, 100)
-	require.ErrorIs(t, err, lease.ErrNotFound, "a group without a plan")
+	require.ErrorIs(t, err, edgeindex.ErrNotFound, "a group without a plan")
 	_, err = e.PlanRanges(e.ctx, g.ID+1000, 1, 100)
-	require.ErrorIs(t, err, lease.ErrNotFound, "no such group")
+	require.ErrorIs(t, err, edgeindex.ErrNotFound, "no such group")
 	require.NoError(t, e.SetPlan(e.ctx, "g", grouplease.GroupPlan{Tail: true}))
 	for _, w := range [][2]int64{{-1, 100}, {1, -5}, {1, math.MaxInt64}, {math.MaxInt64, math.MaxInt64}} {
 		_, err = e.PlanRanges(e.ctx, g.ID, w[0], w[1])
-		require.ErrorIs(t, err, lease.ErrInvalid, "a provider's garbage watermarks %v", w)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "a provider's garbage watermarks %v", w)
 	}
 	// A range size near int64's end plans one range, not an overflow.
 	huge, err := e.AddGroup(e.ctx, grouplease.Group{Name: "huge", RangeSize: math.MaxInt64})
@@ -330,7 +331,7 @@ func testRepairOrderedAndExpired(t *testing.T, e *env) {
 
 	// A stale holder's batch on a repair range changes nothing.
 	_, err = e.Put(e.ctx, r.Range.ID, lease.Fence{Node: "b", Token: r.Token + 1}, batch.Batch{From: 50, To: 50})
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 	require.Equal(t, grouplease.Missing{Repairing: 1, Lost: 1}, e.planOf(t, g.ID).Missing)
 
 	// A repair range that fails counts one try.

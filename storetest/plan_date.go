@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -121,17 +122,17 @@ func testBackfillHistoryDateBadInput(t *testing.T, e *env) {
 		{History: true, HistorySince: time.Now().Add(time.Hour)},
 		{History: true, HistorySince: time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)},
 	} {
-		require.ErrorIs(t, e.SetPlan(e.ctx, "g", p), lease.ErrInvalid, "%+v", p)
+		require.ErrorIs(t, e.SetPlan(e.ctx, "g", p), edgeindex.ErrInvalid, "%+v", p)
 	}
 	for _, p := range []grouplease.DatePoint{{Article: 0}, {Article: -3}, {Article: grouplease.MaxArticle + 2}} {
-		require.ErrorIs(t, e.SetHistoryStart(e.ctx, g.ID, since, p), lease.ErrInvalid, "%+v", p)
+		require.ErrorIs(t, e.SetHistoryStart(e.ctx, g.ID, since, p), edgeindex.ErrInvalid, "%+v", p)
 	}
-	require.ErrorIs(t, e.SetHistoryStart(e.ctx, g.ID, time.Time{}, grouplease.DatePoint{Article: 1}), lease.ErrInvalid)
-	require.ErrorIs(t, e.SetHistoryStart(e.ctx, g.ID+1000, since, grouplease.DatePoint{Article: 1}), lease.ErrNotFound)
+	require.ErrorIs(t, e.SetHistoryStart(e.ctx, g.ID, time.Time{}, grouplease.DatePoint{Article: 1}), edgeindex.ErrInvalid)
+	require.ErrorIs(t, e.SetHistoryStart(e.ctx, g.ID+1000, since, grouplease.DatePoint{Article: 1}), edgeindex.ErrNotFound)
 	e.group(t, "unplanned", false)
 	u, err := e.Group(e.ctx, "unplanned")
 	require.NoError(t, err)
-	require.ErrorIs(t, e.SetHistoryStart(e.ctx, u.ID, since, grouplease.DatePoint{Article: 1}), lease.ErrNotFound)
+	require.ErrorIs(t, e.SetHistoryStart(e.ctx, u.ID, since, grouplease.DatePoint{Article: 1}), edgeindex.ErrNotFound)
 	st := e.planOf(t, g.ID)
 	require.True(t, since.Equal(st.HistorySince), "refused calls change nothing")
 	require.Zero(t, st.HistoryFrom)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -336,8 +337,8 @@ func testPlanReset(t *testing.T, e *env) {
 	require.Equal(t, grouplease.Missing{Lost: 2}, e.planOf(t, g.ID).Missing)
 
 	_, err = e.ResetPlan(e.ctx, "nope")
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	e.group(t, "unplanned", false)
 	_, err = e.ResetPlan(e.ctx, "unplanned")
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
 )
 
@@ -49,6 +49,6 @@ func testProvidersReleasesByNewsgroup(t *testing.T, e *env) {
 	}
 	for _, g := range []string{"alt.binaries.prov", "alt.binaries.provXders", newsgroup + "@", newsgroup + "@c"} {
 		_, err := rs.Releases(e.ctx, release.Query{Group: g})
-		require.ErrorIs(t, err, lease.ErrNotFound, g)
+		require.ErrorIs(t, err, edgeindex.ErrNotFound, g)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
@@ -255,7 +256,7 @@ func testReleasesExactlyOnce(t *testing.T, e *env) {
 			Parts: []usenet.Part{{N: 1, MessageID: "<m>", Bytes: 1}}}}}
 	_, err := rs.PutReleases(e.ctx, stale)
 	require.ErrorIs(t, err, release.ErrCursorMoved)
-	require.ErrorIs(t, err, lease.ErrConflict)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
 	p, err := rs.Releases(e.ctx, release.Query{})
 	require.NoError(t, err)
 	require.Empty(t, p.Releases, "a refused page writes nothing")
@@ -334,17 +335,17 @@ func testReleasesBadInput(t *testing.T, e *env) {
 	for _, bad := range []string{"x", "-1", "1.2"} {
 		_, err := rs.Releases(e.ctx, release.Query{After: bad})
 		require.ErrorIs(t, err, release.ErrBadCursor, bad)
-		require.ErrorIs(t, err, lease.ErrInvalid, bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, bad)
 	}
 	for _, limit := range []int{-1, release.MaxQueryLimit + 1} {
 		_, err := rs.Releases(e.ctx, release.Query{Limit: limit})
-		require.ErrorIs(t, err, lease.ErrInvalid)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	}
 	_, err := rs.Releases(e.ctx, release.Query{Group: "no.such.group"})
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	_, err = rs.ReleaseByID(e.ctx, 12345)
 	require.ErrorIs(t, err, release.ErrNotFound)
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	day := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 	good := release.File{Key: "k", Date: day, Total: 1, Parts: []usenet.Part{{N: 1, MessageID: "<m>"}}}
 	// A file that names no feed items keeps its parts in the store.
@@ -372,6 +373,6 @@ func testReleasesBadInput(t *testing.T, e *env) {
 		"negative wind": {Consumer: "c", Next: "0.1", Items: 1, Window: -1, Files: []release.File{good}},
 	} {
 		_, err := rs.PutReleases(e.ctx, u)
-		require.ErrorIs(t, err, lease.ErrInvalid, name)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, name)
 	}
 }

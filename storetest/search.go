@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/release"
 )
 
@@ -378,7 +378,7 @@ func testSearchHostileNames(t *testing.T, e *env) {
 	}
 }
 
-// testSearchBadQueries: each bad query is lease.ErrInvalid and changes
+// testSearchBadQueries: each bad query is edgeindex.ErrInvalid and changes
 // nothing.
 func testSearchBadQueries(t *testing.T, e *env) {
 	ss := searcher(t, e)
@@ -414,7 +414,7 @@ func testSearchBadQueries(t *testing.T, e *env) {
 		"episode":        {Episode: &release.Episode{Season: 1, Episode: 10000}},
 	} {
 		_, err := ss.SearchReleases(e.ctx, q)
-		require.ErrorIs(t, err, lease.ErrInvalid, name)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, name)
 	}
 	names, f := search(t, e, ss, release.Search{Words: []string{"good"}})
 	require.Equal(t, []string{"Good.Release"}, names, "bad queries changed nothing")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -26,13 +27,13 @@ func testSnapshots(t *testing.T, e *env) {
 	require.NoError(t, put(f, 51, 120, "b"), "the same point again")
 	err = put(f, 50, 1, "c")
 	require.ErrorIs(t, err, grouplease.ErrSnapshotOlder)
-	require.ErrorIs(t, err, lease.ErrConflict)
-	require.ErrorIs(t, put(lease.Fence{Node: "b", Token: gl.Token}, 90, 1, "d"), lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
+	require.ErrorIs(t, put(lease.Fence{Node: "b", Token: gl.Token}, 90, 1, "d"), edgeindex.ErrLeaseLost)
 	for _, bad := range []struct {
 		next int64
 		file string
 	}{{0, "e"}, {-1, "e"}, {102, "e"}, {math.MaxInt64, "e"}, {60, ""}} {
-		require.ErrorIs(t, put(f, bad.next, 1, bad.file), lease.ErrInvalid, "%+v", bad)
+		require.ErrorIs(t, put(f, bad.next, 1, bad.file), edgeindex.ErrInvalid, "%+v", bad)
 	}
 	require.NoError(t, put(f, 101, 7, "end"), "up to the lane's planned end + 1")
 	chk, err = e.CheckSnapshot(e.ctx, g.ID, lease.LaneHistory, f)
@@ -42,7 +43,7 @@ func testSnapshots(t *testing.T, e *env) {
 
 	require.NoError(t, e.ReleaseLane(e.ctx, g.ID, lease.LaneHistory, f))
 	_, err = e.CheckSnapshot(e.ctx, g.ID, lease.LaneHistory, f)
-	require.ErrorIs(t, err, lease.ErrLeaseLost)
+	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 	gb := e.grantLane(t, "b", lease.LaneHistory)
 	require.Equal(t, &want.Snapshot, gb.Snapshot, "the next holder gets the snapshot")
 
@@ -59,7 +60,7 @@ func testSnapshots(t *testing.T, e *env) {
 	require.NoError(t, e.PutSnapshot(e.ctx, g.ID, lease.LaneHistory, laneFence(gb),
 		grouplease.SnapshotFile{Snapshot: grouplease.Snapshot{Next: 1}, File: "f"}), "after a reset any next goes")
 	_, err = e.ResetSnapshot(e.ctx, g.ID, lease.LaneTail)
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	_, err = e.ResetSnapshot(e.ctx, g.ID, "sideways")
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -53,9 +53,9 @@ func testUsersManage(t *testing.T, e *env) {
 	bob := e.addUser(t, us, "bob@example.test", 0, 0)
 
 	err := us.AddUser(e.ctx, newznab.User{Name: "alice", KeyHash: newznab.HashKey("other")})
-	require.ErrorIs(t, err, lease.ErrConflict, "a name taken")
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "a name taken")
 	err = us.AddUser(e.ctx, newznab.User{Name: "carol", KeyHash: alice})
-	require.ErrorIs(t, err, lease.ErrConflict, "a key taken")
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "a key taken")
 
 	long := make([]byte, 65)
 	for i := range long {
@@ -76,7 +76,7 @@ func testUsersManage(t *testing.T, e *env) {
 		"requests":      {Name: "dave", KeyHash: h, RequestLimit: -1},
 		"grabs":         {Name: "dave", KeyHash: h, GrabLimit: -1},
 	} {
-		require.ErrorIs(t, us.AddUser(e.ctx, u), lease.ErrInvalid, name)
+		require.ErrorIs(t, us.AddUser(e.ctx, u), edgeindex.ErrInvalid, name)
 	}
 	require.NoError(t, us.AddUser(e.ctx, newznab.User{Name: string(long[:64]), KeyHash: h}), "64 bytes is the most")
 
@@ -99,7 +99,7 @@ func testUsersManage(t *testing.T, e *env) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), a.Requests)
 	require.False(t, a.Suspended)
-	require.ErrorIs(t, us.SuspendUser(e.ctx, "nobody", true), lease.ErrNotFound)
+	require.ErrorIs(t, us.SuspendUser(e.ctx, "nobody", true), edgeindex.ErrNotFound)
 
 	// Unknown keys.
 	for _, k := range []string{newznab.HashKey("nobody's key"), "", "x"} {
@@ -111,8 +111,8 @@ func testUsersManage(t *testing.T, e *env) {
 	require.NoError(t, us.RemoveUser(e.ctx, "alice"))
 	_, err = us.UseKey(e.ctx, alice, usersDay)
 	require.ErrorIs(t, err, newznab.ErrBadKey)
-	require.ErrorIs(t, us.RemoveUser(e.ctx, "alice"), lease.ErrNotFound)
-	require.ErrorIs(t, us.SuspendUser(e.ctx, "alice", true), lease.ErrNotFound)
+	require.ErrorIs(t, us.RemoveUser(e.ctx, "alice"), edgeindex.ErrNotFound)
+	require.ErrorIs(t, us.SuspendUser(e.ctx, "alice", true), edgeindex.ErrNotFound)
 	accts, err = us.Accounts(e.ctx, usersDay)
 	require.NoError(t, err)
 	require.Len(t, accts, 2)

@@ -30,8 +30,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/blobstore"
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // Open returns a store on dir. See the package doc.
@@ -96,7 +96,7 @@ func requireMissing(t *testing.T, s blobstore.Store, key string) {
 	t.Helper()
 	_, _, err := s.Open(ctx, key)
 	require.ErrorIs(t, err, blobstore.ErrNotFound, "open %s", key)
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	_, err = s.Stat(ctx, key)
 	require.ErrorIs(t, err, blobstore.ErrNotFound, "stat %s", key)
 }
@@ -161,17 +161,17 @@ func testInvalidKeys(t *testing.T, open Open) {
 	}
 	for _, k := range bad {
 		_, err := s.Put(ctx, k, strings.NewReader("x"), 1)
-		require.ErrorIs(t, err, lease.ErrInvalid, "Put %q", k)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "Put %q", k)
 		_, _, err = s.Open(ctx, k)
-		require.ErrorIs(t, err, lease.ErrInvalid, "Open %q", k)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "Open %q", k)
 		_, err = s.Stat(ctx, k)
-		require.ErrorIs(t, err, lease.ErrInvalid, "Stat %q", k)
-		require.ErrorIs(t, s.Delete(ctx, k), lease.ErrInvalid, "Delete %q", k)
-		require.ErrorIs(t, blobstore.CheckKey(k), lease.ErrInvalid, "CheckKey %q", k)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "Stat %q", k)
+		require.ErrorIs(t, s.Delete(ctx, k), edgeindex.ErrInvalid, "Delete %q", k)
+		require.ErrorIs(t, blobstore.CheckKey(k), edgeindex.ErrInvalid, "CheckKey %q", k)
 	}
 	for _, p := range []string{"/", "../", "a//", ".x", "a/.", "a b"} {
 		err := s.List(ctx, p, func(blobstore.Info) error { return nil })
-		require.ErrorIs(t, err, lease.ErrInvalid, "List %q", p)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "List %q", p)
 	}
 	require.Empty(t, keys(t, s, ""))
 
@@ -301,7 +301,7 @@ func checkGzip(r io.Reader) error {
 		_, err = io.Copy(io.Discard, zr)
 	}
 	if err != nil {
-		return lease.Invalidf("not gzip: %v", err)
+		return edgeindex.Invalidf("not gzip: %v", err)
 	}
 	return nil
 }
@@ -317,7 +317,7 @@ func testChecked(t *testing.T, open Open) {
 		r := blobstore.Checked(onlyReader{bytes.NewReader(bad)}, checkGzip)
 		_, err := s.Put(ctx, "snap", r, size(bad))
 		require.NoError(t, r.Close())
-		require.ErrorIs(t, err, lease.ErrInvalid, "the check's error")
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "the check's error")
 		requireMissing(t, s, "snap")
 
 		r = blobstore.Checked(onlyReader{bytes.NewReader(good)}, checkGzip)
@@ -422,10 +422,10 @@ func testSub(t *testing.T, open Open) {
 	require.Equal(t, []byte("b"), read(t, b, "1/1-2.gz"))
 	for _, bad := range []string{"", "a/", "../x", ".x"} {
 		_, err := blobstore.Sub(s, bad)
-		require.ErrorIs(t, err, lease.ErrInvalid, "Sub %q", bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "Sub %q", bad)
 	}
 	_, err = a.Put(ctx, "../x", strings.NewReader("x"), 1)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 }
 
 func testReopen(t *testing.T, open Open) {

@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/corpus"
@@ -959,7 +960,7 @@ func (m *Main) bucket(ctx context.Context) (*blobstore.S3, error) {
 		return nil, usagef("--storage %q: s3://BUCKET/PREFIX, or none for the data directory", blobstore.Redact(m.Storage))
 	}
 	root, err := blobstore.OpenURL(ctx, m.Storage)
-	if errors.Is(err, lease.ErrInvalid) {
+	if errors.Is(err, edgeindex.ErrInvalid) {
 		return nil, usagef("--storage: %v", err)
 	}
 	return root, err

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
 )
 
@@ -50,7 +50,7 @@ func TestConnectionBudgetStatusShowsSlots(t *testing.T) {
 	defer cancel()
 	err = NewMain(io.Discard, &errb).Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--data", data,
 		"--source", srv.URL() + "?conns=3", "--id", "coord-b"})
-	require.ErrorIs(t, err, lease.ErrConflict)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
 	require.ErrorContains(t, err, "is 2 connections (1 held), not this coordinator's 3")
 	serve.stop(t)
 	out, err = run(t, data, "status", "--json")

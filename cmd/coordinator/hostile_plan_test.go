@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
@@ -248,6 +249,6 @@ func TestHostileResetPlan(t *testing.T) {
 			require.Error(t, err, "%q", args)
 		}
 		_, err := h.store.Group(t.Context(), "alt.new")
-		require.ErrorIs(t, err, lease.ErrNotFound, "a refused add adds nothing")
+		require.ErrorIs(t, err, edgeindex.ErrNotFound, "a refused add adds nothing")
 	})
 }

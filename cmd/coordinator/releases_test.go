@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
@@ -90,16 +91,16 @@ func TestReleaseCommands(t *testing.T) {
 	require.Len(t, entries, 1, "no temporary file left")
 
 	_, err = run(t, data, "nzb", "2")
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	for _, args := range [][]string{{"nzb"}, {"nzb", "x"}, {"nzb", "0"}, {"nzb", "1", "2"}, {"releases", "what"}, {"releases", "--limit", "x"}} {
 		_, err := run(t, data, args...)
 		require.ErrorIs(t, err, errUsage, "%q", args)
 		require.Equal(t, 2, exitCode(err))
 	}
 	_, err = run(t, data, "releases", "--limit", "5000")
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = run(t, data, "releases", "--group", "no.such")
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	require.True(t, strings.HasPrefix(out, "<?xml"))
 }
 

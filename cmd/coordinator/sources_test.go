@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
@@ -130,7 +131,7 @@ func TestProvidersGroupOncePerProvider(t *testing.T) {
 	require.NoError(t, err, "the default provider's copy is a group of its own")
 	for _, args := range [][]string{{g, "--provider", "eweka"}, {g + "@news2"}} {
 		_, err = run(t, data, append([]string{"group", "add"}, args...)...)
-		require.ErrorIs(t, err, lease.ErrConflict, "%q: once per provider", args)
+		require.ErrorIs(t, err, edgeindex.ErrConflict, "%q: once per provider", args)
 	}
 	for _, c := range []struct {
 		args []string

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/internal/suite"
 	"github.com/edgeindex/edgeindex/lease"
@@ -74,7 +75,7 @@ func testPutHasRead(t *testing.T, open Open) {
 	require.False(t, s.Has(group, a))
 	_, err := s.Read(group, a)
 	require.ErrorIs(t, err, corpus.ErrNotFound)
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	_, _, err = s.Open(group, a)
 	require.ErrorIs(t, err, corpus.ErrNotFound)
 
@@ -120,24 +121,24 @@ func testOverwrite(t *testing.T, open Open) {
 func testInvalidArgs(t *testing.T, open Open) {
 	s := open(t, t.TempDir())
 	a := span(1, 10)
-	require.ErrorIs(t, s.Put("", a, []byte("x")), lease.ErrInvalid)
+	require.ErrorIs(t, s.Put("", a, []byte("x")), edgeindex.ErrInvalid)
 	require.False(t, s.Has("", a))
 	_, err := s.Read("", a)
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, _, err = s.Open("", a)
-	require.ErrorIs(t, err, lease.ErrInvalid)
-	require.ErrorIs(t, s.Delete("", a), lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
+	require.ErrorIs(t, s.Delete("", a), edgeindex.ErrInvalid)
 	_, err = s.Spans("")
-	require.ErrorIs(t, err, lease.ErrInvalid)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 
 	for _, bad := range []lease.Span{span(10, 9), span(-1, 5)} {
-		require.ErrorIs(t, s.Put(group, bad, []byte("x")), lease.ErrInvalid, "Put %v", bad)
+		require.ErrorIs(t, s.Put(group, bad, []byte("x")), edgeindex.ErrInvalid, "Put %v", bad)
 		require.False(t, s.Has(group, bad))
 		_, err := s.Read(group, bad)
-		require.ErrorIs(t, err, lease.ErrInvalid, "Read %v", bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "Read %v", bad)
 		_, _, err = s.Open(group, bad)
-		require.ErrorIs(t, err, lease.ErrInvalid, "Open %v", bad)
-		require.ErrorIs(t, s.Delete(group, bad), lease.ErrInvalid, "Delete %v", bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "Open %v", bad)
+		require.ErrorIs(t, s.Delete(group, bad), edgeindex.ErrInvalid, "Delete %v", bad)
 	}
 	spans, err := s.Spans(group)
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -46,10 +47,10 @@ func ParseName(name string) (lease.Span, bool) {
 }
 
 // CheckSpan refuses a span that is not 0 <= From <= To, with an error
-// that is lease.ErrInvalid.
+// that is edgeindex.ErrInvalid.
 func CheckSpan(s lease.Span) error {
 	if s.From < 0 || s.From > s.To {
-		return lease.Invalidf("span %d-%d: want 0 <= from <= to", s.From, s.To)
+		return edgeindex.Invalidf("span %d-%d: want 0 <= from <= to", s.From, s.To)
 	}
 	return nil
 }

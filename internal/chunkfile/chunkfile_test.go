@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -27,7 +28,7 @@ func TestNames(t *testing.T) {
 		_, ok := chunkfile.ParseName(bad)
 		require.False(t, ok, bad)
 	}
-	require.ErrorIs(t, chunkfile.CheckSpan(lease.Span{From: 5, To: 4}), lease.ErrInvalid)
+	require.ErrorIs(t, chunkfile.CheckSpan(lease.Span{From: 5, To: 4}), edgeindex.ErrInvalid)
 }
 
 func TestWriteAtomic(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/clock"
@@ -259,13 +260,13 @@ func TestPausedWorkerFenced(t *testing.T) {
 			// The paused worker wakes up and tries to go on: refused, 409.
 			late := batch.Batch{From: 501, To: 1000, Headers: 500, Items: []batch.Item{{Key: "late", Value: []byte("1")}}}
 			_, err = paused.PostBatch(t.Context(), l.Range.ID, l.Token, late)
-			require.ErrorIs(t, err, lease.ErrLeaseLost)
+			require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 			var he *edge.HTTPError
 			require.True(t, errors.As(err, &he))
 			require.Equal(t, 409, he.Status)
-			require.ErrorIs(t, paused.Finish(t.Context(), l.Range.ID, l.Token), lease.ErrLeaseLost)
+			require.ErrorIs(t, paused.Finish(t.Context(), l.Range.ID, l.Token), edgeindex.ErrLeaseLost)
 			_, err = paused.Heartbeat(t.Context(), l.Range.ID, l.Token)
-			require.ErrorIs(t, err, lease.ErrLeaseLost)
+			require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 
 			_, err = other.PostBatch(t.Context(), l.Range.ID, l2.Token, late)
 			require.NoError(t, err)

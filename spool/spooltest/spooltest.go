@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/internal/suite"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
@@ -89,7 +90,7 @@ func testPutHasRead(t *testing.T, open Open) {
 	require.False(t, s.Has(7, a))
 	_, err := s.Read(7, a)
 	require.ErrorIs(t, err, spool.ErrNotFound)
-	require.ErrorIs(t, err, lease.ErrNotFound)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
 	_, _, err = s.Open(7, a)
 	require.ErrorIs(t, err, spool.ErrNotFound)
 
@@ -137,14 +138,14 @@ func testOverwrite(t *testing.T, open Open) {
 func testInvalidSpan(t *testing.T, open Open) {
 	s := open(t, t.TempDir())
 	for _, bad := range []lease.Span{span(10, 9), span(-1, 5), span(-5, -1)} {
-		require.ErrorIs(t, s.Put(1, bad, []byte("x")), lease.ErrInvalid, "Put %v", bad)
+		require.ErrorIs(t, s.Put(1, bad, []byte("x")), edgeindex.ErrInvalid, "Put %v", bad)
 		require.False(t, s.Has(1, bad))
 		_, err := s.Read(1, bad)
-		require.ErrorIs(t, err, lease.ErrInvalid, "Read %v", bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "Read %v", bad)
 		_, _, err = s.Open(1, bad)
-		require.ErrorIs(t, err, lease.ErrInvalid, "Open %v", bad)
-		require.ErrorIs(t, s.DropChunk(1, bad), lease.ErrInvalid, "DropChunk %v", bad)
-		require.ErrorIs(t, s.WaitChunk(context.Background(), 1, bad), lease.ErrInvalid, "WaitChunk %v", bad)
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "Open %v", bad)
+		require.ErrorIs(t, s.DropChunk(1, bad), edgeindex.ErrInvalid, "DropChunk %v", bad)
+		require.ErrorIs(t, s.WaitChunk(context.Background(), 1, bad), edgeindex.ErrInvalid, "WaitChunk %v", bad)
 	}
 	require.Zero(t, s.Size())
 }
@@ -239,8 +240,8 @@ func testWaitRoom(t *testing.T, open Open) {
 	ctx := context.Background()
 	max := s.MaxBytes()
 
-	require.ErrorIs(t, s.WaitRoom(ctx, -1), lease.ErrInvalid)
-	require.ErrorIs(t, s.WaitRoom(ctx, max+1), lease.ErrInvalid)
+	require.ErrorIs(t, s.WaitRoom(ctx, -1), edgeindex.ErrInvalid)
+	require.ErrorIs(t, s.WaitRoom(ctx, max+1), edgeindex.ErrInvalid)
 	require.NoError(t, s.WaitRoom(ctx, 0))
 	require.NoError(t, s.WaitRoom(ctx, max))
 
