@@ -174,6 +174,11 @@ type FleetPlan struct {
 	TailNext int64              `json:"tailNext"`
 	Lag      int64              `json:"lag"`
 	Missing  grouplease.Missing `json:"missing"`
+	// Error is the planner's last failure for the group (a 411 No such
+	// group, a provider that refused the login, a date search that failed),
+	// and ErrorAt when it happened; both absent once a poll succeeds.
+	Error   string     `json:"error,omitempty"`
+	ErrorAt *time.Time `json:"errorAt,omitempty"`
 }
 
 // FleetLane is a lane's holder and progress.
