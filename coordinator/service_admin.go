@@ -79,10 +79,18 @@ func (s *Service) plans(ctx context.Context) (map[int64]*api.FleetPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	failed, err := ps.PlanErrors(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[int64]*api.FleetPlan, len(plans))
 	for _, p := range plans {
-		out[p.GroupID] = &api.FleetPlan{Polled: p.Polled, PolledAt: p.PolledAt, Low: p.Low, High: p.High,
+		fp := &api.FleetPlan{Polled: p.Polled, PolledAt: p.PolledAt, Low: p.Low, High: p.High,
 			TailNext: p.TailNext, Lag: p.Lag, Missing: p.Missing}
+		if e, ok := failed[p.GroupID]; ok {
+			fp.Error, fp.ErrorAt = e.Message, &e.At
+		}
+		out[p.GroupID] = fp
 	}
 	return out, nil
 }

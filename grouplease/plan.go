@@ -193,4 +193,21 @@ type PlanStore interface {
 	// the group's trusted low watermark and those whose repair range
 	// failed for the last time. It returns the ranges added.
 	PlanRepairs(ctx context.Context) ([]lease.Range, error)
+	// SetPlanError records the planner's last failure for a group that has
+	// a plan, at; an empty message clears it. A message over MaxPlanError
+	// bytes is invalid.
+	SetPlanError(ctx context.Context, groupID int64, message string, at time.Time) error
+	// PlanErrors lists the failures recorded, by group id.
+	PlanErrors(ctx context.Context) (map[int64]PlanError, error)
 }
+
+// PlanError is the planner's last failure for a group: what the provider or
+// the store answered, and when.
+type PlanError struct {
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
+}
+
+// MaxPlanError bounds a PlanError's message in bytes: the provider's text in
+// it is a peer's, and a status line shows it.
+const MaxPlanError = 300

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
@@ -124,71 +127,151 @@ func (p *Planner) Run(ctx context.Context) error {
 // whole; otherwise at the next pass. A group whose search failed is not
 // searched again for Interval, doubling with each failure up to 64
 // Intervals, on the Clock.
+//
+// Each group's failure is recorded (PlanStore.SetPlanError, at the Clock's
+// now) for status and the fleet to show, and cleared by the next pass
+// that polls, plans and searches the group without one.
 func (p *Planner) Pass(ctx context.Context) ([]lease.Range, error) {
 	plans, err := p.cfg.Store.Plans(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
-	type search struct {
-		pl        PlanStatus
-		low, high int64
-		replan    bool // the pass's reply was trusted whole: plan again with it
+	ps := &pass{failed: map[int64]error{}, kept: map[int64]bool{}}
+	searches := p.poll(ctx, plans, ps)
+	p.searchDates(ctx, searches, ps)
+	rs, err := p.cfg.Store.PlanRepairs(ctx)
+	if err != nil {
+		ps.errs = append(ps.errs, fmt.Errorf("planner: %w", err))
 	}
-	var added []lease.Range
-	var errs []error
+	if len(rs) > 0 {
+		p.cfg.Logger.Info("planned repairs", "ranges", len(rs))
+	}
+	ps.added = append(ps.added, rs...)
+	p.record(ctx, plans, ps)
+	if len(ps.added) > 0 && p.cfg.Planned != nil {
+		p.cfg.Planned()
+	}
+	return ps.added, errors.Join(ps.errs...)
+}
+
+// pass is what one Pass has done so far: the ranges added, the errors to
+// return, and each group's own failure, by group id, to record
+// (PlanStore.SetPlanError). A group in kept learned nothing new this pass
+// (its date search waits out a failure): its recorded failure stays.
+type pass struct {
+	added  []lease.Range
+	errs   []error
+	failed map[int64]error
+	kept   map[int64]bool
+}
+
+// fail counts a group's failure in the pass.
+func (ps *pass) fail(pl PlanStatus, err error) {
+	ps.errs = append(ps.errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
+	if _, ok := ps.failed[pl.GroupID]; !ok {
+		ps.failed[pl.GroupID] = err
+	}
+}
+
+// search is a group whose history waits for a date search after the polls.
+type search struct {
+	pl        PlanStatus
+	low, high int64
+	replan    bool // the pass's reply was trusted whole: plan again with it
+}
+
+// poll polls every group and plans its ranges, and returns the groups
+// whose history waits for a date search. A group whose poll failed is
+// searched all the same, with no reply to plan again with.
+func (p *Planner) poll(ctx context.Context, plans []PlanStatus, ps *pass) []search {
 	var searches []search
 	for _, pl := range plans {
-		// A group whose poll failed is searched all the same, with no
-		// reply to plan again with.
 		s := search{pl: pl}
 		low, high, err := p.cfg.Source.Watermarks(ctx, pl.Group)
 		if err == nil {
 			var res Planned
 			if res, err = p.plan(ctx, pl, low, high); err == nil {
-				added = append(added, res.Ranges...)
+				ps.added = append(ps.added, res.Ranges...)
 				s = search{pl: pl, low: low, high: high, replan: res.Held == nil}
 			}
-		} else {
-			err = fmt.Errorf("planner: group %q: %w", pl.Group, err)
 		}
 		if err != nil {
-			errs = append(errs, err)
+			ps.fail(pl, err)
 		}
 		if needsDate(pl) {
 			searches = append(searches, s)
 		}
 	}
+	return searches
+}
+
+// searchDates runs the date searches, and plans again, with the same
+// reply, a group whose search succeeded: trusted whole once, it moves
+// nothing the first call did not, and history now has its start.
+func (p *Planner) searchDates(ctx context.Context, searches []search, ps *pass) {
 	for _, s := range searches {
 		found, err := p.historyStart(ctx, s.pl)
 		if err != nil {
 			// The tail went on: history waits for a later pass.
-			errs = append(errs, fmt.Errorf("planner: group %q: %w", s.pl.Group, err))
+			ps.fail(s.pl, err)
 			continue
+		}
+		if !found {
+			ps.kept[s.pl.GroupID] = true
 		}
 		if !found || !s.replan {
 			continue
 		}
-		// The same reply again: trusted whole once, it moves nothing the
-		// first call did not, and history now has its start.
 		res, err := p.plan(ctx, s.pl, s.low, s.high)
 		if err != nil {
-			errs = append(errs, err)
+			ps.fail(s.pl, err)
 			continue
 		}
-		added = append(added, res.Ranges...)
+		ps.added = append(ps.added, res.Ranges...)
 	}
-	rs, err := p.cfg.Store.PlanRepairs(ctx)
+}
+
+// record stores each group's failure in the pass, and clears the recorded
+// failure of a group that the pass polled, planned and searched without
+// one. A failure to record is one of the pass's errors.
+func (p *Planner) record(ctx context.Context, plans []PlanStatus, ps *pass) {
+	recorded, err := p.cfg.Store.PlanErrors(ctx)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("planner: %w", err))
+		ps.errs = append(ps.errs, fmt.Errorf("planner: %w", err))
+		return
 	}
-	if len(rs) > 0 {
-		p.cfg.Logger.Info("planned repairs", "ranges", len(rs))
+	now := p.cfg.Clock.Now()
+	for _, pl := range plans {
+		msg := ""
+		if err, ok := ps.failed[pl.GroupID]; ok {
+			msg = PlanErrorText(err)
+		} else if _, ok := recorded[pl.GroupID]; !ok || ps.kept[pl.GroupID] {
+			continue
+		}
+		if err := p.cfg.Store.SetPlanError(ctx, pl.GroupID, msg, now); err != nil {
+			ps.errs = append(ps.errs, fmt.Errorf("planner: group %q: %w", pl.Group, err))
+		}
 	}
-	added = append(added, rs...)
-	if len(added) > 0 && p.cfg.Planned != nil {
-		p.cfg.Planned()
+}
+
+// PlanErrorText is err's text as a PlanError holds it: on one line, every
+// control character a space, and cut to MaxPlanError bytes, at a rune's
+// start, with "…" where it was cut.
+func PlanErrorText(err error) string {
+	msg := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, err.Error())
+	if len(msg) <= MaxPlanError {
+		return msg
 	}
-	return added, errors.Join(errs...)
+	cut := MaxPlanError - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }
 
 // plan plans a group's ranges for one reply, and logs what it did.

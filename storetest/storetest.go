@@ -139,6 +139,7 @@ func Run(t *testing.T, open Open) {
 		{"UsersConcurrentLimit", testUsersConcurrentLimit},
 		{"ConnSlotsTake", testConnSlotsTake}, {"ConnSlotsExpiry", testConnSlotsExpiry}, {"ConnSlotsRace", testConnSlotsRace}, {"ConnSlotsSize", testConnSlotsSize},
 		{"ConnSlotsDemand", testConnSlotsDemand},
+		{"PlanErrors", testPlanErrors},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
