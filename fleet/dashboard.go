@@ -72,9 +72,14 @@ type (
 		Expires     string
 	}
 	dashGroup struct {
-		Name    string
-		Ordered bool
-		Lanes   []dashLane
+		Name      string
+		Ordered   bool
+		PlanError *dashPlanError // nil: the planner's last poll did not fail
+		Lanes     []dashLane
+	}
+	dashPlanError struct {
+		Error   string
+		At, Ago string // "" when the coordinator gave no time
 	}
 	dashLane struct {
 		api.FleetLane
@@ -169,23 +174,35 @@ func hostView(i int, h Host, rates *Rates, served time.Time, maxNodes int, lanes
 			continue
 		}
 		*lanes -= max(len(g.Lanes), 1)
-		dg := dashGroup{Name: g.Name, Ordered: g.Ordered}
-		for _, l := range g.Lanes {
-			dl := dashLane{FleetLane: l, Counts: counts(l.Ranges)}
-			if l.SnapshotNext != nil {
-				dl.SnapshotNext = strconv.FormatInt(*l.SnapshotNext, 10)
-			}
-			if lr := rates.lane(h.Host, g, l); lr != nil {
-				dl.Rate = &lr.view
-				if lr.lagView.Has {
-					dl.Lag = &lr.lagView
-				}
-			}
-			dg.Lanes = append(dg.Lanes, dl)
-		}
-		dh.Groups = append(dh.Groups, dg)
+		dh.Groups = append(dh.Groups, groupView(h.Host, g, rates, served))
 	}
 	return dh
+}
+
+// groupView formats one group of a host, with its lanes' rates and the
+// planner's last error.
+func groupView(host string, g api.FleetGroup, rates *Rates, served time.Time) dashGroup {
+	dg := dashGroup{Name: g.Name, Ordered: g.Ordered}
+	if p := g.Plan; p != nil && p.Error != "" {
+		dg.PlanError = &dashPlanError{Error: p.Error}
+		if p.ErrorAt != nil {
+			dg.PlanError.At, dg.PlanError.Ago = formatTime(*p.ErrorAt), ago(served, *p.ErrorAt)
+		}
+	}
+	for _, l := range g.Lanes {
+		dl := dashLane{FleetLane: l, Counts: counts(l.Ranges)}
+		if l.SnapshotNext != nil {
+			dl.SnapshotNext = strconv.FormatInt(*l.SnapshotNext, 10)
+		}
+		if lr := rates.lane(host, g, l); lr != nil {
+			dl.Rate = &lr.view
+			if lr.lagView.Has {
+				dl.Lag = &lr.lagView
+			}
+		}
+		dg.Lanes = append(dg.Lanes, dl)
+	}
+	return dg
 }
 
 // leaseView computes a lease's progress: (next-start) of (end-start+1)
