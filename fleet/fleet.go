@@ -52,7 +52,7 @@ type Read struct {
 func (f *Read) Hosts() []Host { return f.hosts }
 
 // Rates returns the rates of the last kept reads, this one included when it
-// was kept.
+// was kept; never nil.
 func (f *Read) Rates() *Rates { return f.rates }
 
 // allOK is the cache's Good predicate: a read in which any host failed is
