@@ -8,32 +8,27 @@ import (
 	"io"
 	"log"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/clock"
+	"github.com/edgeindex/edgeindex/fleet"
 	"github.com/edgeindex/edgeindex/fleetcache"
 )
 
-// Defaults of Main's options. The address is fleetcache.DefaultAddr.
+// Defaults of Main's options. The address is fleetcache.DefaultAddr; the
+// others are package fleet's defaults.
 const (
-	DefaultKeep       = 15 * time.Second
-	DefaultTimeout    = 5 * time.Second
+	DefaultKeep       = fleet.DefaultKeep
+	DefaultTimeout    = fleet.DefaultTimeout
+	DefaultRateReads  = fleet.DefaultRateReads
+	DefaultMaxLanes   = fleet.DefaultMaxLanes
 	DefaultDrainDelay = 1 * time.Second
 
 	// shutdownTimeout bounds the whole stop, from the signal to Run returning.
 	shutdownTimeout = 2 * time.Second
-	// Seat reads are kept seatTTL, at most seatEntries of them.
-	seatTTL     = 10 * time.Second
-	seatEntries = 64
-	// maxAnswer caps what is read of one coordinator's answer.
-	maxAnswer = 32 << 20
 	// TokenEnv names the environment variable that holds the admin token.
 	TokenEnv = "EDGEINDEX_ADMIN_TOKEN"
 )
@@ -86,30 +81,11 @@ type Main struct {
 	// OnListen, when set, is told the address once Run is listening.
 	OnListen func(addr net.Addr)
 
-	hosts      []host
-	byName     map[string]host
-	rateWindow int // RateReads, or its default
-	maxLanes   int // MaxLanes, or its default
-	client     *http.Client
-	fleet      *fleetcache.Cache[*fleetRead]
-	seats      *fleetcache.Seats[seatKey, *seatRead]
-	srv        *fleetcache.Server
-	base       context.Context // cancelled by Close: reads in flight stop
-	cancel     context.CancelFunc
-	// lastProblem says which hosts failed in the last fleet read ("" when
-	// none did). Reads run one at a time, so it goes with the cache's
-	// LastRead.
-	lastProblem atomic.Pointer[string]
+	reader *fleet.Coordinators
+	srv    *fleetcache.Server
 
 	mu  sync.Mutex
 	ran bool
-}
-
-// host is one coordinator.
-type host struct {
-	name  string // host:port
-	base  string // scheme://host[:port][/path], without a trailing slash
-	admin *api.AdminClient
 }
 
 // NewMain returns a Main with the default options, logging to stderr.
@@ -171,43 +147,10 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.Token == "" {
 		return usagef("%s is not set: the coordinators' admin token is required", TokenEnv)
 	}
-	_, err := parseHosts(m.Coordinators)
-	return err
-}
-
-// parseHosts checks the coordinators' URLs and names their hosts.
-func parseHosts(raw []string) ([]host, error) {
-	if len(raw) == 0 {
-		return nil, usagef("at least one coordinator URL is required")
+	if _, err := fleet.HostNames(m.Coordinators); err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	seen := make(map[string]string, len(raw))
-	hosts := make([]host, 0, len(raw))
-	for _, s := range raw {
-		u, err := url.Parse(s)
-		if err != nil {
-			return nil, usagef("coordinator URL %q: %v", s, err)
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return nil, usagef("coordinator URL %q: the scheme must be http or https", s)
-		}
-		if u.Hostname() == "" {
-			return nil, usagef("coordinator URL %q has no host", s)
-		}
-		if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			return nil, usagef("coordinator URL %q: give only scheme://host[:port][/path]", s)
-		}
-		port := u.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-		}
-		name := net.JoinHostPort(u.Hostname(), port)
-		if prev, dup := seen[name]; dup {
-			return nil, usagef("coordinators %q and %q are the same host %s", prev, s, name)
-		}
-		seen[name] = s
-		hosts = append(hosts, host{name: name, base: u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/")})
-	}
-	return hosts, nil
+	return nil
 }
 
 func (m *Main) stdout() io.Writer {
@@ -224,8 +167,8 @@ func (m *Main) stderr() io.Writer {
 	return m.Stderr
 }
 
-// open checks the options and builds the caches and the server.
-func (m *Main) open() error {
+// check checks the options set by hand, as the flags name them.
+func (m *Main) check() error {
 	if m.Keep <= 0 || m.Timeout <= 0 {
 		return usagef("--keep and --timeout must be positive")
 	}
@@ -235,68 +178,42 @@ func (m *Main) open() error {
 	if m.Token == "" {
 		return usagef("the admin token is empty: set %s", TokenEnv)
 	}
-	m.rateWindow = m.RateReads
-	if m.rateWindow == 0 {
-		m.rateWindow = DefaultRateReads
-	}
-	if m.rateWindow < 2 {
+	if m.RateReads < 0 || m.RateReads == 1 {
 		return usagef("--rate-reads must be at least 2 (a rate needs two reads), not %d", m.RateReads)
 	}
-	m.maxLanes = m.MaxLanes
-	if m.maxLanes == 0 {
-		m.maxLanes = DefaultMaxLanes
-	}
-	if m.maxLanes < 0 {
+	if m.MaxLanes < 0 {
 		return usagef("--max-lanes must not be negative, not %d", m.MaxLanes)
 	}
-	hosts, err := parseHosts(m.Coordinators)
-	if err != nil {
-		return err
-	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.MaxIdleConnsPerHost = 4
-	m.client = &http.Client{
-		Transport: transport,
-		// A redirect is answered as it is: the token goes to no other place.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	m.hosts = hosts
-	m.byName = make(map[string]host, len(hosts))
-	for i := range hosts {
-		hosts[i].admin, err = api.NewAdminClient(api.AdminConfig{BaseURL: hosts[i].base, Token: m.Token, HTTP: m.client, MaxAnswer: maxAnswer})
-		if err != nil {
-			return usagef("coordinator %s: %v", hosts[i].name, err)
-		}
-		m.byName[hosts[i].name] = hosts[i]
-	}
+	return nil
+}
 
-	m.fleet, err = fleetcache.New(m.readFleet, (*fleetRead).allOK, fleetcache.Config{Keep: m.Keep, Timeout: m.Timeout, Clock: m.Clock})
-	if err != nil {
+// open checks the options and builds the reader and its server.
+func (m *Main) open() error {
+	if err := m.check(); err != nil {
 		return err
 	}
-	m.seats, err = fleetcache.NewSeats(m.readSeat, nil, fleetcache.SeatConfig{
-		TTL: seatTTL, MaxEntries: seatEntries, Timeout: m.Timeout, Clock: m.Clock,
+	var err error
+	m.reader, err = fleet.New(fleet.Config{
+		Coordinators: m.Coordinators,
+		Token:        m.Token,
+		Keep:         m.Keep,
+		Timeout:      m.Timeout,
+		RateReads:    m.RateReads,
+		MaxLanes:     m.MaxLanes,
+		Clock:        m.Clock,
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	m.srv, err = fleetcache.NewServer(fleetcache.ServerConfig{
-		Addr: m.Addr,
-		Routes: []fleetcache.Route{
-			{Path: "/v1/fleet", Handle: m.handleFleet},
-			{Path: "/v1/seat", Handle: m.handleSeat},
-			{Path: "/", Handle: m.handleDashboard},
-		},
-		Ready:           m.ready,
+	m.srv, err = m.reader.Server(fleetcache.ServerConfig{
+		Addr:            m.Addr,
 		DrainDelay:      m.DrainDelay,
 		ShutdownTimeout: shutdownTimeout,
-		Clock:           m.Clock,
 		ErrorLog:        log.New(m.stderr(), "fleet-reader: http: ", log.LstdFlags),
 	})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err) // the only thing it can refuse here is Addr
 	}
-	m.base, m.cancel = context.WithCancel(context.Background())
 	return nil
 }
 
@@ -321,11 +238,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	names := make([]string, len(m.hosts))
-	for i, h := range m.hosts {
-		names[i] = h.name
-	}
-	fmt.Fprintf(m.stderr(), "fleet-reader: serving http://%s, reading %s\n", addr, strings.Join(names, ", "))
+	fmt.Fprintf(m.stderr(), "fleet-reader: serving http://%s, reading %s\n", addr, strings.Join(m.reader.Hosts(), ", "))
 	if m.OnListen != nil {
 		m.OnListen(addr)
 	}
@@ -338,13 +251,8 @@ func (m *Main) Run(ctx context.Context) error {
 // then closes the idle connections to the coordinators. It is safe to call
 // more than once, and without Run.
 func (m *Main) Close() error {
-	if m.cancel == nil {
+	if m.reader == nil {
 		return nil
 	}
-	m.cancel()
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	err := errors.Join(m.fleet.Wait(ctx), m.seats.Wait(ctx))
-	m.client.CloseIdleConnections()
-	return err
+	return m.reader.Close()
 }

@@ -1,6 +1,10 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/edgeindex/edgeindex/fleet"
+)
 
 // The command line names the coordinators; each is named by its host:port,
 // the scheme's port when the URL has none.
@@ -16,15 +20,12 @@ func ExampleMain_ParseFlags() {
 		panic(err)
 	}
 	fmt.Println("listen on", m.Addr, "keep", m.Keep)
-	hosts, err := parseHosts(m.Coordinators)
+	hosts, err := fleet.HostNames(m.Coordinators)
 	if err != nil {
 		panic(err)
 	}
-	for _, h := range hosts {
-		fmt.Println(h.name, "reads", h.base+"/v1/fleet")
-	}
+	fmt.Println(hosts)
 	// Output:
 	// listen on 127.0.0.1:7071 keep 30s
-	// 10.0.0.1:7070 reads http://10.0.0.1:7070/v1/fleet
-	// coordinator.example:443 reads https://coordinator.example/edgeindex/v1/fleet
+	// [10.0.0.1:7070 coordinator.example:443]
 }

@@ -3,283 +3,245 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
+	"flag"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/blobstore"
-	"github.com/edgeindex/edgeindex/clock"
-	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/fleet"
+	"github.com/edgeindex/edgeindex/fleet/fleettest"
 	"github.com/edgeindex/edgeindex/fleetcache"
-	"github.com/edgeindex/edgeindex/grouplease"
-	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/node"
-	"github.com/edgeindex/edgeindex/spool"
-	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const adminToken = fleettest.AdminToken
+
+// readyBody is what TestDrain reads of GET /readyz.
+type readyBody struct {
+	Ready   bool   `json:"ready"`
+	Meaning string `json:"meaning"`
 }
 
-const adminToken = "fleet-reader-test-admin-token"
-
-// coord is a real coordinator (coordinator.New over SQLite and a disk spool)
-// behind a wrapper that counts the admin reads and can hold or fail them.
-type coord struct {
-	t         testing.TB
-	store     *sqlstore.Store
-	http      *httptest.Server
-	url       string
-	host      string // host:port
-	nodeToken string // edge-1's token
-
-	fleetReqs atomic.Int64 // GET /v1/fleet
-	nodeReqs  atomic.Int64 // GET /v1/nodes/{name}
-	fail      atomic.Bool  // answer both with 500
-	gate      atomic.Pointer[chan struct{}]
-}
-
-func newCoord(t testing.TB) *coord {
-	t.Helper()
-	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	sp, err := spool.Open(t.TempDir(), spool.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { sp.Close() })
-	snaps, err := blobstore.OpenDir(t.TempDir())
-	require.NoError(t, err)
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, AdminToken: adminToken})
-	require.NoError(t, err)
-
-	c := &coord{t: t, store: st}
-	c.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.URL.Path == "/v1/fleet":
-			c.fleetReqs.Add(1)
-		case strings.HasPrefix(r.URL.Path, "/v1/nodes/"):
-			c.nodeReqs.Add(1)
-		default:
-			srv.ServeHTTP(w, r)
-			return
-		}
-		if g := c.gate.Load(); g != nil {
-			select {
-			case <-*g:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		if c.fail.Load() {
-			http.Error(w, `{"error": "the database is on fire"}`, http.StatusInternalServerError)
-			return
-		}
-		srv.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { srv.Drain(); c.http.Close() })
-	c.url = c.http.URL
-	c.host = strings.TrimPrefix(c.url, "http://")
-	return c
-}
-
-// hold makes GET /v1/fleet and /v1/nodes/{name} wait until the returned
-// func is called.
-func (c *coord) hold() (release func()) {
-	g := make(chan struct{})
-	c.gate.Store(&g)
-	var once sync.Once
-	release = func() {
-		once.Do(func() {
-			c.gate.Store(nil)
-			close(g)
-		})
-	}
-	c.t.Cleanup(release)
-	return release
-}
-
-// populate gives the coordinator two nodes, an unordered group with a range
-// leased to edge-1 and stored up to 1024 (25 of 100 articles), and an
-// ordered group whose history lane edge-2 holds. It returns the lease.
-func (c *coord) populate(unordered, ordered string) lease.Lease {
-	c.t.Helper()
-	ctx := c.t.Context()
-	tok, err := node.NewToken()
-	require.NoError(c.t, err)
-	_, err = c.store.AddNode(ctx, "edge-1", node.HashToken(tok))
-	require.NoError(c.t, err)
-	c.nodeToken = tok
-	tok2, err := node.NewToken()
-	require.NoError(c.t, err)
-	_, err = c.store.AddNode(ctx, "edge-2", node.HashToken(tok2))
-	require.NoError(c.t, err)
-
-	_, err = c.store.AddGroup(ctx, grouplease.Group{Name: unordered, RangeSize: 100, ChunkSize: 25})
-	require.NoError(c.t, err)
-	_, err = c.store.AddRanges(ctx, grouplease.NewRanges{Group: unordered, From: 1000, To: 1199})
-	require.NoError(c.t, err)
-	l, err := c.store.Grant(ctx, "edge-1", time.Minute)
-	require.NoError(c.t, err)
-	require.Equal(c.t, int64(1000), l.Range.Start)
-	_, err = c.store.Put(ctx, l.Range.ID, lease.Fence{Node: "edge-1", Token: l.Token}, batch.Batch{
-		From: 1000, To: 1024, Headers: 25, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`1`)}},
-	})
-	require.NoError(c.t, err)
-
-	_, err = c.store.AddGroup(ctx, grouplease.Group{Name: ordered, Ordered: true, RangeSize: 100, ChunkSize: 25})
-	require.NoError(c.t, err)
-	_, err = c.store.AddRanges(ctx, grouplease.NewRanges{Group: ordered, From: 1, To: 300})
-	require.NoError(c.t, err)
-	gl, err := c.store.GrantLane(ctx, "edge-2", lease.LaneHistory, time.Minute)
-	require.NoError(c.t, err)
-	require.Equal(c.t, ordered, gl.Group.Name)
-	return l
-}
-
-// reader is a fleet-reader's Main running on 127.0.0.1:0.
-type reader struct {
-	t      testing.TB
-	m      *Main
-	url    string
-	clock  *clock.Manual // an injected clock, from time.Now
-	client *http.Client
-	cancel context.CancelFunc
-	done   chan error
-}
-
-type readerOptions struct {
-	urls       []string
-	token      string        // "" means adminToken
-	keep       time.Duration // 0 means 15 s
-	drainDelay time.Duration
-	timeout    time.Duration // 0 means 5 s
-	realClock  bool          // time.Now, not the injected clock
-	rateReads  int
-	maxLanes   int
-}
-
-func startReader(t testing.TB, o readerOptions) *reader {
-	t.Helper()
-	rd := &reader{t: t, clock: clock.NewManual(time.Now()), done: make(chan error, 1)}
+func TestDrain(t *testing.T) {
+	t.Parallel()
+	a := fleettest.NewCoordinator(t)
 	m := NewMain()
-	m.Coordinators = o.urls
+	m.Coordinators = []string{a.URL}
 	m.Addr = "127.0.0.1:0"
 	m.Token = adminToken
-	if o.token != "" {
-		m.Token = o.token
-	}
-	if o.keep != 0 {
-		m.Keep = o.keep
-	}
-	m.DrainDelay = o.drainDelay
-	m.RateReads, m.MaxLanes = o.rateReads, o.maxLanes
-	if o.timeout != 0 {
-		m.Timeout = o.timeout
-	}
+	m.DrainDelay = 500 * time.Millisecond
 	m.Stderr = io.Discard
-	if !o.realClock {
-		m.Clock = rd.clock
-	}
 	addrc := make(chan net.Addr, 1)
 	m.OnListen = func(a net.Addr) { addrc <- a }
-	rd.m = m
-
 	ctx, cancel := context.WithCancel(context.Background())
-	rd.cancel = cancel
-	go func() { rd.done <- m.Run(ctx) }()
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	base := "http://" + (<-addrc).String()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	get := func(path string) (int, []byte) {
+		resp, err := client.Get(base + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, b
+	}
+	status, _ := get("/readyz")
+	require.Equal(t, http.StatusOK, status)
+	status, _ = get("/v1/fleet")
+	require.Equal(t, http.StatusOK, status)
+
+	cancel() // what SIGTERM does through signal.NotifyContext
+	var body []byte
+	for range 200 {
+		if status, body = get("/readyz"); status == http.StatusServiceUnavailable {
+			break
+		}
+	}
+	require.Equal(t, http.StatusServiceUnavailable, status, "readyz turns 503 while draining")
+	var b readyBody
+	require.NoError(t, json.Unmarshal(body, &b))
+	require.False(t, b.Ready)
+	require.Contains(t, b.Meaning, "draining")
+	status, _ = get("/v1/fleet")
+	require.Equal(t, http.StatusOK, status, "requests are still answered while draining")
+
 	select {
-	case a := <-addrc:
-		rd.url = "http://" + a.String()
-	case err := <-rd.done:
-		cancel()
-		t.Fatalf("Run: %v", err)
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("Run did not return within 2 s of its context being done")
 	}
-	rd.client = &http.Client{Transport: &http.Transport{}}
-	t.Cleanup(func() {
-		// Connections dialed but never used would hold the server's
-		// graceful shutdown until its deadline: close them first.
-		rd.client.CloseIdleConnections()
-		cancel()
-		require.NoError(t, <-rd.done)
-		require.NoError(t, m.Close())
-		rd.client.CloseIdleConnections()
-	})
-	return rd
+	require.NoError(t, m.Close())
+	_, err := client.Get(base + "/readyz")
+	require.Error(t, err, "the port is closed")
 }
 
-type answer struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-func (rd *reader) do(method, path string) answer {
-	rd.t.Helper()
-	req, err := http.NewRequestWithContext(rd.t.Context(), method, rd.url+path, nil)
-	require.NoError(rd.t, err)
-	resp, err := rd.client.Do(req)
-	require.NoError(rd.t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(rd.t, err)
-	return answer{status: resp.StatusCode, header: resp.Header, body: b}
-}
-
-// fleetBody is GET /v1/fleet as a client reads it.
-type fleetBody struct {
-	PolledAt time.Time       `json:"polledAt"`
-	Hosts    []hostRead      `json:"hosts"`
-	Served   fleetcache.Meta `json:"served"`
-}
-
-func (rd *reader) fleet() (fleetBody, answer) {
-	rd.t.Helper()
-	a := rd.do("GET", "/v1/fleet")
-	require.Equal(rd.t, http.StatusOK, a.status, "%s", a.body)
-	require.Equal(rd.t, "application/json", a.header.Get("Content-Type"))
-	var f fleetBody
-	require.NoError(rd.t, json.Unmarshal(a.body, &f), "%s", a.body)
-	return f, a
-}
-
-func errorText(t testing.TB, a answer) string {
-	t.Helper()
-	var e struct {
-		Error string `json:"error"`
-	}
-	require.NoError(t, json.Unmarshal(a.body, &e), "%s", a.body)
-	require.NotEmpty(t, e.Error)
-	return e.Error
-}
-
-// deadAddr returns the URL of a port nothing listens on.
-func deadURL(t testing.TB) string {
-	t.Helper()
+func TestBusyPort(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	u := "http://" + ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return u
+	defer ln.Close()
+	m := NewMain()
+	m.Coordinators = []string{"http://127.0.0.1:1"}
+	m.Addr = ln.Addr().String()
+	m.Token = adminToken
+	m.Stderr = io.Discard
+	listened := false
+	m.OnListen = func(net.Addr) { listened = true }
+	err = m.Run(context.Background()) // returns at once: nothing is served
+	require.Error(t, err)
+	require.True(t, errors.Is(err, syscall.EADDRINUSE), "%v", err)
+	require.False(t, listened)
+	require.NoError(t, m.Close())
+	require.ErrorIs(t, m.Run(context.Background()), ErrRunning)
+}
+
+func TestParseFlags(t *testing.T) {
+	t.Parallel()
+	env := func(token string) func(string) string {
+		return func(name string) string {
+			if name == TokenEnv {
+				return token
+			}
+			return ""
+		}
+	}
+	m := NewMain()
+	m.Stderr = io.Discard
+	m.Getenv = env("tok")
+	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://a.example:7070", "--coordinator=https://b.example/prefix/",
+		"--addr", "0.0.0.0:9000", "--keep", "30s", "--timeout", "2s", "--drain-delay", "0s"}))
+	require.Equal(t, []string{"http://a.example:7070", "https://b.example/prefix/"}, m.Coordinators)
+	require.Equal(t, "0.0.0.0:9000", m.Addr)
+	require.Equal(t, 30*time.Second, m.Keep)
+	require.Equal(t, 2*time.Second, m.Timeout)
+	require.Equal(t, time.Duration(0), m.DrainDelay)
+	require.Equal(t, "tok", m.Token)
+	hosts, err := fleet.HostNames(m.Coordinators)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a.example:7070", "b.example:443"}, hosts)
+
+	m = NewMain()
+	m.Getenv = env("tok")
+	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://c.example"}))
+	require.Equal(t, fleetcache.DefaultAddr, m.Addr)
+	require.Equal(t, DefaultKeep, m.Keep)
+	hosts, err = fleet.HostNames(m.Coordinators)
+	require.NoError(t, err)
+	require.Equal(t, "c.example:80", hosts[0])
+
+	for _, tc := range []struct {
+		args  []string
+		token string
+		says  string
+	}{
+		{nil, "tok", "at least one --coordinator"},
+		{[]string{"--coordinator", "http://a:1"}, "", TokenEnv + " is not set"},
+		{[]string{"--coordinator", "ftp://a:1"}, "tok", "http or https"},
+		{[]string{"--coordinator", "a:1"}, "tok", "http or https"},
+		{[]string{"--coordinator", "http://"}, "tok", "has no host"},
+		{[]string{"--coordinator", "http://u:p@a:1"}, "tok", "only scheme"},
+		{[]string{"--coordinator", "http://a:1?x=1"}, "tok", "only scheme"},
+		{[]string{"--coordinator", "http://a:80", "--coordinator", "http://a/x"}, "tok", "same host a:80"},
+		{[]string{"--coordinator", "http://a:1", "extra"}, "tok", "unexpected argument"},
+		{[]string{"--coordinator", "http://a:1", "--keep", "soon"}, "tok", "invalid value"},
+		{[]string{"--nope"}, "tok", "not defined"},
+	} {
+		m := NewMain()
+		m.Stderr = io.Discard
+		m.Getenv = env(tc.token)
+		err := m.ParseFlags(tc.args)
+		require.ErrorIs(t, err, ErrUsage, "%v", tc.args)
+		require.Contains(t, err.Error(), tc.says, "%v", tc.args)
+	}
+	m = NewMain()
+	m.Stdout, m.Stderr = io.Discard, io.Discard
+	require.ErrorIs(t, m.ParseFlags([]string{"-h"}), flag.ErrHelp)
+
+	// Options set by hand are checked by Run, before it listens.
+	for _, tweak := range []func(*Main){
+		func(m *Main) { m.Keep = 0 },
+		func(m *Main) { m.Timeout = -time.Second },
+		func(m *Main) { m.DrainDelay = 2 * time.Second },
+		func(m *Main) { m.Token = "" },
+		func(m *Main) { m.Coordinators = nil },
+		func(m *Main) { m.Addr = "no-port" },
+	} {
+		m := NewMain()
+		m.Coordinators = []string{"http://127.0.0.1:1"}
+		m.Token = "tok"
+		m.Addr = "127.0.0.1:0"
+		tweak(m)
+		require.ErrorIs(t, m.Run(context.Background()), ErrUsage)
+		require.NoError(t, m.Close())
+	}
+}
+
+// TestHelp: -h prints the usage, with the environment and an example, to
+// Stdout; the command exits 0 on it (main).
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"-h"}, {"--help"}} {
+		var out strings.Builder
+		m := NewMain()
+		m.Stdout, m.Stderr = &out, io.Discard
+		require.ErrorIs(t, m.ParseFlags(args), flag.ErrHelp, "%q", args)
+		for _, v := range []string{"usage: fleet-reader", TokenEnv, "Example:", "-coordinator"} {
+			require.Contains(t, out.String(), v, "%q", args)
+		}
+	}
+}
+
+// TestRateReadsFlag: --rate-reads sets how many kept reads the rates
+// cover (TestRatesWindow shows the bound); fewer than 2 cannot make a rate.
+// --max-lanes sets the lanes followed (TestFleetLanesBounded); not negative.
+func TestRateReadsFlag(t *testing.T) {
+	t.Parallel()
+	m := NewMain()
+	m.Getenv = func(string) string { return adminToken }
+	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://127.0.0.1:1", "--rate-reads", "3"}))
+	require.Equal(t, 3, m.RateReads)
+	require.NoError(t, m.open())
+	require.Equal(t, 3, m.RateReads)
+	require.NoError(t, m.Close())
+
+	m = NewMain()
+	m.Coordinators, m.Token = []string{"http://127.0.0.1:1"}, "tok"
+	require.NoError(t, m.open())
+	require.NoError(t, m.Close())
+
+	for _, n := range []int{1, -5} {
+		m := NewMain()
+		m.Coordinators, m.Token, m.Addr, m.Stderr = []string{"http://127.0.0.1:1"}, "tok", "127.0.0.1:0", nil
+		m.RateReads = n
+		err := m.Run(t.Context())
+		require.ErrorIs(t, err, ErrUsage)
+		require.Contains(t, err.Error(), "--rate-reads must be at least 2")
+		require.NoError(t, m.Close())
+	}
+
+	m = NewMain()
+	m.Getenv = func(string) string { return adminToken }
+	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://127.0.0.1:1", "--max-lanes", "7"}))
+	require.NoError(t, m.open())
+	require.Equal(t, 7, m.MaxLanes)
+	require.NoError(t, m.Close())
+	m = NewMain()
+	m.Coordinators, m.Token, m.Addr, m.Stderr, m.MaxLanes = []string{"http://127.0.0.1:1"}, "tok", "127.0.0.1:0", nil, -1
+	err := m.Run(t.Context())
+	require.ErrorIs(t, err, ErrUsage)
+	require.Contains(t, err.Error(), "--max-lanes must not be negative")
+	require.NoError(t, m.Close())
 }

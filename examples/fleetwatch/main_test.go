@@ -12,11 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/coordinator"
-	"github.com/edgeindex/edgeindex/fleetcache"
+	"github.com/edgeindex/edgeindex/fleet"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
@@ -80,14 +79,13 @@ func TestOnce(t *testing.T) {
 func TestCachedLooks(t *testing.T) {
 	t.Parallel()
 	hs, hits := realCoordinator(t)
-	admin, err := api.NewAdminClient(api.AdminConfig{BaseURL: hs.URL, Token: "admin", HTTP: hs.Client()})
+	r, err := fleet.New(fleet.Config{Coordinators: []string{hs.URL}, Token: "admin", Keep: time.Minute, Clock: clock.NewManual(time.Now())})
 	require.NoError(t, err)
-	cache, err := fleetcache.New(reader(admin), nil, fleetcache.Config{Keep: time.Minute, Clock: clock.NewManual(time.Now())})
-	require.NoError(t, err)
+	defer r.Close()
 	for range 50 {
-		a, err := cache.Get(t.Context())
+		a, err := r.Fleet(t.Context())
 		require.NoError(t, err)
-		require.Equal(t, int64(5), a.Value.Ranges["pending"])
+		require.Equal(t, int64(5), a.Read.Hosts()[0].Fleet.Ranges["pending"])
 	}
 	require.Equal(t, int64(1), hits.Load())
 }

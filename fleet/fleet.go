@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -24,29 +24,40 @@ const (
 	StatusUnauthorized = "unauthorized"
 )
 
-// hostRead is one coordinator's part of a fleet read.
-type hostRead struct {
+// Host is one coordinator's part of a fleet read: its status (StatusOK,
+// StatusUnreachable, StatusUnauthorized or StatusError), why it failed, and
+// its fleet when it answered.
+type Host struct {
 	Host   string     `json:"host"`
 	Status string     `json:"status"`
 	Detail string     `json:"detail,omitempty"`
 	Fleet  *api.Fleet `json:"fleet,omitempty"`
 }
 
-// fleetRead is one read of every coordinator. It is never changed once made.
-type fleetRead struct {
-	hosts []hostRead
+// Read is one read of every coordinator, with the rates of the kept reads.
+// It is never changed once made, and every caller shares it: read it, do
+// not change what it holds.
+type Read struct {
+	hosts []Host
 	// hostsJSON is hosts encoded once, so that an answer costs one copy.
 	hostsJSON []byte
 	// history holds the samples of the last kept reads, this one included
 	// when it is kept; rates are computed from it, and encoded, once.
 	history   *rateHistory
-	rates     *fleetRates
+	rates     *Rates
 	ratesJSON []byte
 }
 
+// Hosts returns every coordinator's part of the read, in Config's order.
+func (f *Read) Hosts() []Host { return f.hosts }
+
+// Rates returns the rates of the last kept reads, this one included when it
+// was kept; never nil.
+func (f *Read) Rates() *Rates { return f.rates }
+
 // allOK is the cache's Good predicate: a read in which any host failed is
 // never kept.
-func (f *fleetRead) allOK() bool {
+func (f *Read) allOK() bool {
 	for _, h := range f.hosts {
 		if h.Status != StatusOK {
 			return false
@@ -57,15 +68,15 @@ func (f *fleetRead) allOK() bool {
 
 // readFleet reads every coordinator at once. It never fails: a host that
 // fails has its status and detail, and the Good predicate refuses the read.
-func (m *Main) readFleet(ctx context.Context, previous *fleetRead) (*fleetRead, error) {
+func (c *Coordinators) readFleet(ctx context.Context, previous *Read) (*Read, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(m.base, cancel)()
+	defer context.AfterFunc(c.base, cancel)()
 
-	hosts := make([]hostRead, len(m.hosts))
+	hosts := make([]Host, len(c.hosts))
 	var wg sync.WaitGroup
-	for i, h := range m.hosts {
-		wg.Go(func() { hosts[i] = m.readHost(ctx, h) })
+	for i, h := range c.hosts {
+		wg.Go(func() { hosts[i] = c.readHost(ctx, h) })
 	}
 	wg.Wait()
 	var problems []string
@@ -75,13 +86,13 @@ func (m *Main) readFleet(ctx context.Context, previous *fleetRead) (*fleetRead, 
 		}
 	}
 	problem := strings.Join(problems, "; ")
-	m.lastProblem.Store(&problem)
+	c.lastProblem.Store(&problem)
 	b, err := json.Marshal(hosts)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the fleet read: %w", err)
 	}
-	f := &fleetRead{hosts: hosts, hostsJSON: b}
-	if err := f.addRates(previous, m.rateWindow, m.maxLanes); err != nil {
+	f := &Read{hosts: hosts, hostsJSON: b}
+	if err := f.addRates(previous, c.cfg.RateReads, c.cfg.MaxLanes); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -91,7 +102,7 @@ func (m *Main) readFleet(ctx context.Context, previous *fleetRead) (*fleetRead, 
 // kept (every host answered: the Good predicate) adds its sample to the
 // history; one that will not be kept adds nothing and carries the last kept
 // read's rates, so a failed read never makes a step.
-func (f *fleetRead) addRates(previous *fleetRead, window, maxLanes int) error {
+func (f *Read) addRates(previous *Read, window, maxLanes int) error {
 	var h *rateHistory
 	if previous != nil {
 		h = previous.history
@@ -111,8 +122,8 @@ func (f *fleetRead) addRates(previous *fleetRead, window, maxLanes int) error {
 }
 
 // readHost reads one coordinator's GET /v1/fleet.
-func (m *Main) readHost(ctx context.Context, h host) hostRead {
-	out := hostRead{Host: h.name}
+func (c *Coordinators) readHost(ctx context.Context, h host) Host {
+	out := Host{Host: h.name}
 	f, err := h.admin.Fleet(ctx)
 	var ae *api.Error
 	switch {
@@ -125,7 +136,7 @@ func (m *Main) readHost(ctx context.Context, h host) hostRead {
 	case errors.Is(err, api.ErrProtocol), errors.Is(err, api.ErrTooLarge):
 		out.Status, out.Detail = StatusError, "the coordinator's answer is not a fleet: "+err.Error()
 	default:
-		out.Status, out.Detail = StatusUnreachable, describe(ctx, err, m.Timeout)
+		out.Status, out.Detail = StatusUnreachable, describe(ctx, err, c.cfg.Timeout)
 	}
 	return out
 }
@@ -158,28 +169,47 @@ func answerText(err error) string {
 	return fmt.Sprintf("%d %s", ae.Status, http.StatusText(ae.Status))
 }
 
-// fleetAnswer returns the fleet read to serve and whether it was kept. A
-// read that the Good predicate refused is served to the request that waited
-// for it, marked as not kept.
-func (m *Main) fleetAnswer(r *http.Request) (a fleetcache.Answer[*fleetRead], kept bool, err error) {
-	a, err = m.fleet.Get(r.Context())
+// Answer is a fleet read as it was served.
+type Answer struct {
+	Read *Read
+	// Meta is how the read was served: its times and age, and whether it
+	// came from the cache, is stale, and is being refreshed.
+	Meta fleetcache.Meta
+	// Generation numbers the kept reads 1, 2, 3...; it is 0 for a read
+	// that was not kept.
+	Generation uint64
+	// Kept is false for a read in which a coordinator failed: it was made
+	// for this caller, who waited for it, and was not kept; the next call
+	// reads again.
+	Kept bool
+}
+
+// Fleet returns the fleet read to serve. The first call waits for the first
+// read; later ones are answered at once from the last kept read, current
+// within Config.Keep and stale after it, when exactly one background read
+// starts. A read in which a coordinator failed is never kept: it is
+// answered to the call that waited for it, with Kept false.
+func (c *Coordinators) Fleet(ctx context.Context) (Answer, error) {
+	a, err := c.fleet.Get(ctx)
+	out := Answer{Read: a.Value, Meta: a.Meta, Generation: a.Generation}
 	if err != nil {
 		if errors.Is(err, fleetcache.ErrRejected) && a.Value != nil {
-			return a, false, nil
+			return out, nil
 		}
-		return a, false, err
+		return out, err
 	}
-	return a, true, nil
+	out.Kept = true
+	return out, nil
 }
 
 // handleFleet answers GET /v1/fleet.
-func (m *Main) handleFleet(r *http.Request) (fleetcache.Reply, error) {
-	a, kept, err := m.fleetAnswer(r)
+func (c *Coordinators) handleFleet(r *http.Request) (fleetcache.Reply, error) {
+	a, err := c.Fleet(r.Context())
 	if err != nil {
 		return fleetcache.Reply{}, err
 	}
-	reply := fleetcache.Reply{Body: a.Value.body(a.Meta)}
-	if kept {
+	reply := fleetcache.Reply{Body: a.Read.body(a.Meta)}
+	if a.Kept {
 		reply.Meta = a.Meta // Cache-Control and Age; a read not kept is no-store
 	}
 	return reply, nil
@@ -188,7 +218,7 @@ func (m *Main) handleFleet(r *http.Request) (fleetcache.Reply, error) {
 // body encodes the answer {"polledAt", "hosts", "rates", "served"}: the
 // hosts and the rates were encoded once, when read; only the times and ages
 // are encoded here.
-func (f *fleetRead) body(meta fleetcache.Meta) []byte {
+func (f *Read) body(meta fleetcache.Meta) []byte {
 	b := make([]byte, 0, len(f.hostsJSON)+len(f.ratesJSON)+330)
 	b = append(b, `{"polledAt":`...)
 	b = appendTime(b, meta.PolledAt)

@@ -1,39 +1,34 @@
-package main
+package fleet
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"flag"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/fleet/fleettest"
 	"github.com/edgeindex/edgeindex/fleetcache"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
 func TestFleetTwoCoordinators(t *testing.T) {
 	t.Parallel()
-	a, b := newCoord(t), newCoord(t)
-	la := a.populate("alt.binaries.a", "alt.ordered.a")
-	b.populate("alt.binaries.b", "alt.ordered.b")
-	rd := startReader(t, readerOptions{urls: []string{a.url, b.url + "/"}})
+	a, b := fleettest.NewCoordinator(t), fleettest.NewCoordinator(t)
+	la := a.Populate("alt.binaries.a", "alt.ordered.a")
+	b.Populate("alt.binaries.b", "alt.ordered.b")
+	rd := startReader(t, readerOptions{urls: []string{a.URL, b.URL + "/"}})
 
 	f, ans := rd.fleet()
 	require.Len(t, f.Hosts, 2)
-	require.Equal(t, a.host, f.Hosts[0].Host)
-	require.Equal(t, b.host, f.Hosts[1].Host)
+	require.Equal(t, a.Host, f.Hosts[0].Host)
+	require.Equal(t, b.Host, f.Hosts[1].Host)
 	for _, h := range f.Hosts {
 		require.Equal(t, StatusOK, h.Status, h.Detail)
 		require.Empty(t, h.Detail)
@@ -80,14 +75,14 @@ func TestFleetTwoCoordinators(t *testing.T) {
 	require.Equal(t, f.PolledAt, f2.PolledAt)
 	require.Equal(t, "max-age=10, stale-while-revalidate=15", ans2.header.Get("Cache-Control"))
 	require.Equal(t, "5", ans2.header.Get("Age"))
-	require.Equal(t, int64(1), a.fleetReqs.Load())
-	require.Equal(t, int64(1), b.fleetReqs.Load())
+	require.Equal(t, int64(1), a.FleetReqs.Load())
+	require.Equal(t, int64(1), b.FleetReqs.Load())
 
 	// HEAD answers the headers alone.
 	head := rd.do("HEAD", "/v1/fleet")
 	require.Equal(t, http.StatusOK, head.status)
 	require.Empty(t, head.body)
-	require.Equal(t, int64(1), a.fleetReqs.Load())
+	require.Equal(t, int64(1), a.FleetReqs.Load())
 }
 
 // The body's "served" is encoded by hand; it must say what encoding/json
@@ -106,7 +101,7 @@ func TestServedEncoding(t *testing.T) {
 		got := appendMeta(nil, m)
 		require.JSONEq(t, string(want), string(got))
 
-		f := &fleetRead{hosts: []hostRead{{Host: "h:1", Status: StatusError, Detail: `"quoted" <b>`}}}
+		f := &Read{hosts: []Host{{Host: "h:1", Status: StatusError, Detail: `"quoted" <b>`}}}
 		f.hostsJSON, err = json.Marshal(f.hosts)
 		require.NoError(t, err)
 		want, err = json.Marshal(fleetBody{PolledAt: m.PolledAt, Hosts: f.hosts, Served: m})
@@ -117,10 +112,10 @@ func TestServedEncoding(t *testing.T) {
 
 func TestFleetOneDown(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
-	a.populate("alt.binaries.a", "alt.ordered.a")
+	a := fleettest.NewCoordinator(t)
+	a.Populate("alt.binaries.a", "alt.ordered.a")
 	dead := deadURL(t)
-	rd := startReader(t, readerOptions{urls: []string{a.url, dead}})
+	rd := startReader(t, readerOptions{urls: []string{a.URL, dead}})
 
 	f, ans := rd.fleet()
 	require.Len(t, f.Hosts, 2)
@@ -134,7 +129,7 @@ func TestFleetOneDown(t *testing.T) {
 	// The read was not kept: the next request reads again.
 	f, _ = rd.fleet()
 	require.Equal(t, StatusUnreachable, f.Hosts[1].Status)
-	require.Equal(t, int64(2), a.fleetReqs.Load())
+	require.Equal(t, int64(2), a.FleetReqs.Load())
 
 	// /readyz tells how the last read went, and is still ready.
 	r := rd.do("GET", "/readyz")
@@ -152,26 +147,26 @@ func TestFleetOneDown(t *testing.T) {
 	require.Equal(t, http.StatusOK, d.status)
 	require.Contains(t, string(d.body), `id="not-kept-badge"`)
 	require.Contains(t, string(d.body), "unreachable")
-	require.Equal(t, int64(3), a.fleetReqs.Load())
+	require.Equal(t, int64(3), a.FleetReqs.Load())
 }
 
 // Once a good read is kept, a refresh in which a host fails is not kept: the
 // good read is served, stale, and each later request may try again.
 func TestFleetFailedRefreshKeepsTheGoodRead(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
-	a.populate("alt.binaries.a", "alt.ordered.a")
-	rd := startReader(t, readerOptions{urls: []string{a.url}})
+	a := fleettest.NewCoordinator(t)
+	a.Populate("alt.binaries.a", "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.URL}})
 
 	first, _ := rd.fleet()
-	a.fail.Store(true)
+	a.Fail.Store(true)
 	rd.clock.Advance(20 * time.Second)
 	f, _ := rd.fleet()
 	require.True(t, f.Served.Stale)
 	require.Equal(t, first.PolledAt, f.PolledAt)
 	require.Equal(t, StatusOK, f.Hosts[0].Status)
 	require.NoError(t, rd.m.fleet.Wait(t.Context()))
-	require.Equal(t, int64(2), a.fleetReqs.Load())
+	require.Equal(t, int64(2), a.FleetReqs.Load())
 
 	info, ok := rd.m.fleet.LastRead()
 	require.True(t, ok)
@@ -182,14 +177,14 @@ func TestFleetFailedRefreshKeepsTheGoodRead(t *testing.T) {
 	require.True(t, f.Served.Stale, "the failed refresh was not kept")
 	require.Equal(t, first.PolledAt, f.PolledAt)
 	require.NoError(t, rd.m.fleet.Wait(t.Context()))
-	require.Equal(t, int64(3), a.fleetReqs.Load(), "each stale request after a failed refresh may start another")
+	require.Equal(t, int64(3), a.FleetReqs.Load(), "each stale request after a failed refresh may start another")
 
 	d := rd.do("GET", "/")
 	require.Contains(t, string(d.body), `id="last-failed"`)
 	require.Contains(t, string(d.body), "the database is on fire")
 	require.NoError(t, rd.m.fleet.Wait(t.Context()))
 
-	a.fail.Store(false)
+	a.Fail.Store(false)
 	rd.fleet()
 	require.NoError(t, rd.m.fleet.Wait(t.Context()))
 	f, _ = rd.fleet()
@@ -199,16 +194,16 @@ func TestFleetFailedRefreshKeepsTheGoodRead(t *testing.T) {
 
 func TestFleetUnauthorized(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
-	a.populate("alt.binaries.a", "alt.ordered.a")
+	a := fleettest.NewCoordinator(t)
+	a.Populate("alt.binaries.a", "alt.ordered.a")
 	for _, tc := range []struct {
 		name, token, code string
 	}{
 		{"wrong token", "not-the-admin-token", "401"},
-		{"node token", a.nodeToken, "403"},
+		{"node token", a.NodeToken, "403"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rd := startReader(t, readerOptions{urls: []string{a.url}, token: tc.token})
+			rd := startReader(t, readerOptions{urls: []string{a.URL}, token: tc.token})
 			f, ans := rd.fleet()
 			require.Len(t, f.Hosts, 1)
 			require.Equal(t, StatusUnauthorized, f.Hosts[0].Status)
@@ -221,20 +216,20 @@ func TestFleetUnauthorized(t *testing.T) {
 
 func TestFleetStaleOneRefresh(t *testing.T) {
 	t.Parallel()
-	a, b := newCoord(t), newCoord(t)
-	a.populate("alt.binaries.a", "alt.ordered.a")
-	rd := startReader(t, readerOptions{urls: []string{a.url, b.url}, keep: 15 * time.Second})
+	a, b := fleettest.NewCoordinator(t), fleettest.NewCoordinator(t)
+	a.Populate("alt.binaries.a", "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.URL, b.URL}, keep: 15 * time.Second})
 
 	first, _ := rd.fleet()
 	rd.clock.Advance(14 * time.Second)
 	f, _ := rd.fleet()
 	require.False(t, f.Served.Stale)
-	require.Equal(t, int64(1), a.fleetReqs.Load())
+	require.Equal(t, int64(1), a.FleetReqs.Load())
 
 	// After keep, many concurrent requests are all answered at once, stale,
 	// from the read they have, while exactly one refresh reads each host.
 	rd.clock.Advance(2 * time.Second)
-	releaseA, releaseB := a.hold(), b.hold()
+	releaseA, releaseB := a.Hold(), b.Hold()
 	const n = 40
 	var wg sync.WaitGroup
 	served := make([]fleetcache.Meta, n)
@@ -256,26 +251,26 @@ func TestFleetStaleOneRefresh(t *testing.T) {
 		require.Equal(t, 16.0, served[i].CacheAgeSeconds)
 		require.Equal(t, first.PolledAt, polled[i])
 	}
-	require.Equal(t, int64(2), a.fleetReqs.Load())
-	require.Equal(t, int64(2), b.fleetReqs.Load())
+	require.Equal(t, int64(2), a.FleetReqs.Load())
+	require.Equal(t, int64(2), b.FleetReqs.Load())
 	releaseA()
 	releaseB()
 	require.NoError(t, rd.m.fleet.Wait(t.Context()))
-	require.Equal(t, int64(2), a.fleetReqs.Load(), "one refresh for all of them")
-	require.Equal(t, int64(2), b.fleetReqs.Load())
+	require.Equal(t, int64(2), a.FleetReqs.Load(), "one refresh for all of them")
+	require.Equal(t, int64(2), b.FleetReqs.Load())
 
 	f, _ = rd.fleet()
 	require.False(t, f.Served.Stale)
 	require.Equal(t, 0.0, f.Served.CacheAgeSeconds)
 	require.Equal(t, first.PolledAt.Add(16*time.Second), f.PolledAt)
-	require.Equal(t, int64(2), a.fleetReqs.Load())
+	require.Equal(t, int64(2), a.FleetReqs.Load())
 }
 
 func TestSeat(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
-	la := a.populate("alt.binaries.a", "alt.ordered.a")
-	rd := startReader(t, readerOptions{urls: []string{a.url}})
+	a := fleettest.NewCoordinator(t)
+	la := a.Populate("alt.binaries.a", "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.URL}})
 
 	type seatBody struct {
 		Host   string          `json:"host"`
@@ -290,8 +285,8 @@ func TestSeat(t *testing.T) {
 		require.NoError(t, json.Unmarshal(r.body, &s), "%s", r.body)
 		return s
 	}
-	s := seat(a.host + "/edge-1")
-	require.Equal(t, a.host, s.Host)
+	s := seat(a.Host + "/edge-1")
+	require.Equal(t, a.Host, s.Host)
 	require.Equal(t, "edge-1", s.Node.Name)
 	require.Len(t, s.Node.Leases, 1)
 	require.Equal(t, la.Range.ID, s.Node.Leases[0].Range)
@@ -299,37 +294,37 @@ func TestSeat(t *testing.T) {
 	require.Equal(t, int64(1024), s.Node.Batches[0].To)
 	require.False(t, s.Served.FromCache)
 	require.Equal(t, 10.0, s.Served.KeptForSeconds)
-	require.Equal(t, int64(1), a.nodeReqs.Load())
-	require.Equal(t, int64(1), a.fleetReqs.Load(), "a seat belongs to a fleet read")
+	require.Equal(t, int64(1), a.NodeReqs.Load())
+	require.Equal(t, int64(1), a.FleetReqs.Load(), "a seat belongs to a fleet read")
 
 	// Kept within the same fleet read and the TTL.
 	rd.clock.Advance(5 * time.Second)
-	s = seat(a.host + "/edge-1")
+	s = seat(a.Host + "/edge-1")
 	require.True(t, s.Served.FromCache)
-	require.Equal(t, int64(1), a.nodeReqs.Load())
+	require.Equal(t, int64(1), a.NodeReqs.Load())
 
 	// Past the seat's TTL it is read again.
 	rd.clock.Advance(6 * time.Second)
-	s = seat(a.host + "/edge-1")
+	s = seat(a.Host + "/edge-1")
 	require.False(t, s.Served.FromCache)
-	require.Equal(t, int64(2), a.nodeReqs.Load())
+	require.Equal(t, int64(2), a.NodeReqs.Load())
 
 	// A new fleet read makes the kept seats of the old one useless.
 	rd.clock.Advance(5 * time.Second) // the fleet read is 16 s old: stale
 	rd.fleet()
 	require.NoError(t, rd.m.fleet.Wait(t.Context()))
-	require.Equal(t, int64(2), a.fleetReqs.Load())
-	s = seat(a.host + "/edge-1")
+	require.Equal(t, int64(2), a.FleetReqs.Load())
+	s = seat(a.Host + "/edge-1")
 	require.False(t, s.Served.FromCache)
-	require.Equal(t, int64(3), a.nodeReqs.Load())
+	require.Equal(t, int64(3), a.NodeReqs.Load())
 
 	// The cursor goes through to the coordinator.
-	s = seat(a.host + "/edge-1")
-	require.Equal(t, int64(3), a.nodeReqs.Load())
-	r := rd.do("GET", "/v1/seat?key="+url.QueryEscape(a.host+"/edge-1")+"&cursor=x")
+	s = seat(a.Host + "/edge-1")
+	require.Equal(t, int64(3), a.NodeReqs.Load())
+	r := rd.do("GET", "/v1/seat?key="+url.QueryEscape(a.Host+"/edge-1")+"&cursor=x")
 	require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
 	require.Contains(t, errorText(t, r), "cursor")
-	require.Equal(t, int64(4), a.nodeReqs.Load())
+	require.Equal(t, int64(4), a.NodeReqs.Load())
 
 	for _, tc := range []struct {
 		query  string
@@ -338,18 +333,18 @@ func TestSeat(t *testing.T) {
 	}{
 		{"", http.StatusBadRequest, "key is missing"},
 		{"?key=", http.StatusBadRequest, "key is missing"},
-		{"?key=" + url.QueryEscape(a.host), http.StatusBadRequest, "not HOST/NODE"},
-		{"?key=" + url.QueryEscape(a.host+"/"), http.StatusBadRequest, "not HOST/NODE"},
+		{"?key=" + url.QueryEscape(a.Host), http.StatusBadRequest, "not HOST/NODE"},
+		{"?key=" + url.QueryEscape(a.Host+"/"), http.StatusBadRequest, "not HOST/NODE"},
 		{"?key=" + url.QueryEscape("/edge-1"), http.StatusBadRequest, "not HOST/NODE"},
-		{"?key=" + url.QueryEscape(a.host+"/bad name"), http.StatusBadRequest, "node name"},
+		{"?key=" + url.QueryEscape(a.Host+"/bad name"), http.StatusBadRequest, "node name"},
 		{"?key=" + url.QueryEscape("10.9.9.9:1/edge-1"), http.StatusNotFound, "is not read here"},
-		{"?key=" + url.QueryEscape(a.host+"/nobody"), http.StatusNotFound, "has no node \"nobody\""},
+		{"?key=" + url.QueryEscape(a.Host+"/nobody"), http.StatusNotFound, "has no node \"nobody\""},
 	} {
 		r := rd.do("GET", "/v1/seat"+tc.query)
 		require.Equal(t, tc.status, r.status, "%s: %s", tc.query, r.body)
 		require.Contains(t, errorText(t, r), tc.says, tc.query)
 	}
-	require.Equal(t, int64(5), a.nodeReqs.Load(), "only the unknown node reached the coordinator")
+	require.Equal(t, int64(5), a.NodeReqs.Load(), "only the unknown node reached the coordinator")
 }
 
 // Issue 9, defect 11: while a host fails, no fleet read is kept and every
@@ -357,12 +352,12 @@ func TestSeat(t *testing.T) {
 // later failed fleet read never gets it.
 func TestSeatUnderFailedFleetReadsNotReused(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
-	a.populate("alt.binaries.a", "alt.ordered.a")
-	rd := startReader(t, readerOptions{urls: []string{a.url, deadURL(t)}})
+	a := fleettest.NewCoordinator(t)
+	a.Populate("alt.binaries.a", "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.URL, deadURL(t)}})
 
 	for i := range 3 {
-		r := rd.do("GET", "/v1/seat?key="+url.QueryEscape(a.host+"/edge-1"))
+		r := rd.do("GET", "/v1/seat?key="+url.QueryEscape(a.Host+"/edge-1"))
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 		var s struct {
 			Served fleetcache.Meta `json:"served"`
@@ -370,25 +365,25 @@ func TestSeatUnderFailedFleetReadsNotReused(t *testing.T) {
 		require.NoError(t, json.Unmarshal(r.body, &s), "%s", r.body)
 		require.False(t, s.Served.FromCache, "seat %d", i)
 		require.Equal(t, "no-store", r.header.Get("Cache-Control"), "a seat that is not kept is not cached downstream either")
-		require.Equal(t, int64(i+1), a.fleetReqs.Load(), "each seat request waited for a fleet read of its own")
-		require.Equal(t, int64(i+1), a.nodeReqs.Load(), "seat %d is read under its own fleet read", i)
+		require.Equal(t, int64(i+1), a.FleetReqs.Load(), "each seat request waited for a fleet read of its own")
+		require.Equal(t, int64(i+1), a.NodeReqs.Load(), "seat %d is read under its own fleet read", i)
 	}
 	require.Zero(t, rd.m.seats.Len())
 }
 
 func TestSeatUpstreamFailures(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
-	a.populate("alt.binaries.a", "alt.ordered.a")
+	a := fleettest.NewCoordinator(t)
+	a.Populate("alt.binaries.a", "alt.ordered.a")
 	dead := deadURL(t)
 	deadHost := strings.TrimPrefix(dead, "http://")
-	rd := startReader(t, readerOptions{urls: []string{a.url, dead}})
+	rd := startReader(t, readerOptions{urls: []string{a.URL, dead}})
 	r := rd.do("GET", "/v1/seat?key="+url.QueryEscape(deadHost+"/edge-1"))
 	require.Equal(t, http.StatusBadGateway, r.status, "%s", r.body)
 	require.Contains(t, errorText(t, r), "unreachable")
 
-	wrong := startReader(t, readerOptions{urls: []string{a.url}, token: "wrong"})
-	r = wrong.do("GET", "/v1/seat?key="+url.QueryEscape(a.host+"/edge-1"))
+	wrong := startReader(t, readerOptions{urls: []string{a.URL}, token: "wrong"})
+	r = wrong.do("GET", "/v1/seat?key="+url.QueryEscape(a.Host+"/edge-1"))
 	require.Equal(t, http.StatusBadGateway, r.status, "%s", r.body)
 	require.Contains(t, errorText(t, r), "refused the admin token")
 }
@@ -397,15 +392,15 @@ func TestSeatUpstreamFailures(t *testing.T) {
 // seat read of it is a 504.
 func TestTimeout(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
-	a.populate("alt.binaries.a", "alt.ordered.a")
-	rd := startReader(t, readerOptions{urls: []string{a.url}, timeout: 100 * time.Millisecond})
-	release := a.hold()
+	a := fleettest.NewCoordinator(t)
+	a.Populate("alt.binaries.a", "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.URL}, timeout: 100 * time.Millisecond})
+	release := a.Hold()
 	f, _ := rd.fleet()
 	require.Equal(t, StatusUnreachable, f.Hosts[0].Status)
 	require.Equal(t, "no answer within 100ms", f.Hosts[0].Detail)
 
-	r := rd.do("GET", "/v1/seat?key="+url.QueryEscape(a.host+"/edge-1"))
+	r := rd.do("GET", "/v1/seat?key="+url.QueryEscape(a.Host+"/edge-1"))
 	require.Equal(t, http.StatusGatewayTimeout, r.status, "%s", r.body)
 	require.Contains(t, errorText(t, r), "did not answer within 100ms")
 
@@ -416,9 +411,9 @@ func TestTimeout(t *testing.T) {
 
 func TestReadyz(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
-	a.populate("alt.binaries.a", "alt.ordered.a")
-	rd := startReader(t, readerOptions{urls: []string{a.url}})
+	a := fleettest.NewCoordinator(t)
+	a.Populate("alt.binaries.a", "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.URL}})
 
 	readyz := func() (readyBody, map[string]any) {
 		t.Helper()
@@ -440,14 +435,14 @@ func TestReadyz(t *testing.T) {
 	require.Nil(t, b.LastFleetRead)
 	require.Contains(t, raw, "lastFleetRead")
 	require.ElementsMatch(t, []string{"schema", "ready", "meaning", "startedAt", "servedAt", "lastFleetRead"}, keys(raw))
-	require.Equal(t, int64(0), a.fleetReqs.Load(), "readyz calls no coordinator")
+	require.Equal(t, int64(0), a.FleetReqs.Load(), "readyz calls no coordinator")
 
 	rd.fleet()
 	b, _ = readyz()
 	require.NotNil(t, b.LastFleetRead)
 	require.True(t, b.LastFleetRead.OK)
 	require.Equal(t, uint64(1), b.LastFleetRead.Generation)
-	require.Equal(t, int64(1), a.fleetReqs.Load())
+	require.Equal(t, int64(1), a.FleetReqs.Load())
 }
 
 func keys(m map[string]any) []string {
@@ -460,8 +455,8 @@ func keys(m map[string]any) []string {
 
 func TestRoutesAndMethods(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
-	rd := startReader(t, readerOptions{urls: []string{a.url}})
+	a := fleettest.NewCoordinator(t)
+	rd := startReader(t, readerOptions{urls: []string{a.URL}})
 	for _, path := range []string{"/v1/fleet", "/v1/seat", "/readyz", "/"} {
 		for _, method := range []string{"POST", "PUT", "DELETE", "PATCH"} {
 			r := rd.do(method, path)
@@ -475,15 +470,15 @@ func TestRoutesAndMethods(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, r.status, path)
 		require.Contains(t, errorText(t, r), "nothing is served")
 	}
-	require.Equal(t, int64(0), a.fleetReqs.Load())
+	require.Equal(t, int64(0), a.FleetReqs.Load())
 }
 
 func TestDashboardHTML(t *testing.T) {
 	t.Parallel()
-	a := newCoord(t)
+	a := fleettest.NewCoordinator(t)
 	evil := `<script>alert("x")</script>`
-	a.populate(evil, "alt.ordered.a")
-	rd := startReader(t, readerOptions{urls: []string{a.url}})
+	a.Populate(evil, "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.URL}})
 
 	r := rd.do("GET", "/")
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
@@ -500,7 +495,7 @@ func TestDashboardHTML(t *testing.T) {
 	require.Len(t, hrefs, 2, "one seat link per node")
 	key, err := url.QueryUnescape(hrefs[0][1])
 	require.NoError(t, err)
-	require.Equal(t, a.host+"/edge-1", key)
+	require.Equal(t, a.Host+"/edge-1", key)
 
 	rd.clock.Advance(20 * time.Second)
 	r = rd.do("GET", "/")
@@ -531,177 +526,4 @@ func TestLeaseProgress(t *testing.T) {
 		require.Equal(t, "in 1m 0s", v.Expires)
 	}
 	require.Equal(t, "expired 3s ago", leaseView(api.FleetLease{ExpiresAt: now.Add(-3 * time.Second)}, now).Expires)
-}
-
-func TestDrain(t *testing.T) {
-	t.Parallel()
-	a := newCoord(t)
-	m := NewMain()
-	m.Coordinators = []string{a.url}
-	m.Addr = "127.0.0.1:0"
-	m.Token = adminToken
-	m.DrainDelay = 500 * time.Millisecond
-	m.Stderr = io.Discard
-	addrc := make(chan net.Addr, 1)
-	m.OnListen = func(a net.Addr) { addrc <- a }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	base := "http://" + (<-addrc).String()
-	client := &http.Client{Transport: &http.Transport{}}
-	defer client.CloseIdleConnections()
-	get := func(path string) (int, []byte) {
-		resp, err := client.Get(base + path)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, b
-	}
-	status, _ := get("/readyz")
-	require.Equal(t, http.StatusOK, status)
-	status, _ = get("/v1/fleet")
-	require.Equal(t, http.StatusOK, status)
-
-	cancel() // what SIGTERM does through signal.NotifyContext
-	var body []byte
-	for range 200 {
-		if status, body = get("/readyz"); status == http.StatusServiceUnavailable {
-			break
-		}
-	}
-	require.Equal(t, http.StatusServiceUnavailable, status, "readyz turns 503 while draining")
-	var b readyBody
-	require.NoError(t, json.Unmarshal(body, &b))
-	require.False(t, b.Ready)
-	require.Contains(t, b.Meaning, "draining")
-	status, _ = get("/v1/fleet")
-	require.Equal(t, http.StatusOK, status, "requests are still answered while draining")
-
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(3 * time.Second):
-		t.Fatal("Run did not return within 2 s of its context being done")
-	}
-	require.NoError(t, m.Close())
-	_, err := client.Get(base + "/readyz")
-	require.Error(t, err, "the port is closed")
-}
-
-func TestBusyPort(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	m := NewMain()
-	m.Coordinators = []string{"http://127.0.0.1:1"}
-	m.Addr = ln.Addr().String()
-	m.Token = adminToken
-	m.Stderr = io.Discard
-	listened := false
-	m.OnListen = func(net.Addr) { listened = true }
-	err = m.Run(context.Background()) // returns at once: nothing is served
-	require.Error(t, err)
-	require.True(t, errors.Is(err, syscall.EADDRINUSE), "%v", err)
-	require.False(t, listened)
-	require.NoError(t, m.Close())
-	require.ErrorIs(t, m.Run(context.Background()), ErrRunning)
-}
-
-func TestParseFlags(t *testing.T) {
-	t.Parallel()
-	env := func(token string) func(string) string {
-		return func(name string) string {
-			if name == TokenEnv {
-				return token
-			}
-			return ""
-		}
-	}
-	m := NewMain()
-	m.Stderr = io.Discard
-	m.Getenv = env("tok")
-	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://a.example:7070", "--coordinator=https://b.example/prefix/",
-		"--addr", "0.0.0.0:9000", "--keep", "30s", "--timeout", "2s", "--drain-delay", "0s"}))
-	require.Equal(t, []string{"http://a.example:7070", "https://b.example/prefix/"}, m.Coordinators)
-	require.Equal(t, "0.0.0.0:9000", m.Addr)
-	require.Equal(t, 30*time.Second, m.Keep)
-	require.Equal(t, 2*time.Second, m.Timeout)
-	require.Equal(t, time.Duration(0), m.DrainDelay)
-	require.Equal(t, "tok", m.Token)
-	hosts, err := parseHosts(m.Coordinators)
-	require.NoError(t, err)
-	require.Equal(t, []host{{name: "a.example:7070", base: "http://a.example:7070"}, {name: "b.example:443", base: "https://b.example/prefix"}}, hosts)
-
-	m = NewMain()
-	m.Getenv = env("tok")
-	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://c.example"}))
-	require.Equal(t, fleetcache.DefaultAddr, m.Addr)
-	require.Equal(t, DefaultKeep, m.Keep)
-	hosts, err = parseHosts(m.Coordinators)
-	require.NoError(t, err)
-	require.Equal(t, "c.example:80", hosts[0].name)
-
-	for _, tc := range []struct {
-		args  []string
-		token string
-		says  string
-	}{
-		{nil, "tok", "at least one --coordinator"},
-		{[]string{"--coordinator", "http://a:1"}, "", TokenEnv + " is not set"},
-		{[]string{"--coordinator", "ftp://a:1"}, "tok", "http or https"},
-		{[]string{"--coordinator", "a:1"}, "tok", "http or https"},
-		{[]string{"--coordinator", "http://"}, "tok", "has no host"},
-		{[]string{"--coordinator", "http://u:p@a:1"}, "tok", "only scheme"},
-		{[]string{"--coordinator", "http://a:1?x=1"}, "tok", "only scheme"},
-		{[]string{"--coordinator", "http://a:80", "--coordinator", "http://a/x"}, "tok", "same host a:80"},
-		{[]string{"--coordinator", "http://a:1", "extra"}, "tok", "unexpected argument"},
-		{[]string{"--coordinator", "http://a:1", "--keep", "soon"}, "tok", "invalid value"},
-		{[]string{"--nope"}, "tok", "not defined"},
-	} {
-		m := NewMain()
-		m.Stderr = io.Discard
-		m.Getenv = env(tc.token)
-		err := m.ParseFlags(tc.args)
-		require.ErrorIs(t, err, ErrUsage, "%v", tc.args)
-		require.Contains(t, err.Error(), tc.says, "%v", tc.args)
-	}
-	m = NewMain()
-	m.Stdout, m.Stderr = io.Discard, io.Discard
-	require.ErrorIs(t, m.ParseFlags([]string{"-h"}), flag.ErrHelp)
-
-	// Options set by hand are checked by Run, before it listens.
-	for _, tweak := range []func(*Main){
-		func(m *Main) { m.Keep = 0 },
-		func(m *Main) { m.Timeout = -time.Second },
-		func(m *Main) { m.DrainDelay = 2 * time.Second },
-		func(m *Main) { m.Token = "" },
-		func(m *Main) { m.Coordinators = nil },
-		func(m *Main) { m.Addr = "no-port" },
-	} {
-		m := NewMain()
-		m.Coordinators = []string{"http://127.0.0.1:1"}
-		m.Token = "tok"
-		m.Addr = "127.0.0.1:0"
-		tweak(m)
-		require.ErrorIs(t, m.Run(context.Background()), ErrUsage)
-		require.NoError(t, m.Close())
-	}
-}
-
-// TestHelp: -h prints the usage, with the environment and an example, to
-// Stdout; the command exits 0 on it (main).
-func TestHelp(t *testing.T) {
-	t.Parallel()
-	for _, args := range [][]string{{"-h"}, {"--help"}} {
-		var out strings.Builder
-		m := NewMain()
-		m.Stdout, m.Stderr = &out, io.Discard
-		require.ErrorIs(t, m.ParseFlags(args), flag.ErrHelp, "%q", args)
-		for _, v := range []string{"usage: fleet-reader", TokenEnv, "Example:", "-coordinator"} {
-			require.Contains(t, out.String(), v, "%q", args)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"encoding/json"
@@ -10,17 +10,6 @@ import (
 	"github.com/edgeindex/edgeindex/internal/saturate"
 	"github.com/edgeindex/edgeindex/lease"
 )
-
-// DefaultRateReads is how many kept fleet reads the rates are computed over
-// when Main.RateReads is zero.
-const DefaultRateReads = 60
-
-// DefaultMaxLanes is the most lanes the rates follow, and the dashboard
-// shows, when Main.MaxLanes is zero. The history holds at most the window's
-// reads of that many lanes, whatever the coordinators answer: a fleet whose
-// group names changed on every read once grew the reader by a gigabyte over
-// a window. Lanes past the bound are counted, not kept.
-const DefaultMaxLanes = 2000
 
 // Rates are computed once, when a read is kept, from the samples of the last
 // kept reads: a lane's rate between two consecutive kept reads is the growth
@@ -57,7 +46,7 @@ type sample struct {
 
 // newSample takes the counters of a read: of its first maxLanes lanes in
 // the read's order, counting the others as dropped.
-func newSample(hosts []hostRead, maxLanes int) *sample {
+func newSample(hosts []Host, maxLanes int) *sample {
 	s := &sample{at: make(map[string]time.Time, len(hosts)), lanes: map[laneKey]laneSample{}}
 	for _, h := range hosts {
 		if h.Fleet == nil {
@@ -124,11 +113,12 @@ func laneStep(prev, cur *sample, k laneKey) (delta int64, dt time.Duration, ok b
 	return b.headers - a.headers, dt, true // both >= 0: no overflow
 }
 
-// fleetRates is the "rates" of GET /v1/fleet. Every series is aligned with
+// Rates is the "rates" of GET /v1/fleet: articles/s per coordinator and
+// per lane over the last Config.RateReads kept reads. Every series is aligned with
 // its host's At: one entry per kept read, oldest first; a rate entry is the
 // rate over the step from the read before, null for the first read and for a
 // step without a rate.
-type fleetRates struct {
+type Rates struct {
 	// Window is the most kept reads held; Reads how many are held now.
 	Window int `json:"window"`
 	Reads  int `json:"reads"`
@@ -136,14 +126,14 @@ type fleetRates struct {
 	// the last read were past it, and have no rate.
 	MaxLanes     int                  `json:"maxLanes"`
 	DroppedLanes int                  `json:"droppedLanes"`
-	Hosts        map[string]*hostRate `json:"hosts"`
-	Lanes        []*laneRate          `json:"lanes"`
+	Hosts        map[string]*HostRate `json:"hosts"`
+	Lanes        []*LaneRate          `json:"lanes"`
 
-	byLane map[laneKey]*laneRate
+	byLane map[laneKey]*LaneRate
 }
 
-// rateSeries is a rate now, its average over the window, and its series.
-type rateSeries struct {
+// RateSeries is a rate now, its average over the window, and its series.
+type RateSeries struct {
 	// ArticlesPerSecond is the last step's rate; null when it has none.
 	ArticlesPerSecond *float64 `json:"articlesPerSecond"`
 	// Average is the headers gained over the seconds of the steps that have
@@ -156,21 +146,21 @@ type rateSeries struct {
 	view  rateView      // formatted for the dashboard, once
 }
 
-// hostRate is a coordinator's rate: the sum of its lanes'.
-type hostRate struct {
+// HostRate is a coordinator's rate: the sum of its lanes'.
+type HostRate struct {
 	// At is the coordinator's `at` of each kept read.
 	At []time.Time `json:"at"`
-	rateSeries
+	RateSeries
 }
 
-// laneRate is a lane's rate, and a tail lane's lag.
-type laneRate struct {
+// LaneRate is a lane's rate, and a tail lane's lag.
+type LaneRate struct {
 	Host    string   `json:"host"`
 	GroupID int64    `json:"groupId"`
 	Group   string   `json:"group"`
 	Lane    api.Lane `json:"lane"`
 	Headers int64    `json:"headers"`
-	rateSeries
+	RateSeries
 	// Lag is the tail's lag (FleetGroup.Plan.Lag) in the last read; null
 	// for a lane that is not a tail lane of a group whose plan was polled.
 	Lag       *int64   `json:"lag"`
@@ -180,14 +170,14 @@ type laneRate struct {
 }
 
 // addStep counts one step's growth into the series at i.
-func (r *rateSeries) addStep(i int, delta int64, dt time.Duration) {
+func (r *RateSeries) addStep(i int, delta int64, dt time.Duration) {
 	r.Series[i] = ratePtr(float64(delta) / dt.Seconds())
 	r.delta = saturate.Add(r.delta, delta)
 	r.span += dt
 }
 
 // finish sets the rate now and the average.
-func (r *rateSeries) finish() {
+func (r *RateSeries) finish() {
 	r.ArticlesPerSecond = r.Series[len(r.Series)-1]
 	if r.span > 0 {
 		r.Average = ratePtr(float64(r.delta) / r.span.Seconds())
@@ -202,8 +192,8 @@ func ratePtr(v float64) *float64 {
 
 // computeRates computes the rates of the history's last read. h may be nil
 // (no read kept yet): the rates are then empty.
-func computeRates(h *rateHistory, window, maxLanes int) *fleetRates {
-	r := &fleetRates{Window: window, MaxLanes: maxLanes, Hosts: map[string]*hostRate{}, Lanes: []*laneRate{}, byLane: map[laneKey]*laneRate{}}
+func computeRates(h *rateHistory, window, maxLanes int) *Rates {
+	r := &Rates{Window: window, MaxLanes: maxLanes, Hosts: map[string]*HostRate{}, Lanes: []*LaneRate{}, byLane: map[laneKey]*LaneRate{}}
 	if h == nil || len(h.samples) == 0 {
 		return r
 	}
@@ -213,15 +203,15 @@ func computeRates(h *rateHistory, window, maxLanes int) *fleetRates {
 	latest := samples[n-1]
 	r.DroppedLanes = latest.dropped
 	for host := range latest.at {
-		hr := &hostRate{At: make([]time.Time, n), rateSeries: rateSeries{Series: make([]*float64, n)}}
+		hr := &HostRate{At: make([]time.Time, n), RateSeries: RateSeries{Series: make([]*float64, n)}}
 		for i, s := range samples {
 			hr.At[i] = s.at[host]
 		}
 		r.Hosts[host] = hr
 	}
 	for _, k := range latest.order {
-		lr := &laneRate{Host: k.host, GroupID: k.groupID, Group: k.group, Lane: k.lane, Headers: latest.lanes[k].headers,
-			rateSeries: rateSeries{Series: make([]*float64, n)}, LagSeries: make([]*int64, n)}
+		lr := &LaneRate{Host: k.host, GroupID: k.groupID, Group: k.group, Lane: k.lane, Headers: latest.lanes[k].headers,
+			RateSeries: RateSeries{Series: make([]*float64, n)}, LagSeries: make([]*int64, n)}
 		for i, s := range samples {
 			if ls, ok := s.lanes[k]; ok && ls.hasLag {
 				lr.LagSeries[i] = &ls.lag
@@ -236,12 +226,12 @@ func computeRates(h *rateHistory, window, maxLanes int) *fleetRates {
 	}
 	for _, hr := range r.Hosts {
 		hr.finish()
-		hr.view = newRateView(&hr.rateSeries, hr.At, n)
+		hr.view = newRateView(&hr.RateSeries, hr.At, n)
 	}
 	for _, lr := range r.Lanes {
 		lr.finish()
 		at := r.Hosts[lr.Host].At
-		lr.view = newRateView(&lr.rateSeries, at, n)
+		lr.view = newRateView(&lr.RateSeries, at, n)
 		lr.lagView = newLagView(lr, at)
 	}
 	return r
@@ -251,7 +241,7 @@ func computeRates(h *rateHistory, window, maxLanes int) *fleetRates {
 // and host. A host's step is the sum of the steps of its lanes that have
 // one, in prev and cur both (also lanes gone by the last read); it has no
 // rate when none of its lanes has.
-func (r *fleetRates) addSteps(prev, cur *sample, i int) {
+func (r *Rates) addSteps(prev, cur *sample, i int) {
 	type acc struct {
 		delta int64
 		dt    time.Duration
@@ -280,7 +270,7 @@ func (r *fleetRates) addSteps(prev, cur *sample, i int) {
 }
 
 // encode encodes the rates once, when the read is made.
-func (r *fleetRates) encode() ([]byte, error) {
+func (r *Rates) encode() ([]byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the rates: %w", err)
@@ -289,7 +279,7 @@ func (r *fleetRates) encode() ([]byte, error) {
 }
 
 // lane returns the rate of a lane of the last read, or nil.
-func (r *fleetRates) lane(host string, g api.FleetGroup, l api.FleetLane) *laneRate {
+func (r *Rates) lane(host string, g api.FleetGroup, l api.FleetLane) *LaneRate {
 	if r == nil {
 		return nil
 	}
@@ -297,7 +287,7 @@ func (r *fleetRates) lane(host string, g api.FleetGroup, l api.FleetLane) *laneR
 }
 
 // host returns the rate of a host of the last read, or nil.
-func (r *fleetRates) host(name string) *hostRate {
+func (r *Rates) host(name string) *HostRate {
 	if r == nil {
 		return nil
 	}

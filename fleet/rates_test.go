@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"encoding/json"
@@ -36,17 +36,17 @@ func fleetAt(at time.Time, groups ...api.FleetGroup) *api.Fleet {
 
 // okRead is a fleet read in which every host answered; hosts alternate
 // name, fleet.
-func okRead(t *testing.T, hostFleets ...any) *fleetRead {
+func okRead(t *testing.T, hostFleets ...any) *Read {
 	t.Helper()
-	var hosts []hostRead
+	var hosts []Host
 	for i := 0; i < len(hostFleets); i += 2 {
-		hosts = append(hosts, hostRead{Host: hostFleets[i].(string), Status: StatusOK, Fleet: hostFleets[i+1].(*api.Fleet)})
+		hosts = append(hosts, Host{Host: hostFleets[i].(string), Status: StatusOK, Fleet: hostFleets[i+1].(*api.Fleet)})
 	}
-	return &fleetRead{hosts: hosts}
+	return &Read{hosts: hosts}
 }
 
 // keep makes the read's rates from previous, as readFleet does.
-func keep(t *testing.T, f, previous *fleetRead, window int) *fleetRead {
+func keep(t *testing.T, f, previous *Read, window int) *Read {
 	t.Helper()
 	require.NoError(t, f.addRates(previous, window, DefaultMaxLanes))
 	return f
@@ -67,7 +67,7 @@ func vals(ps []*float64) []any {
 	return out
 }
 
-func laneOf(t *testing.T, r *fleetRates, host, group string, l api.Lane) *laneRate {
+func laneOf(t *testing.T, r *Rates, host, group string, l api.Lane) *LaneRate {
 	t.Helper()
 	for _, lr := range r.Lanes {
 		if lr.Host == host && lr.Group == group && lr.Lane == l {
@@ -119,7 +119,7 @@ func TestRatesNeedTwoReads(t *testing.T) {
 func TestRatesReset(t *testing.T) {
 	t.Parallel()
 	steps := []struct{ a, b int64 }{{1000, 0}, {1500, 100}, {200, 300}, {400, 500}}
-	var r *fleetRead
+	var r *Read
 	for i, s := range steps {
 		r = keep(t, okRead(t, "a:1", fleetAt(t0.Add(time.Duration(i)*10*time.Second),
 			group(1, "a", nil, lane(lease.LaneHistory, s.a)), group(2, "b", nil, lane(lease.LaneHistory, s.b)))), r, 60)
@@ -179,7 +179,7 @@ func TestRatesClockBack(t *testing.T) {
 // is invented for the failed read, and no step is lost.
 func TestRatesFailedReadInBetween(t *testing.T) {
 	t.Parallel()
-	read := func(sec int, a, b int64) *fleetRead {
+	read := func(sec int, a, b int64) *Read {
 		at := t0.Add(time.Duration(sec) * time.Second)
 		return okRead(t, "a:1", fleetAt(at, group(1, "g", nil, lane(lease.LaneHistory, a))),
 			"b:2", fleetAt(at.Add(time.Second), group(1, "g", nil, lane(lease.LaneHistory, b))))
@@ -187,7 +187,7 @@ func TestRatesFailedReadInBetween(t *testing.T) {
 	r1 := keep(t, read(0, 0, 0), nil, 60)
 
 	failed := read(15, 150, 1500)
-	failed.hosts[1] = hostRead{Host: "b:2", Status: StatusUnreachable, Detail: "connection refused"}
+	failed.hosts[1] = Host{Host: "b:2", Status: StatusUnreachable, Detail: "connection refused"}
 	require.False(t, failed.allOK())
 	keep(t, failed, r1, 60)
 	require.Same(t, r1.rates, failed.rates, "a read not kept carries the last kept read's rates")
@@ -213,7 +213,7 @@ func TestRatesFailedReadInBetween(t *testing.T) {
 // kept reads, and every series as many entries.
 func TestRatesWindow(t *testing.T) {
 	t.Parallel()
-	var r *fleetRead
+	var r *Read
 	for i := range 10 {
 		r = keep(t, okRead(t, "a:1", fleetAt(t0.Add(time.Duration(i)*time.Second),
 			group(1, "g", nil, lane(lease.LaneHistory, int64(i*i))))), r, 4)
@@ -233,7 +233,7 @@ func TestRatesWindow(t *testing.T) {
 func TestRatesLag(t *testing.T) {
 	t.Parallel()
 	notPolled := &api.FleetPlan{}
-	mk := func(sec int, lag int64) *fleetRead {
+	mk := func(sec int, lag int64) *Read {
 		return okRead(t, "a:1", fleetAt(t0.Add(time.Duration(sec)*time.Second),
 			group(1, "planned", polled(lag), lane(lease.LaneHistory, 0), lane(lease.LaneTail, 0)),
 			group(2, "unplanned", nil, lane(lease.LaneTail, 0)),

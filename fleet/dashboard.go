@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"bytes"
@@ -72,9 +72,14 @@ type (
 		Expires     string
 	}
 	dashGroup struct {
-		Name    string
-		Ordered bool
-		Lanes   []dashLane
+		Name      string
+		Ordered   bool
+		PlanError *dashPlanError // nil: the planner's last poll did not fail
+		Lanes     []dashLane
+	}
+	dashPlanError struct {
+		Error   string
+		At, Ago string // "" when the coordinator gave no time
 	}
 	dashLane struct {
 		api.FleetLane
@@ -90,12 +95,12 @@ type (
 )
 
 // handleDashboard answers GET /: the fleet read as HTML.
-func (m *Main) handleDashboard(r *http.Request) (fleetcache.Reply, error) {
-	a, kept, err := m.fleetAnswer(r)
+func (c *Coordinators) handleDashboard(r *http.Request) (fleetcache.Reply, error) {
+	a, err := c.Fleet(r.Context())
 	if err != nil {
 		return fleetcache.Reply{}, err
 	}
-	v := m.dashboardView(a, kept)
+	v := c.dashboardView(a)
 	var buf bytes.Buffer
 	if err := dashboardTmpl.Execute(&buf, v); err != nil {
 		return fleetcache.Reply{}, fmt.Errorf("rendering the dashboard: %w", err)
@@ -106,12 +111,12 @@ func (m *Main) handleDashboard(r *http.Request) (fleetcache.Reply, error) {
 }
 
 // dashboardView formats a fleet answer for the template.
-func (m *Main) dashboardView(a fleetcache.Answer[*fleetRead], kept bool) dashView {
+func (c *Coordinators) dashboardView(a Answer) dashView {
 	meta := a.Meta
 	served := meta.ServedAt
 	v := dashView{
-		RefreshSeconds: int(min(max(m.Keep, 2*time.Second), 60*time.Second) / time.Second),
-		Kept:           kept,
+		RefreshSeconds: int(min(max(c.cfg.Keep, 2*time.Second), 60*time.Second) / time.Second),
+		Kept:           a.Kept,
 		Stale:          meta.Stale,
 		Refreshing:     meta.Refreshing,
 		Age:            humanDuration(time.Duration(meta.CacheAgeSeconds * float64(time.Second))),
@@ -120,17 +125,17 @@ func (m *Main) dashboardView(a fleetcache.Answer[*fleetRead], kept bool) dashVie
 		PolledAtISO:    meta.PolledAt.UTC().Format(time.RFC3339),
 		ServedAt:       formatTime(served),
 	}
-	if info, ok := m.lastRead(); ok && kept && !info.OK && info.At.After(meta.PolledAt) {
+	if info, ok := c.lastRead(); ok && a.Kept && !info.OK && info.At.After(meta.PolledAt) {
 		v.LastFailed = &dashFailure{At: formatTime(info.At), Error: info.Error}
 	}
-	rates := a.Value.rates
+	rates := a.Read.rates
 	if rates != nil {
 		v.RateReads, v.RateWindow, v.DroppedLanes = rates.Reads, rates.Window, rates.DroppedLanes
 	}
-	v.MaxLanes = m.maxLanes
-	lanes := m.maxLanes // shown across every host, so that the page is bounded
-	for i, h := range a.Value.hosts {
-		v.Hosts = append(v.Hosts, hostView(i, h, rates, served, m.maxLanes, &lanes))
+	v.MaxLanes = c.cfg.MaxLanes
+	lanes := c.cfg.MaxLanes // shown across every host, so that the page is bounded
+	for i, h := range a.Read.hosts {
+		v.Hosts = append(v.Hosts, hostView(i, h, rates, served, c.cfg.MaxLanes, &lanes))
 	}
 	return v
 }
@@ -138,7 +143,7 @@ func (m *Main) dashboardView(a fleetcache.Answer[*fleetRead], kept bool) dashVie
 // hostView formats one host of a fleet read, with its rates (computed when
 // the read was kept: only looked up here): at most maxNodes nodes, and as
 // many lanes as *lanes has left, which it takes from.
-func hostView(i int, h hostRead, rates *fleetRates, served time.Time, maxNodes int, lanes *int) dashHost {
+func hostView(i int, h Host, rates *Rates, served time.Time, maxNodes int, lanes *int) dashHost {
 	dh := dashHost{Host: h.Host, Status: h.Status, Detail: h.Detail, OK: h.Fleet != nil, Anchor: "host-" + strconv.Itoa(i+1)}
 	f := h.Fleet
 	if f == nil {
@@ -169,23 +174,35 @@ func hostView(i int, h hostRead, rates *fleetRates, served time.Time, maxNodes i
 			continue
 		}
 		*lanes -= max(len(g.Lanes), 1)
-		dg := dashGroup{Name: g.Name, Ordered: g.Ordered}
-		for _, l := range g.Lanes {
-			dl := dashLane{FleetLane: l, Counts: counts(l.Ranges)}
-			if l.SnapshotNext != nil {
-				dl.SnapshotNext = strconv.FormatInt(*l.SnapshotNext, 10)
-			}
-			if lr := rates.lane(h.Host, g, l); lr != nil {
-				dl.Rate = &lr.view
-				if lr.lagView.Has {
-					dl.Lag = &lr.lagView
-				}
-			}
-			dg.Lanes = append(dg.Lanes, dl)
-		}
-		dh.Groups = append(dh.Groups, dg)
+		dh.Groups = append(dh.Groups, groupView(h.Host, g, rates, served))
 	}
 	return dh
+}
+
+// groupView formats one group of a host, with its lanes' rates and the
+// planner's last error.
+func groupView(host string, g api.FleetGroup, rates *Rates, served time.Time) dashGroup {
+	dg := dashGroup{Name: g.Name, Ordered: g.Ordered}
+	if p := g.Plan; p != nil && p.Error != "" {
+		dg.PlanError = &dashPlanError{Error: p.Error}
+		if p.ErrorAt != nil {
+			dg.PlanError.At, dg.PlanError.Ago = formatTime(*p.ErrorAt), ago(served, *p.ErrorAt)
+		}
+	}
+	for _, l := range g.Lanes {
+		dl := dashLane{FleetLane: l, Counts: counts(l.Ranges)}
+		if l.SnapshotNext != nil {
+			dl.SnapshotNext = strconv.FormatInt(*l.SnapshotNext, 10)
+		}
+		if lr := rates.lane(host, g, l); lr != nil {
+			dl.Rate = &lr.view
+			if lr.lagView.Has {
+				dl.Lag = &lr.lagView
+			}
+		}
+		dg.Lanes = append(dg.Lanes, dl)
+	}
+	return dg
 }
 
 // leaseView computes a lease's progress: (next-start) of (end-start+1)

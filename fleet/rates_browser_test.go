@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func TestDashboardRatesInBrowser(t *testing.T) {
 		return f
 	}
 	a := newScripted(t, read(0, 0, 0, 500, 5000), read(15, 1000, 300, 500, 4200), read(30, 2500, 900, 500, 3000))
-	rd := startReader(t, readerOptions{urls: []string{a.url}})
+	rd := startReader(t, readerOptions{urls: []string{a.URL}})
 	rd.rates()
 	rd.refresh()
 	rd.refresh()

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ import (
 // fleet answers 500. Its `at`s are whatever the script says, so rates are
 // exact.
 type scripted struct {
-	url, host string
+	URL, Host string
 
 	mu     sync.Mutex
 	script []*api.Fleet
@@ -50,8 +50,8 @@ func newScripted(t *testing.T, script ...*api.Fleet) *scripted {
 		_ = json.NewEncoder(w).Encode(f)
 	}))
 	t.Cleanup(srv.Close)
-	s.url = srv.URL
-	s.host = strings.TrimPrefix(srv.URL, "http://")
+	s.URL = srv.URL
+	s.Host = strings.TrimPrefix(srv.URL, "http://")
 	return s
 }
 
@@ -64,7 +64,7 @@ func (s *scripted) reads() int {
 
 // ratesBody is GET /v1/fleet with its rates, as a client reads them.
 type ratesBody struct {
-	Hosts []hostRead `json:"hosts"`
+	Hosts []Host `json:"hosts"`
 	Rates struct {
 		Window int `json:"window"`
 		Reads  int `json:"reads"`
@@ -102,7 +102,7 @@ func (rd *reader) rates() ratesBody {
 // request starts one read in the background; it waits for it.
 func (rd *reader) refresh() {
 	rd.t.Helper()
-	rd.clock.Advance(rd.m.Keep + time.Second)
+	rd.clock.Advance(rd.m.cfg.Keep + time.Second)
 	require.True(rd.t, rd.rates().Served.Stale)
 	require.NoError(rd.t, rd.m.fleet.Wait(rd.t.Context()))
 }
@@ -121,12 +121,12 @@ func TestFleetRatesAcrossAFailedRead(t *testing.T) {
 		fleetAt(t0.Add(time.Second), group(4, "h", polled(70), lane(lease.LaneTail, 0))),
 		nil,
 		fleetAt(t0.Add(31*time.Second), group(4, "h", polled(10), lane(lease.LaneTail, 6000))))
-	rd := startReader(t, readerOptions{urls: []string{a.url, b.url}})
+	rd := startReader(t, readerOptions{urls: []string{a.URL, b.URL}})
 
 	r := rd.rates()
 	require.Equal(t, 60, r.Rates.Window, "the default")
 	require.Equal(t, 1, r.Rates.Reads)
-	require.Nil(t, r.Rates.Hosts[a.host].ArticlesPerSecond, "one read: no rate yet")
+	require.Nil(t, r.Rates.Hosts[a.Host].ArticlesPerSecond, "one read: no rate yet")
 	require.Len(t, r.Rates.Lanes, 2)
 
 	rd.refresh() // read 2: b fails, the read is not kept
@@ -142,57 +142,14 @@ func TestFleetRatesAcrossAFailedRead(t *testing.T) {
 	r = rd.rates()
 	require.False(t, r.Served.Stale)
 	require.Equal(t, 2, r.Rates.Reads)
-	ha, hb := r.Rates.Hosts[a.host], r.Rates.Hosts[b.host]
+	ha, hb := r.Rates.Hosts[a.Host], r.Rates.Hosts[b.Host]
 	require.Equal(t, []time.Time{t0, t0.Add(30 * time.Second)}, ha.At)
 	require.Equal(t, []any{nil, 10.0}, vals(ha.Series), "300 over the 30 s since the last kept read")
 	require.Equal(t, 200.0, val(hb.ArticlesPerSecond), "6000 over 30 s")
-	require.Equal(t, b.host, r.Rates.Lanes[1].Host)
+	require.Equal(t, b.Host, r.Rates.Lanes[1].Host)
 	require.Equal(t, lease.LaneTail, r.Rates.Lanes[1].Lane)
 	require.Equal(t, int64(10), *r.Rates.Lanes[1].Lag)
 	require.Equal(t, int64(70), *r.Rates.Lanes[1].LagSeries[0])
-}
-
-// TestRateReadsFlag: --rate-reads sets how many kept reads the rates
-// cover (TestRatesWindow shows the bound); fewer than 2 cannot make a rate.
-// --max-lanes sets the lanes followed (TestFleetLanesBounded); not negative.
-func TestRateReadsFlag(t *testing.T) {
-	t.Parallel()
-	m := NewMain()
-	m.Getenv = func(string) string { return adminToken }
-	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://127.0.0.1:1", "--rate-reads", "3"}))
-	require.Equal(t, 3, m.RateReads)
-	require.NoError(t, m.open())
-	require.Equal(t, 3, m.rateWindow)
-	require.NoError(t, m.Close())
-
-	m = NewMain()
-	m.Coordinators, m.Token = []string{"http://127.0.0.1:1"}, "tok"
-	require.NoError(t, m.open())
-	require.Equal(t, DefaultRateReads, m.rateWindow, "0 means the default")
-	require.NoError(t, m.Close())
-
-	for _, n := range []int{1, -5} {
-		m := NewMain()
-		m.Coordinators, m.Token, m.Addr, m.Stderr = []string{"http://127.0.0.1:1"}, "tok", "127.0.0.1:0", nil
-		m.RateReads = n
-		err := m.Run(t.Context())
-		require.ErrorIs(t, err, ErrUsage)
-		require.Contains(t, err.Error(), "--rate-reads must be at least 2")
-		require.NoError(t, m.Close())
-	}
-
-	m = NewMain()
-	m.Getenv = func(string) string { return adminToken }
-	require.NoError(t, m.ParseFlags([]string{"--coordinator", "http://127.0.0.1:1", "--max-lanes", "7"}))
-	require.NoError(t, m.open())
-	require.Equal(t, 7, m.maxLanes)
-	require.NoError(t, m.Close())
-	m = NewMain()
-	m.Coordinators, m.Token, m.Addr, m.Stderr, m.MaxLanes = []string{"http://127.0.0.1:1"}, "tok", "127.0.0.1:0", nil, -1
-	err := m.Run(t.Context())
-	require.ErrorIs(t, err, ErrUsage)
-	require.Contains(t, err.Error(), "--max-lanes must not be negative")
-	require.NoError(t, m.Close())
 }
 
 // TestFleetLanesBounded (issue 17, defect 7): a coordinator whose group
@@ -221,7 +178,7 @@ func TestFleetLanesBounded(t *testing.T) {
 		script = append(script, fleetAt(t0.Add(time.Duration(i)*time.Second), gs...))
 	}
 	up := newScripted(t, script...)
-	rd := startReader(t, readerOptions{urls: []string{up.url}, rateReads: window, maxLanes: maxLanes})
+	rd := startReader(t, readerOptions{urls: []string{up.URL}, rateReads: window, maxLanes: maxLanes})
 	rd.rates() // the first read
 	for range reads - 1 {
 		rd.refresh()
@@ -251,7 +208,7 @@ func TestFleetLanesBounded(t *testing.T) {
 	require.Equal(t, maxLanes, r.Rates.MaxLanes)
 	require.Equal(t, 2*groups+2-maxLanes, r.Rates.DroppedLanes)
 	require.Len(t, r.Rates.Lanes, maxLanes)
-	require.Positive(t, *r.Rates.Hosts[up.host].ArticlesPerSecond, "two lanes' steps sum without wrapping")
+	require.Positive(t, *r.Rates.Hosts[up.Host].ArticlesPerSecond, "two lanes' steps sum without wrapping")
 
 	page := rd.do("GET", "/")
 	require.Equal(t, http.StatusOK, page.status)

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"io"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/edgeindex/edgeindex/fleet/fleettest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,9 +20,9 @@ var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 6
 // read, and returns the reader's /v1/fleet URL and one answer's body.
 func benchFleet(b *testing.B) (url string, body []byte) {
 	b.Helper()
-	c := newCoord(b)
-	c.populate("alt.binaries.bench", "alt.ordered.bench")
-	rd := startReader(b, readerOptions{urls: []string{c.url}, keep: time.Hour, realClock: true})
+	c := fleettest.NewCoordinator(b)
+	c.Populate("alt.binaries.bench", "alt.ordered.bench")
+	rd := startReader(b, readerOptions{urls: []string{c.URL}, keep: time.Hour, realClock: true})
 	f, a := rd.fleet()
 	require.Equal(b, StatusOK, f.Hosts[0].Status)
 	return rd.url + "/v1/fleet", a.body

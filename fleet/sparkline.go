@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"math"
@@ -111,7 +111,7 @@ type rateView struct {
 }
 
 // newRateView formats r, whose series is aligned with at (n reads).
-func newRateView(r *rateSeries, at []time.Time, n int) rateView {
+func newRateView(r *RateSeries, at []time.Time, n int) rateView {
 	v := rateView{Now: "–", None: true, Spark: newSparkline(at, r.Series)}
 	if r.ArticlesPerSecond != nil {
 		v.Now, v.None = formatRate(*r.ArticlesPerSecond), false
@@ -142,7 +142,7 @@ type lagView struct {
 	Spark sparkline
 }
 
-func newLagView(lr *laneRate, at []time.Time) lagView {
+func newLagView(lr *LaneRate, at []time.Time) lagView {
 	if lr.Lag == nil {
 		return lagView{}
 	}

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"time"
@@ -21,7 +21,7 @@ type readyBody struct {
 }
 
 // ready answers GET /readyz from the process alone: it calls no coordinator.
-func (m *Main) ready(st fleetcache.ReadyState) any {
+func (c *Coordinators) ready(st fleetcache.ReadyState) any {
 	b := readyBody{
 		Schema:    ReadySchema,
 		Ready:     st.Ready,
@@ -32,7 +32,7 @@ func (m *Main) ready(st fleetcache.ReadyState) any {
 	if st.Draining {
 		b.Meaning = "the reader is draining before it stops: send requests elsewhere"
 	}
-	if info, ok := m.lastRead(); ok {
+	if info, ok := c.lastRead(); ok {
 		b.LastFleetRead = &info
 	}
 	return b
@@ -40,10 +40,10 @@ func (m *Main) ready(st fleetcache.ReadyState) any {
 
 // lastRead is the cache's account of the last fleet read, where a read
 // refused as not good says which hosts failed and why.
-func (m *Main) lastRead() (fleetcache.ReadInfo, bool) {
-	info, ok := m.fleet.LastRead()
+func (c *Coordinators) lastRead() (fleetcache.ReadInfo, bool) {
+	info, ok := c.fleet.LastRead()
 	if ok && info.Error == fleetcache.ErrRejected.Error() {
-		if p := m.lastProblem.Load(); p != nil && *p != "" {
+		if p := c.lastProblem.Load(); p != nil && *p != "" {
 			info.Error += ": " + *p
 		}
 	}

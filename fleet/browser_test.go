@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/fleet/fleettest"
 	"github.com/edgeindex/edgeindex/internal/browsertest"
 )
 
@@ -21,10 +22,10 @@ func browser(t *testing.T) context.Context {
 func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel()
 	bctx := browser(t)
-	a := newCoord(t)
+	a := fleettest.NewCoordinator(t)
 	evil := `<img/src=x/onerror=document.title="pwned">`
-	a.populate(evil, "alt.ordered.a")
-	rd := startReader(t, readerOptions{urls: []string{a.url}})
+	a.Populate(evil, "alt.ordered.a")
+	rd := startReader(t, readerOptions{urls: []string{a.URL}})
 
 	ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
 	defer cancel()
@@ -79,7 +80,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Past --keep the read is stale: the badge says so, with its age.
 	rd.clock.Advance(42 * time.Second)
-	release := a.hold() // the refresh waits, so the page shows the stale read
+	release := a.Hold() // the refresh waits, so the page shows the stale read
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Navigate(rd.url+"/"),
 		chromedp.WaitVisible(chromedp.ID(`stale-badge`)),
