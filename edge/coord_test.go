@@ -59,9 +59,8 @@ type coord struct {
 	froms      []int64
 	// finals makes a final batch finish its range and answer done, as the
 	// real coordinator does; without it the fake is one that predates
-	// final batches and takes the field as an ordinary one. refuseFinal
-	// answers a batch with "final" 400, as an older strict decoder did.
-	finals, refuseFinal bool
+	// final batches and takes the field as an ordinary one.
+	finals bool
 	// handOver makes a final batch posted with ?then=lease carry the next
 	// plain range in its answer, as the real coordinator does; without it
 	// the fake ignores the query, as one that predates it.
@@ -412,10 +411,6 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 	if req.PathValue("verb") == "batch" {
 		// Decode before the lease check, as a real server reads the body.
 		raw, _ := io.ReadAll(req.Body)
-		if c.refuseFinal && bytes.Contains(raw, []byte(`"final"`)) {
-			writeErr(w, http.StatusBadRequest, api.CodeInvalid, `bad batch: unknown field "final"`)
-			return
-		}
 		b, err := edgeframe.DecodeBatch(bytes.NewReader(raw), 1<<20)
 		if err != nil {
 			status, code := api.StatusOf(err)

@@ -2,12 +2,17 @@ package edge_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
+	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 )
 
@@ -72,6 +77,85 @@ func Example() {
 	fmt.Printf("%d range, %d batches, %d headers\n", st.Ranges, st.Batches, st.Headers)
 	// Output:
 	// 1 range, 5 batches, 5000 headers
+}
+
+// A whole worker: it connects to a coordinator with its node token, reads
+// the overview lines of each range it is granted, and stores every
+// article's subject under its Message-ID, until ctx is cancelled (a real
+// worker wires SIGTERM to it, with signal.NotifyContext). The coordinator
+// here is this package's small in-test one, holding one group of 300
+// articles; ctx ends once its work is done.
+func ExampleWorker() {
+	baseURL, token, ctx, coord := exampleCoordinator(300)
+	defer coord.close()
+
+	client, err := edge.NewClient(edge.Config{BaseURL: baseURL, Token: token})
+	if err != nil {
+		log.Fatal(err)
+	}
+	subjects := edge.HandlerFunc(func(_ context.Context, ch edge.Chunk) (edge.Output, error) {
+		var out edge.Output
+		err := overview.ReadChunk(ch.Data, func(o overview.Overview) error {
+			if o.Number >= ch.From && o.Number <= ch.To { // lines below From are stored already
+				subject, _ := json.Marshal(o.Subject)
+				out.Items = append(out.Items, batch.Item{Key: o.MessageID, Value: subject})
+				out.Headers++
+			}
+			return nil
+		})
+		return out, err
+	})
+	w, err := edge.NewWorker(edge.WorkerConfig{Client: client, Handler: subjects})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := w.Run(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	items := coord.items()
+	fmt.Printf("%d items stored; the first: %s %s\n", len(items), items[0].Key, items[0].Value)
+	// Output:
+	// 300 items stored; the first: <1@alt.binaries.test.synthetic> "[01/26] - \"Broken.Ocean.2003.FLAC-GRP.part01.rar\" yEnc (1/51)"
+}
+
+// exampleCoord is the in-test coordinator of ExampleWorker.
+type exampleCoord struct {
+	c    *coord
+	srv  *httptest.Server
+	stop context.CancelFunc
+}
+
+// exampleCoordinator serves one range of articles 1..n, in chunks of 100,
+// and returns its URL, its node token, and a context that ends when the
+// worker asks for more work once the range is done.
+func exampleCoordinator(n int64) (string, string, context.Context, *exampleCoord) {
+	c := newCoord(100)
+	c.finals = true
+	id := c.addRange("alt.binaries.test", 1, n)
+	ctx, stop := context.WithCancel(context.Background())
+	c.before = func(r *http.Request) (int, string) {
+		if r.URL.Path == "/v1/lease" && c.rng(id).State == lease.StateDone {
+			stop()
+		}
+		return 0, ""
+	}
+	srv := c.start()
+	return srv.URL, c.token, ctx, &exampleCoord{c: c, srv: srv, stop: stop}
+}
+
+// items returns the items of every stored batch, in order.
+func (e *exampleCoord) items() []batch.Item {
+	var items []batch.Item
+	for _, b := range e.c.batches() {
+		items = append(items, b.Items...)
+	}
+	return items
+}
+
+func (e *exampleCoord) close() {
+	e.stop()
+	e.srv.Close()
 }
 
 // A handler reports the articles its chunk did not hold, so the

@@ -30,25 +30,6 @@ func TestWorkerFinalBatchFinishes(t *testing.T) {
 	require.Equal(t, int64(1), r.w.Stats().Ranges)
 }
 
-// A coordinator that predates final batches refuses the field: the worker
-// posts the batch again without it, finishes the range with its own call,
-// and sends no final batch again.
-func TestWorkerFinalRefusedFallsBack(t *testing.T) {
-	t.Parallel()
-	c := newCoord(100)
-	c.refuseFinal = true
-	a := c.addRange("alt.a", 1, 200)
-	b := c.addRange("alt.b", 1, 100)
-	r := startWorker(t, c, &counter{}, edge.WorkerConfig{})
-	require.NoError(t, r.untilIdle(t))
-
-	require.Equal(t, lease.StateDone, c.rng(a).State)
-	require.Equal(t, lease.StateDone, c.rng(b).State)
-	require.Equal(t, []string{"GET stream 200", "POST batch 200", "POST batch 400", "POST batch 200", "POST finish 200"}, rangeCalls(c.callLog(), a))
-	require.Equal(t, []string{"GET stream 200", "POST batch 200", "POST finish 200"}, rangeCalls(c.callLog(), b))
-	require.Equal(t, int64(2), r.w.Stats().Ranges)
-}
-
 // A lane whose handler keeps a window gets no final batch: its window is
 // saved once the last batch is stored and before the range is finished, so
 // a snapshot is never ahead of the range's stored next.

@@ -1,0 +1,131 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/edgeframe"
+)
+
+// Lease asks for a range of an unordered group (POST /v1/lease). It returns
+// false, with no error, when there is nothing to do (204). It is not retried.
+func (c *Client) Lease(ctx context.Context) (api.Lease, bool, error) {
+	var l api.Lease
+	ok, err := c.json(ctx, &call{method: http.MethodPost, path: "/v1/lease"}, &l)
+	if err != nil || !ok {
+		return api.Lease{}, false, err
+	}
+	if err := checkLease(l); err != nil {
+		return api.Lease{}, false, fmt.Errorf("edge: POST /v1/lease: %w", err)
+	}
+	return l, true, nil
+}
+
+// PostBatch posts a batch of results (POST /v1/ranges/{id}/batch). A batch
+// already stored is answered with Result.Duplicate set and no error. The
+// batch is checked with edgeframe.ValidateBatch first; a bad one gets an
+// error wrapping edgeindex.ErrInvalid and is not sent. Nil Items are sent as an
+// empty list.
+func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b api.Batch) (api.BatchReply, error) {
+	return c.postBatch(ctx, rangeID, token, b, nil)
+}
+
+// PostBatchThenLease is PostBatch asking (?then=lease) that, when the batch
+// finishes its range (a final batch: Done), the answer carry the node's
+// next lease (BatchReply.Lease), as Lease would grant it: a cycle of lease,
+// batch and finish then costs one call. Lease is nil when there is no work,
+// or the coordinator predates the query (it ignores it); the caller then
+// calls Lease. A lease handed over is the caller's to work or release. Like
+// every batch the call is retried; a retry whose first answer was lost
+// leaves the range that answer handed over to expire, as a lost answer of
+// Lease does.
+func (c *Client) PostBatchThenLease(ctx context.Context, rangeID, token int64, b api.Batch) (api.BatchReply, error) {
+	res, err := c.postBatch(ctx, rangeID, token, b, url.Values{"then": {api.ThenLease}})
+	if err == nil && res.Lease != nil {
+		if lerr := checkLease(*res.Lease); lerr != nil {
+			// The batch is stored: only the lease is dropped; it expires.
+			c.cfg.Logger.Warn("edge: dropping a lease handed over that cannot be worked", "err", lerr)
+			res.Lease = nil
+		}
+	}
+	return res, err
+}
+
+func (c *Client) postBatch(ctx context.Context, rangeID, token int64, b api.Batch, q url.Values) (api.BatchReply, error) {
+	body, err := edgeframe.MarshalBatch(b)
+	if err != nil {
+		return api.BatchReply{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, edgeindex.ErrInvalid, err)
+	}
+	cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
+	cl.body, cl.ctype, cl.retry, cl.query = body, "application/json", true, q
+	var res api.BatchReply
+	if _, err := c.json(ctx, cl, &res); err != nil {
+		return api.BatchReply{}, err
+	}
+	return res, nil
+}
+
+// Heartbeat renews a range lease (POST /v1/ranges/{id}/heartbeat) and
+// returns its new expiry.
+func (c *Client) Heartbeat(ctx context.Context, rangeID, token int64) (time.Time, error) {
+	cl := c.rangeCall(http.MethodPost, rangeID, "heartbeat", token)
+	cl.retry = true
+	var ans api.Expiry
+	_, err := c.json(ctx, cl, &ans)
+	return ans.ExpiresAt, err
+}
+
+// Finish marks a range done (POST /v1/ranges/{id}/finish). It fails with
+// edgeindex.ErrConflict when the stored batches do not reach the range's end.
+func (c *Client) Finish(ctx context.Context, rangeID, token int64) error {
+	cl := c.rangeCall(http.MethodPost, rangeID, "finish", token)
+	cl.retry = true
+	_, err := c.json(ctx, cl, nil)
+	return err
+}
+
+// Release gives a range back as pending (POST /v1/ranges/{id}/release).
+func (c *Client) Release(ctx context.Context, rangeID, token int64) error {
+	cl := c.rangeCall(http.MethodPost, rangeID, "release", token)
+	cl.retry = true
+	_, err := c.json(ctx, cl, nil)
+	return err
+}
+
+// Corrupt reports that the chunk starting at from does not inflate or parse
+// (POST /v1/ranges/{id}/corrupt). The range is no longer held afterwards; it
+// returns the range's new state (pending, or failed at the coordinator's
+// maximum attempts) and its attempts.
+func (c *Client) Corrupt(ctx context.Context, rangeID, token, from int64) (api.State, int, error) {
+	cl := c.rangeCall(http.MethodPost, rangeID, "corrupt", token)
+	cl.body, _ = json.Marshal(api.CorruptRequest{From: &from})
+	cl.ctype, cl.retry = "application/json", true
+	var ans api.CorruptReply
+	if _, err := c.json(ctx, cl, &ans); err != nil {
+		return "", 0, err
+	}
+	return ans.State, ans.Attempts, nil
+}
+
+func (c *Client) rangeCall(method string, rangeID int64, verb string, token int64) *call {
+	return &call{
+		method: method, path: "/v1/ranges/" + strconv.FormatInt(rangeID, 10) + "/" + verb,
+		token: token, hasToken: true,
+	}
+}
+
+// checkLease refuses a granted lease that cannot be worked.
+func checkLease(l api.Lease) error {
+	r := l.Range
+	if r.Start > r.End || r.Next < r.Start || r.Next > r.End+1 {
+		return fmt.Errorf("%w: range %d has start %d, end %d and next %d", ErrProtocol, r.ID, r.Start, r.End, r.Next)
+	}
+	return nil
+}

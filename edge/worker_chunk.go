@@ -1,0 +1,124 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/overview"
+)
+
+// replay hands the part of chunk f below next that the window has not seen
+// to the handler, to rebuild the window, and drops its output: an earlier
+// holder stored those batches already. It reports whether it handed any.
+func (h *heldRange) replay(ctx context.Context, f edgeframe.Frame) (bool, error) {
+	win, next := h.win, h.next
+	if f.From > win.next {
+		missed(win, min(f.From, next), h.log)
+	}
+	if win.next >= next || f.To < win.next {
+		return false, nil
+	}
+	r := h.l.Range
+	r.Next = next
+	to := min(f.To, next-1)
+	win.dirty = true
+	if _, err := h.w.handle(ctx, Chunk{Range: r, From: win.next, To: to, Ordered: true, Replay: true, Data: f.Data}, f.From); err != nil {
+		return false, err
+	}
+	win.next, win.dirty = to+1, false
+	h.w.n.replayed.Add(1)
+	return true, nil
+}
+
+// handle calls the handler on c, a chunk that starts at chunkFrom.
+func (w *Worker) handle(ctx context.Context, c Chunk, chunkFrom int64) (Output, error) {
+	out, err := w.cfg.Handler.HandleChunk(ctx, c)
+	if err != nil {
+		err = fmt.Errorf("edge: handler, range %d chunk %d-%d: %w", c.Range.ID, chunkFrom, c.To, err)
+		if errors.Is(err, overview.ErrBadChunk) {
+			return Output{}, &badChunk{from: chunkFrom, err: err}
+		}
+		return Output{}, err
+	}
+	return out, nil
+}
+
+// chunk hands one chunk to the handler and posts its batch. The range's
+// last chunk is posted as a final batch, which finishes the range too (done
+// is set when the answer says so), unless the range is a lane's whose
+// handler keeps a window: its window is saved once the last batch is stored
+// and before the range is finished, so that a snapshot is never ahead of the
+// range's stored next, and a final batch would leave no moment between the
+// two (see finish).
+func (h *heldRange) chunk(ctx context.Context, f edgeframe.Frame) error {
+	r := h.l.Range
+	r.Next = h.next
+	from := max(f.From, h.next)
+	if h.win != nil {
+		h.win.dirty = true
+	}
+	out, err := h.w.handle(ctx, Chunk{Range: r, From: from, To: f.To, Ordered: h.ordered, Data: f.Data}, f.From)
+	if err != nil {
+		return err
+	}
+	b := batch.Batch{From: from, To: f.To, Headers: out.Headers, Items: out.Items, Missing: out.Missing}
+	b.Final = f.To == r.End && h.win == nil
+	res, err := h.post(ctx, b)
+	if err != nil {
+		return err
+	}
+	h.fin.done, h.fin.then = b.Final && res.Done, res.Lease
+	h.next = f.To + 1
+	if h.win != nil {
+		// Stored now, or before: the window has seen up to To either way.
+		h.win.next, h.win.dirty = f.To+1, false
+	}
+	if res.Duplicate {
+		h.w.n.duplicates.Add(1)
+		if res.Next > h.next {
+			h.next = min(res.Next, r.End+1)
+		}
+		return nil
+	}
+	h.w.n.batches.Add(1)
+	h.w.n.items.Add(int64(len(out.Items)))
+	h.w.n.headers.Add(out.Headers)
+	return nil
+}
+
+// post posts batch b of the range. A final batch is the range's finish:
+// like the finish, it is completed when Run's context is cancelled
+// meanwhile; and with no lanes to take turns with, it asks for the next
+// plain range in the answer.
+func (h *heldRange) post(ctx context.Context, b batch.Batch) (api.BatchReply, error) {
+	if !b.Final {
+		return h.w.c.PostBatch(ctx, h.l.Range.ID, h.l.Token, b)
+	}
+	pctx, done := h.w.detachFinal(ctx)
+	defer done()
+	if !h.ordered && len(h.w.cfg.Lanes) == 0 {
+		return h.w.c.PostBatchThenLease(pctx, h.l.Range.ID, h.l.Token, b)
+	}
+	return h.w.c.PostBatch(pctx, h.l.Range.ID, h.l.Token, b)
+}
+
+// detachFinal returns a context for posting a final batch: not cancelled
+// with ctx, but StopTimeout after it, as the finish after a shutdown is.
+func (w *Worker) detachFinal(ctx context.Context) (context.Context, context.CancelFunc) {
+	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(w.cfg.StopTimeout)
+		defer t.Stop()
+		select {
+		case <-dctx.Done():
+		case <-t.C:
+			cancel()
+		}
+	})
+	return dctx, func() { stop(); cancel() }
+}
