@@ -288,7 +288,7 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, count
 		// ran out meanwhile, rather than fetch it beside them.
 		ok, cerr := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
 		if cerr != nil {
-			return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err), cerr)
+			return 0, errors.Join(fetchError(t, span, err), cerr)
 		}
 		if !ok {
 			p.cfg.Logger.Warn("prefetch: the chunk's claim ran out during its retries and another coordinator took it",
@@ -297,37 +297,54 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, count
 		}
 	}
 	if cc, ok := p.cfg.Claims.(spool.CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) && counted.add(id) {
-		// The source cannot make this chunk: count it against the range,
-		// which frees the claim for the next pass, and fails the range at
-		// the store's maximum.
-		reason := err.Error()
-		if len(reason) > 300 { // cut on a rune: the database keeps UTF-8
-			reason = strings.ToValidUTF8(reason[:300], "") + "..."
-		}
-		rg, cerr := cc.ChunkCorrupt(context.WithoutCancel(ctx), id, span, p.cfg.Owner, reason)
-		if cerr != nil {
-			return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err), cerr)
-		}
-		p.cfg.Logger.Warn("prefetch: the source cannot make the chunk; counted as a corrupt attempt of its range",
-			"range", id, "group", t.Range.Group, "from", span.From, "to", span.To, "state", rg.State, "attempts", rg.Attempts, "err", err)
-		return 0, nil
+		return 0, p.countCorrupt(ctx, cc, t, span, err)
 	}
 	if err != nil {
 		// Give the claim back, so this or another coordinator tries again.
-		return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err),
+		return 0, errors.Join(fetchError(t, span, err),
 			p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span, p.cfg.Owner))
 	}
-	if spool.InCorpus(t.Range, p.cfg.Corpus) {
-		err = p.cfg.Corpus.Put(t.Range.Group, span, data)
-	} else {
-		err = p.cfg.Spool.Put(id, span, data)
-	}
-	if err != nil {
-		return 0, errors.Join(err, p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span, p.cfg.Owner))
-	}
-	if err := p.cfg.Claims.ChunkFetched(ctx, id, span, p.cfg.Owner); err != nil {
+	if err := p.store(ctx, t, span, data); err != nil {
 		return 0, err
 	}
 	p.broadcast()
 	return len(data), nil
+}
+
+// fetchError names the chunk whose fetch failed with err.
+func fetchError(t Target, span lease.Span, err error) error {
+	return fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err)
+}
+
+// countCorrupt counts a chunk the source cannot make (its fetch failed with
+// err) against its range, which frees the claim for the next pass, and
+// fails the range at the store's maximum.
+func (p *Prefetcher) countCorrupt(ctx context.Context, cc spool.CorruptClaims, t Target, span lease.Span, err error) error {
+	reason := err.Error()
+	if len(reason) > 300 { // cut on a rune: the database keeps UTF-8
+		reason = strings.ToValidUTF8(reason[:300], "") + "..."
+	}
+	rg, cerr := cc.ChunkCorrupt(context.WithoutCancel(ctx), t.Range.ID, span, p.cfg.Owner, reason)
+	if cerr != nil {
+		return errors.Join(fetchError(t, span, err), cerr)
+	}
+	p.cfg.Logger.Warn("prefetch: the source cannot make the chunk; counted as a corrupt attempt of its range",
+		"range", t.Range.ID, "group", t.Range.Group, "from", span.From, "to", span.To, "state", rg.State, "attempts", rg.Attempts, "err", err)
+	return nil
+}
+
+// store puts the fetched chunk where its range's chunks wait, the corpus or
+// the spool, and marks it fetched; when it cannot put it, it gives the
+// claim back.
+func (p *Prefetcher) store(ctx context.Context, t Target, span lease.Span, data []byte) error {
+	var err error
+	if spool.InCorpus(t.Range, p.cfg.Corpus) {
+		err = p.cfg.Corpus.Put(t.Range.Group, span, data)
+	} else {
+		err = p.cfg.Spool.Put(t.Range.ID, span, data)
+	}
+	if err != nil {
+		return errors.Join(err, p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), t.Range.ID, span, p.cfg.Owner))
+	}
+	return p.cfg.Claims.ChunkFetched(ctx, t.Range.ID, span, p.cfg.Owner)
 }
