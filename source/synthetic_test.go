@@ -207,7 +207,7 @@ func TestSyntheticRefuses(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-func TestSourceFuncs(t *testing.T) {
+func TestFuncs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var got []string
