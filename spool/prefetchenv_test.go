@@ -17,9 +17,9 @@ import (
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
-// The prefetcher's test environment, for TestPrefetchAfterCrash: it needs
-// spool.Crash, which only this package's tests have. It is the one of
-// package prefetch's tests.
+// This is a copy of the test environment of package prefetch, for
+// TestPrefetchAfterCrash, which lives here because it needs spool.Crash,
+// which only this package's tests have.
 
 // prefetchEnv is a real SQLite store with ranges 1..50 (leased, capture
 // off), 51..100 (pending), 101..150 (pending, capture), chunks of 10, a
