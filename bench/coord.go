@@ -13,7 +13,7 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/prefetch"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -62,7 +62,7 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := source.NewSynthetic(source.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	if err != nil {
 		return nil, err
 	}

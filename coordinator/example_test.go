@@ -21,7 +21,7 @@ import (
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/prefetch"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -70,7 +70,7 @@ func ExampleService() {
 	defer store.Close()
 	sp, _ := spool.Open(filepath.Join(dir, "spool"), spool.Config{})
 	defer sp.Close()
-	src, _ := source.NewSynthetic(source.SyntheticConfig{})
+	src, _ := sources.NewSynthetic(sources.SyntheticConfig{})
 	pf, _ := prefetch.New(prefetch.Config{Source: src, Spool: sp, Claims: store, Targets: store})
 	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
 	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, Prefetcher: pf})

@@ -19,7 +19,7 @@ import (
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/prefetch"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -53,11 +53,11 @@ func TestSharedBucketWakesStreams(t *testing.T) {
 	spA, spB := openSpool(), openSpool()
 
 	// A fetches from a source that waits for the gate.
-	synth, err := source.NewSynthetic(source.SyntheticConfig{})
+	synth, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	gate := make(chan struct{})
 	var fetchedA atomic.Int32
-	srcA := source.Funcs{FetchFunc: func(ctx context.Context, group string, span lease.Span) ([]byte, error) {
+	srcA := sources.Funcs{FetchFunc: func(ctx context.Context, group string, span lease.Span) ([]byte, error) {
 		select {
 		case <-gate:
 		case <-ctx.Done():
@@ -68,7 +68,7 @@ func TestSharedBucketWakesStreams(t *testing.T) {
 	}}
 	pfA, err := prefetch.New(prefetch.Config{Source: srcA, Spool: spA, Claims: stA, Targets: stA, Owner: "coord-a"})
 	require.NoError(t, err)
-	srcB := source.Funcs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
+	srcB := sources.Funcs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
 		t.Error("B's prefetcher fetched")
 		return nil, errors.New("B does not fetch")
 	}}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 var (
@@ -33,8 +33,8 @@ var (
 	// (CompressDeflate) and the server does not list it, or refused it.
 	ErrCompressUnavailable = errors.New("COMPRESS DEFLATE unavailable")
 	// ErrNoSuchGroup means the server does not carry the group (411). It
-	// wraps source.ErrNoSuchGroup, so errors.Is matches either.
-	ErrNoSuchGroup = fmt.Errorf("nntp: %w", source.ErrNoSuchGroup)
+	// wraps sources.ErrNoSuchGroup, so errors.Is matches either.
+	ErrNoSuchGroup = fmt.Errorf("nntp: %w", sources.ErrNoSuchGroup)
 	// ErrProtocol means the server sent something that does not follow the
 	// protocol (a malformed status line, a GROUP reply with garbage numbers,
 	// a line too long, a response that does not end). The connection is

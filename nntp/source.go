@@ -13,10 +13,10 @@ import (
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
-// Source is a source.ChunkSource on an NNTP server: Fetch sends OVER (or
+// Source is a sources.ChunkSource on an NNTP server: Fetch sends OVER (or
 // XOVER) for the span and gzips the lines as they arrive. It is safe for
 // concurrent use; it keeps up to Config.MaxConns connections.
 type Source struct {
@@ -35,7 +35,7 @@ type Source struct {
 	inFlight map[uint64]time.Time // the fetches running, by when they started
 }
 
-var _ source.ChunkSource = (*Source)(nil)
+var _ sources.ChunkSource = (*Source)(nil)
 
 // New returns a Source for cfg. It does not connect; Check does.
 func New(cfg Config) (*Source, error) {
@@ -186,7 +186,7 @@ func (s *Source) withConn(ctx context.Context, fetch bool, within time.Duration,
 }
 
 // Group sends GROUP and returns the reply. It fails with an error
-// wrapping ErrNoSuchGroup (and source.ErrNoSuchGroup) on 411.
+// wrapping ErrNoSuchGroup (and sources.ErrNoSuchGroup) on 411.
 func (s *Source) Group(ctx context.Context, name string) (GroupInfo, error) {
 	var g GroupInfo
 	err := s.with(ctx, s.cfg.Timeout, groupWireBytes, func(c *conn) (err error) {

@@ -1,5 +1,5 @@
 // Package prefetch fetches header chunks ahead of the workers that stream
-// them: from a source.ChunkSource into a spool.Store, or into the corpus
+// them: from a sources.ChunkSource into a spool.Store, or into the corpus
 // for capture ranges (spool.InCorpus).
 //
 // A Prefetcher fetches the chunks of leased ranges first, in stream order
@@ -13,7 +13,7 @@
 // A chunk the source cannot make (an error wrapping overview.ErrBadChunk)
 // is not retried: when the claims are a spool.CorruptClaims, it counts as a
 // corrupt attempt of its range. A group the source does not carry (an error
-// wrapping source.ErrNoSuchGroup) is not retried either.
+// wrapping sources.ErrNoSuchGroup) is not retried either.
 //
 // Errors wrap edgeindex.ErrInvalid for a Config that lacks what it needs;
 // test them with errors.Is.

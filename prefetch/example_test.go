@@ -10,7 +10,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/prefetch"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -55,7 +55,7 @@ func ExamplePrefetcher() {
 		log.Fatal(err)
 	}
 	defer sp.Close()
-	src, err := source.NewSynthetic(source.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -38,7 +38,7 @@ type Targets interface {
 // Config configures a Prefetcher. Source, Spool, Claims and Targets
 // are required; the zero value of every other field means its default.
 type Config struct {
-	Source  source.ChunkSource
+	Source  sources.ChunkSource
 	Spool   spool.Store
 	Corpus  corpus.Store // where capture ranges go; nil: capture ranges go to the spool
 	Claims  spool.Claims
@@ -277,7 +277,7 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, count
 	var data []byte
 	for attempt := 1; ; attempt++ {
 		data, err = p.cfg.Source.Fetch(ctx, t.Range.Group, span)
-		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, source.ErrNoSuchGroup) || errors.Is(err, overview.ErrBadChunk) || ctx.Err() != nil {
+		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, sources.ErrNoSuchGroup) || errors.Is(err, overview.ErrBadChunk) || ctx.Err() != nil {
 			break
 		}
 		if serr := clock.Sleep(ctx, p.cfg.Clock, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {

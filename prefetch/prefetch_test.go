@@ -22,7 +22,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/prefetch"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -34,7 +34,7 @@ type prefetchEnv struct {
 	store  *sqlstore.Store
 	spool  *spool.Disk
 	corpus *corpus.Disk
-	src    source.ChunkSource
+	src    sources.ChunkSource
 	leased lease.Lease
 }
 
@@ -58,7 +58,7 @@ func newPrefetchEnv(t *testing.T) *prefetchEnv {
 	cp, err := corpus.Open(t.TempDir(), corpus.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { cp.Close() })
-	src, err := source.NewSynthetic(source.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	return &prefetchEnv{store: st, spool: sp, corpus: cp, src: src, leased: l}
 }
@@ -170,7 +170,7 @@ func TestPrefetchRetries(t *testing.T) {
 	t.Parallel()
 	e := newPrefetchEnv(t)
 	var calls atomic.Int64
-	flaky := source.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	flaky := sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s.From == 1 && calls.Add(1) <= 2 {
 			return nil, errors.New("connection reset")
 		}
@@ -201,7 +201,7 @@ func TestPrefetchGivesUpAndReleasesClaim(t *testing.T) {
 	cfg.Targets = onlyLeased{e.store}
 	cfg.Attempts = 3
 	var calls atomic.Int64
-	cfg.Source = source.Funcs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
 		calls.Add(1)
 		return nil, errors.New("provider down")
 	}}
@@ -227,7 +227,7 @@ func TestPrefetchRetryLeavesATakenClaim(t *testing.T) {
 	cfg.ClaimTTL = time.Millisecond
 	first := lease.Span{From: 1, To: 10}
 	var calls atomic.Int64
-	cfg.Source = source.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s != first {
 			return e.src.Fetch(ctx, g, s)
 		}
@@ -302,7 +302,7 @@ func TestPrefetchBadChunkCountsAttempt(t *testing.T) {
 	var bad atomic.Int64
 	cfg := e.config("c1")
 	cfg.Targets = onlyLeased{e.store}
-	cfg.Source = source.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s.From == 11 {
 			bad.Add(1)
 			return nil, fmt.Errorf("fetch %s %d-%d: chunk past the frame limit: %w", g, s.From, s.To, overview.ErrBadChunk)
@@ -343,7 +343,7 @@ func TestPrefetchBadChunksOneAttemptAPass(t *testing.T) {
 	e := newPrefetchEnv(t)
 	cfg := e.config("c1")
 	cfg.Targets = onlyLeased{e.store}
-	cfg.Source = source.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		return nil, fmt.Errorf("fetch %s %d-%d: more than N bytes: %w", g, s.From, s.To, overview.ErrBadChunk)
 	}}
 	p, err := prefetch.New(cfg)
@@ -365,7 +365,7 @@ func TestPrefetchBadChunkReasonValidUTF8(t *testing.T) {
 	e := newPrefetchEnv(t)
 	cfg := e.config("c1")
 	cfg.Targets = onlyLeased{e.store}
-	cfg.Source = source.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		return nil, fmt.Errorf("x%s: %w", strings.Repeat("é", 400), overview.ErrBadChunk) // 300 cuts an é
 	}}
 	p, err := prefetch.New(cfg)

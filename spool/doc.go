@@ -7,7 +7,7 @@
 // References, bytes, lines, any further fields); package overview parses,
 // writes and reads them. A range's chunks are its spans of chunkSize aligned
 // to the range start, see lease.Spans. Where chunks come from is package
-// source; package prefetch fetches them into a spool.
+// sources; package prefetch fetches them into a spool.
 //
 // The package has these parts:
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/prefetch"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -28,7 +28,7 @@ type prefetchEnv struct {
 	store  *sqlstore.Store
 	spool  *spool.Disk
 	corpus *corpus.Disk
-	src    source.ChunkSource
+	src    sources.ChunkSource
 	leased lease.Lease
 }
 
@@ -52,7 +52,7 @@ func newPrefetchEnv(t *testing.T) *prefetchEnv {
 	cp, err := corpus.Open(t.TempDir(), corpus.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { cp.Close() })
-	src, err := source.NewSynthetic(source.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	return &prefetchEnv{store: st, spool: sp, corpus: cp, src: src, leased: l}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/prefetch"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 // sourceFlags collects serve's repeated --source flags.
@@ -30,7 +30,7 @@ func (f *sourceFlags) Set(v string) error {
 // chunkSource is a source, how many fetches it takes at once (0: the
 // prefetcher's default), and what closes it.
 type chunkSource struct {
-	source.ChunkSource
+	sources.ChunkSource
 	conns int
 	close func() error
 	// nntp are the NNTP sources among the providers, whose fetch stats
@@ -103,7 +103,7 @@ type budgetFunc func(provider string, conns int) (nntp.Budget, error)
 
 // sources returns the chunk sources --source names: one per provider, the
 // default provider's alone as it is, several (or a named one) behind a
-// source.Router that sends each group to its provider's. Each NNTP
+// sources.Router that sends each group to its provider's. Each NNTP
 // provider gets its own nntp.Source with its own connections: the URL's
 // conns, else --nntp-conns, else the nntp package's default. When budget
 // is not nil, each NNTP provider's connections are bounded by the budget
@@ -134,7 +134,7 @@ func (m *Main) sources(ctx context.Context, budget budgetFunc) (_ chunkSource, e
 			closeAll()
 		}
 	}()
-	byName := make(map[string]source.ChunkSource, len(provs))
+	byName := make(map[string]sources.ChunkSource, len(provs))
 	for _, p := range provs {
 		src, ns, err := m.openSource(ctx, p, budget)
 		if err != nil {
@@ -157,7 +157,7 @@ func (m *Main) sources(ctx context.Context, budget budgetFunc) (_ chunkSource, e
 		// A synthetic provider fetches at the prefetcher's default pace.
 		out.conns += prefetch.DefaultConcurrency * (len(provs) - len(out.nntp))
 	}
-	r, err := source.NewRouter(byName)
+	r, err := sources.NewRouter(byName)
 	if err != nil {
 		return chunkSource{}, usagef("--source: %v", err)
 	}
@@ -167,10 +167,10 @@ func (m *Main) sources(ctx context.Context, budget budgetFunc) (_ chunkSource, e
 
 // openSource opens one provider's source: the synthetic one, or an NNTP
 // source that it checks (nil for the synthetic one).
-func (m *Main) openSource(ctx context.Context, p provider, budget budgetFunc) (source.ChunkSource, *nntp.Source, error) {
+func (m *Main) openSource(ctx context.Context, p provider, budget budgetFunc) (sources.ChunkSource, *nntp.Source, error) {
 	switch {
 	case p.raw == "" || p.raw == "synthetic":
-		src, err := source.NewSynthetic(source.SyntheticConfig{})
+		src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 		return src, nil, err
 	case strings.HasPrefix(p.raw, "nntp://"), strings.HasPrefix(p.raw, "nntps://"):
 	default:

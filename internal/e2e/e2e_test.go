@@ -25,7 +25,7 @@ import (
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/prefetch"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
@@ -55,7 +55,7 @@ func newCluster(t *testing.T, dbURL string, articles, rangeSize, chunkSize int64
 	sp, err := spool.Open(t.TempDir(), spool.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { sp.Close() })
-	src, err := source.NewSynthetic(source.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	pf, err := prefetch.New(prefetch.Config{Source: src, Spool: sp, Claims: st, Targets: st, Concurrency: 2,
 		Idle: 20 * time.Millisecond})

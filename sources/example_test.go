@@ -1,4 +1,4 @@
-package source_test
+package sources_test
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/source"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 // A synthetic chunk, read back line by line.
 func ExampleSynthetic() {
-	src, err := source.NewSynthetic(source.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -43,9 +43,9 @@ func ExampleSynthetic() {
 
 // A ChunkSource from two functions.
 func ExampleFuncs() {
-	src := source.Funcs{
+	src := sources.Funcs{
 		FetchFunc: func(ctx context.Context, group string, span lease.Span) ([]byte, error) {
-			return nil, fmt.Errorf("%s: %w", group, source.ErrNoSuchGroup)
+			return nil, fmt.Errorf("%s: %w", group, sources.ErrNoSuchGroup)
 		},
 		WatermarksFunc: func(ctx context.Context, group string) (int64, int64, error) {
 			return 1, 500, nil

@@ -1,4 +1,4 @@
-// Package source holds where header chunks come from.
+// Package sources holds where header chunks come from.
 //
 // A chunk is the gzip of the NNTP overview lines of one span of a range: one
 // line per article present, each ending in "\n", with the fields
@@ -22,5 +22,5 @@
 // Where chunks wait once fetched is package spool; package prefetch fetches
 // them from a ChunkSource into a spool. Errors wrap ErrNoSuchGroup, or
 // edgeindex.ErrInvalid for malformed arguments; test them with errors.Is.
-// The conformance suite for any ChunkSource is source/sourcetest.
-package source
+// The conformance suite for any ChunkSource is sources/sourcetest.
+package sources

@@ -1,4 +1,4 @@
-package source_test
+package sources_test
 
 import (
 	"testing"
