@@ -12,6 +12,8 @@ import (
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/prefetch"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -60,7 +62,7 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	if err != nil {
 		return nil, err
 	}
@@ -68,9 +70,9 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 	if err != nil {
 		return nil, err
 	}
-	var pf *spool.Prefetcher
+	var pf *prefetch.Prefetcher
 	if cfg.Prefetch {
-		pf, err = spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: c.spool, Claims: c.store, Targets: c.store,
+		pf, err = prefetch.New(prefetch.Config{Source: src, Spool: c.spool, Claims: c.store, Targets: c.store,
 			Owner: "bench/" + l.Addr().String()})
 		if err != nil {
 			l.Close()

@@ -15,7 +15,7 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 const pipelineGroup = "alt.binaries.edgeindex.demo"
@@ -144,7 +144,7 @@ func benchBaseline(ctx context.Context, dbURL string, articles, rangeSize int64,
 	if err := createRawItems(ctx, pool); err != nil {
 		return result{}, pipelineRun{}, err
 	}
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	if err != nil {
 		return result{}, pipelineRun{}, err
 	}
@@ -202,7 +202,7 @@ func benchBaseline(ctx context.Context, dbURL string, articles, rangeSize int64,
 // baselineRange is the baseline's work on range id of articles rs: each
 // chunk fetched from src, collated by col and its items stored with one
 // COPY. It returns the headers read and the items stored.
-func baselineRange(ctx context.Context, src *spool.Synthetic, col *collate.Collator, pool *pgxpool.Pool, id int64, rs lease.Span) (headers, items int64, err error) {
+func baselineRange(ctx context.Context, src *sources.Synthetic, col *collate.Collator, pool *pgxpool.Pool, id int64, rs lease.Span) (headers, items int64, err error) {
 	r := lease.Range{ID: id, Group: pipelineGroup, GroupID: 1, Lane: lease.LaneHistory, Start: rs.From, End: rs.To, Next: rs.From}
 	for _, span := range lease.Spans(rs.From, rs.To, grouplease.DefaultChunkSize) {
 		data, err := src.Fetch(ctx, pipelineGroup, span)

@@ -19,7 +19,7 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/usenet"
 )
 
@@ -32,7 +32,7 @@ const group = "alt.binaries.test"
 // fetch returns the synthetic chunk of span.
 func fetch(t testing.TB, span lease.Span) []byte {
 	t.Helper()
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	gz, err := src.Fetch(context.Background(), group, span)
 	require.NoError(t, err)

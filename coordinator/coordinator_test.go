@@ -26,6 +26,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
@@ -44,7 +45,7 @@ type harness struct {
 	store  *sqlstore.Store
 	spool  *spool.Disk
 	corpus *corpus.Disk
-	src    *spool.Synthetic
+	src    *sources.Synthetic
 	srv    *coordinator.Server
 	http   *httptest.Server
 	snaps  *watchedStore // the snapshot store
@@ -84,7 +85,7 @@ func newHarnessOn(t *testing.T, st *sqlstore.Store, tweak func(*coordinator.Conf
 	cp, err := corpus.Open(t.TempDir(), corpus.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { cp.Close() })
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	snaps, err := blobstore.OpenDir(t.TempDir())
 	require.NoError(t, err)

@@ -11,7 +11,7 @@
 // GrantLane, Next, HeartbeatLane, ReleaseLane, PutSnapshot, OpenSnapshot and
 // ResetSnapshot for lanes; Fleet, Node, Ranges and Results for the admin.
 // It owns the store, the spool and the corpus, the snapshot files and the
-// prefetch kick (the Prefetch interface, which *spool.Prefetcher
+// prefetch kick (the Prefetch interface, which *prefetch.Prefetcher
 // satisfies), and ties them together: a finish drops the range's spool, a
 // corrupt chunk leaves the spool and, when the range's chunks live there
 // (spool.InCorpus), the corpus, a snapshot file becomes current only

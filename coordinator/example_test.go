@@ -20,6 +20,8 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/prefetch"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -68,8 +70,8 @@ func ExampleService() {
 	defer store.Close()
 	sp, _ := spool.Open(filepath.Join(dir, "spool"), spool.Config{})
 	defer sp.Close()
-	src, _ := spool.NewSynthetic(spool.SyntheticConfig{})
-	pf, _ := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: sp, Claims: store, Targets: store})
+	src, _ := sources.NewSynthetic(sources.SyntheticConfig{})
+	pf, _ := prefetch.New(prefetch.Config{Source: src, Spool: sp, Claims: store, Targets: store})
 	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
 	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, Prefetcher: pf})
 	if err != nil {

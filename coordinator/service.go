@@ -13,6 +13,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/prefetch"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -30,7 +31,7 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
-// Prefetch is what the Service needs of a prefetcher: *spool.Prefetcher is
+// Prefetch is what the Service needs of a prefetcher: *prefetch.Prefetcher is
 // one. Kick asks for a pass soon (a range was leased, a chunk dropped);
 // Notify returns a channel closed when the next chunk is stored, which a
 // stream takes before it looks for a chunk and then waits on; Stored
@@ -66,7 +67,7 @@ type Config struct {
 	Snapshots blobstore.Store
 	// Prefetcher, when set, is kicked when a range is leased or a chunk
 	// dropped, and tells streams when a chunk arrives. A nil
-	// *spool.Prefetcher counts as none.
+	// *prefetch.Prefetcher counts as none.
 	Prefetcher Prefetch
 	// AdminToken guards the admin API; empty: the admin API answers 401.
 	// Only the Server uses it.
@@ -101,7 +102,7 @@ type Config struct {
 
 // withDefaults returns c with every zero field that has a default set to it.
 func (c Config) withDefaults() Config {
-	if p, ok := c.Prefetcher.(*spool.Prefetcher); ok && p == nil {
+	if p, ok := c.Prefetcher.(*prefetch.Prefetcher); ok && p == nil {
 		c.Prefetcher = nil
 	}
 	if c.LeaseTTL == 0 {

@@ -18,6 +18,8 @@ import (
 	"github.com/edgeindex/edgeindex/internal/miniotest"
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/prefetch"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -51,11 +53,11 @@ func TestSharedBucketWakesStreams(t *testing.T) {
 	spA, spB := openSpool(), openSpool()
 
 	// A fetches from a source that waits for the gate.
-	synth, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	synth, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	gate := make(chan struct{})
 	var fetchedA atomic.Int32
-	srcA := spool.SourceFuncs{FetchFunc: func(ctx context.Context, group string, span lease.Span) ([]byte, error) {
+	srcA := sources.Funcs{FetchFunc: func(ctx context.Context, group string, span lease.Span) ([]byte, error) {
 		select {
 		case <-gate:
 		case <-ctx.Done():
@@ -64,13 +66,13 @@ func TestSharedBucketWakesStreams(t *testing.T) {
 		fetchedA.Add(1)
 		return synth.Fetch(ctx, group, span)
 	}}
-	pfA, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: srcA, Spool: spA, Claims: stA, Targets: stA, Owner: "coord-a"})
+	pfA, err := prefetch.New(prefetch.Config{Source: srcA, Spool: spA, Claims: stA, Targets: stA, Owner: "coord-a"})
 	require.NoError(t, err)
-	srcB := spool.SourceFuncs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
+	srcB := sources.Funcs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
 		t.Error("B's prefetcher fetched")
 		return nil, errors.New("B does not fetch")
 	}}
-	pfB, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: srcB, Spool: spB, Claims: stB, Targets: stB, Owner: "coord-b"})
+	pfB, err := prefetch.New(prefetch.Config{Source: srcB, Spool: spB, Claims: stB, Targets: stB, Owner: "coord-b"})
 	require.NoError(t, err)
 	snaps, err := blobstore.Sub(bucket, "snapshots")
 	require.NoError(t, err)

@@ -18,7 +18,7 @@ import (
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 // coord is a small in-memory coordinator that implements the slices of
@@ -30,7 +30,7 @@ import (
 // It is no substitute for the real coordinator package: internal/e2e and
 // cmd/edgeworker run the client against that one.
 type coord struct {
-	src   *spool.Synthetic
+	src   *sources.Synthetic
 	token string // the node token
 
 	// before, when set, runs first for every request; a status other than 0
@@ -86,7 +86,7 @@ type clane struct {
 }
 
 func newCoord(chunk int64) *coord {
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	if err != nil {
 		panic(err)
 	}

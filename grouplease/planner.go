@@ -17,7 +17,7 @@ import (
 )
 
 // Watermarker reports a group's lowest and highest article numbers, as NNTP
-// GROUP does. Every spool.ChunkSource is one.
+// GROUP does. Every sources.ChunkSource is one.
 type Watermarker interface {
 	Watermarks(ctx context.Context, group string) (low, high int64, err error)
 }

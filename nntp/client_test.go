@@ -17,7 +17,7 @@ import (
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 func TestParseURL(t *testing.T) {
@@ -329,12 +329,12 @@ func TestNoSuchGroup(t *testing.T) {
 	src := open(t, srv, nil)
 	_, err := src.Fetch(ctxT(t), "alt.nope", span(1, 3))
 	require.ErrorIs(t, err, nntp.ErrNoSuchGroup)
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 	var pe *nntp.ProtocolError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, 411, pe.Code)
 	_, err = src.Fetch(ctxT(t), "bad name", span(1, 3))
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 	// A 411 keeps the connection.
 	_, err = src.Fetch(ctxT(t), testGroup, span(1, 3))
 	require.NoError(t, err)

@@ -6,7 +6,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
-	"github.com/edgeindex/edgeindex/spool/sourcetest"
+	"github.com/edgeindex/edgeindex/sources/sourcetest"
 )
 
 // conformanceGroup holds 1..3000 with every 7th article missing, and

@@ -10,7 +10,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
-	"github.com/edgeindex/edgeindex/spool/sourcetest"
+	"github.com/edgeindex/edgeindex/sources/sourcetest"
 )
 
 // TestDeflateConformance runs the chunk source suite over a connection

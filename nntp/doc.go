@@ -1,4 +1,4 @@
-// Package nntp is a spool.ChunkSource on an NNTP provider, built on
+// Package nntp is a sources.ChunkSource on an NNTP provider, built on
 // net/textproto and the standard library, with compress/flate's
 // decompressor adapted for INN (internal/inflate).
 //
@@ -67,7 +67,7 @@
 // connlease). Source.FindDate finds the first article of a date by
 // bisection over OVER windows, at most MaxDateCalls commands (date.go).
 //
-// Errors: ErrNoSuchGroup (411, which is also spool.ErrNoSuchGroup),
+// Errors: ErrNoSuchGroup (411, which is also sources.ErrNoSuchGroup),
 // ErrAuthRequired (480), ErrEncryptionRequired (483), ErrAuthFailed,
 // ErrRefused, ErrTLSUnavailable, ErrCompressUnavailable, ErrProtocol,
 // ErrDeadline, ErrTooLarge, ErrChunkTooLarge, ErrSlotLost, ErrDateSearch

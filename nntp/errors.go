@@ -6,7 +6,7 @@ import (
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 var (
@@ -33,8 +33,8 @@ var (
 	// (CompressDeflate) and the server does not list it, or refused it.
 	ErrCompressUnavailable = errors.New("COMPRESS DEFLATE unavailable")
 	// ErrNoSuchGroup means the server does not carry the group (411). It
-	// wraps spool.ErrNoSuchGroup, so errors.Is matches either.
-	ErrNoSuchGroup = fmt.Errorf("nntp: %w", spool.ErrNoSuchGroup)
+	// wraps sources.ErrNoSuchGroup, so errors.Is matches either.
+	ErrNoSuchGroup = fmt.Errorf("nntp: %w", sources.ErrNoSuchGroup)
 	// ErrProtocol means the server sent something that does not follow the
 	// protocol (a malformed status line, a GROUP reply with garbage numbers,
 	// a line too long, a response that does not end). The connection is
@@ -55,7 +55,7 @@ var (
 	// bound (Config.MaxFetchBytes, Config.MaxChunkBytes): the span makes no
 	// chunk a worker can take. It matches ErrTooLarge and
 	// overview.ErrBadChunk under errors.Is, so the range counts a corrupt
-	// attempt (spool.Prefetcher) rather than being fetched forever. A
+	// attempt (prefetch.Prefetcher) rather than being fetched forever. A
 	// bound passed while dialling (CAPABILITIES) is ErrTooLarge alone: it
 	// says nothing of the span.
 	ErrChunkTooLarge error = chunkTooLarge("the span makes no chunk a worker can take")

@@ -11,7 +11,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
-	"github.com/edgeindex/edgeindex/spool/sourcetest"
+	"github.com/edgeindex/edgeindex/sources/sourcetest"
 )
 
 const testGroup = "alt.binaries.test"

@@ -13,10 +13,10 @@ import (
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
-// Source is a spool.ChunkSource on an NNTP server: Fetch sends OVER (or
+// Source is a sources.ChunkSource on an NNTP server: Fetch sends OVER (or
 // XOVER) for the span and gzips the lines as they arrive. It is safe for
 // concurrent use; it keeps up to Config.MaxConns connections.
 type Source struct {
@@ -35,7 +35,7 @@ type Source struct {
 	inFlight map[uint64]time.Time // the fetches running, by when they started
 }
 
-var _ spool.ChunkSource = (*Source)(nil)
+var _ sources.ChunkSource = (*Source)(nil)
 
 // New returns a Source for cfg. It does not connect; Check does.
 func New(cfg Config) (*Source, error) {
@@ -58,7 +58,7 @@ func Open(rawURL string) (*Source, error) {
 }
 
 // MaxConns is the most connections the Source opens at once, so a caller
-// can size its concurrency (e.g. spool.PrefetchConfig.Concurrency) to it.
+// can size its concurrency (e.g. prefetch.Config.Concurrency) to it.
 // When it is 2 or more, fetches use at most MaxConns-1 of them: one is
 // kept for GROUP, so watermarks never wait behind fetches.
 func (s *Source) MaxConns() int { return s.cfg.MaxConns }
@@ -186,7 +186,7 @@ func (s *Source) withConn(ctx context.Context, fetch bool, within time.Duration,
 }
 
 // Group sends GROUP and returns the reply. It fails with an error
-// wrapping ErrNoSuchGroup (and spool.ErrNoSuchGroup) on 411.
+// wrapping ErrNoSuchGroup (and sources.ErrNoSuchGroup) on 411.
 func (s *Source) Group(ctx context.Context, name string) (GroupInfo, error) {
 	var g GroupInfo
 	err := s.with(ctx, s.cfg.Timeout, groupWireBytes, func(c *conn) (err error) {

@@ -215,6 +215,27 @@ func (b *Bucket) Refresh(ctx context.Context) error {
 	b.listing, b.journal = true, nil
 	b.mu.Unlock()
 
+	fresh, err := b.list(ctx)
+
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	journal := b.journal
+	b.listing, b.journal = false, nil
+	if err != nil {
+		return fmt.Errorf("spool: list the bucket: %w", err)
+	}
+	if b.closed {
+		return ErrClosed
+	}
+	for _, c := range journal {
+		setSize(fresh, c.id, c.span, c.size)
+	}
+	b.adopt(fresh)
+	return nil
+}
+
+// list lists the chunks in the store: their sizes by range and span.
+func (b *Bucket) list(ctx context.Context) (map[int64]map[lease.Span]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Timeout)
 	defer cancel()
 	fresh := make(map[int64]map[lease.Span]int64)
@@ -231,20 +252,12 @@ func (b *Bucket) Refresh(ctx context.Context) error {
 		m[span] = info.Size
 		return nil
 	})
+	return fresh, err
+}
 
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	journal := b.journal
-	b.listing, b.journal = false, nil
-	if err != nil {
-		return fmt.Errorf("spool: list the bucket: %w", err)
-	}
-	if b.closed {
-		return ErrClosed
-	}
-	for _, c := range journal {
-		setSize(fresh, c.id, c.span, c.size)
-	}
+// adopt makes fresh the index. It wakes WaitChunk and Notify when a chunk
+// appeared in it, and WaitRoom when the size fell. The caller holds b.mu.
+func (b *Bucket) adopt(fresh map[int64]map[lease.Span]int64) {
 	var size int64
 	appeared := false
 	for id, m := range fresh {
@@ -263,7 +276,6 @@ func (b *Bucket) Refresh(ctx context.Context) error {
 	if appeared {
 		b.wakeArrived()
 	}
-	return nil
 }
 
 // setSize records a chunk's size in m, or forgets it when size is -1; it

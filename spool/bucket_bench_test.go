@@ -8,6 +8,7 @@ import (
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/internal/miniotest"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -17,7 +18,7 @@ import (
 // a real MinIO on loopback (skipped without one). The disk spool is the
 // baseline: the same bytes, no network, no object store.
 func BenchmarkChunkStore(b *testing.B) {
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}

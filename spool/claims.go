@@ -24,3 +24,17 @@ type Claims interface {
 	// (owner's fetch failed). A claim owner no longer holds is left alone.
 	ForgetChunk(ctx context.Context, rangeID int64, span lease.Span, owner string) error
 }
+
+// CorruptClaims is Claims that can also count a chunk the source cannot
+// make against its range. When prefetch.Config.Claims is one, a fetch that
+// fails with an error wrapping overview.ErrBadChunk (a chunk past the frame
+// limit, say: retrying makes the same chunk) is not retried; the range
+// counts a corrupt attempt, as when a worker reports a chunk corrupt, and
+// fails at the store's maximum instead of being fetched forever.
+type CorruptClaims interface {
+	Claims
+	// ChunkCorrupt counts one attempt of the range for the chunk (failed
+	// at the store's maximum attempts, keeping reason), and drops owner's
+	// claim of the chunk. It returns the range as it is after.
+	ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span, owner, reason string) (lease.Range, error)
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/prefetch"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -212,7 +213,7 @@ func TestPrefetchAfterCrash(t *testing.T) {
 	t.Parallel()
 	e := newPrefetchEnv(t)
 	ctx := t.Context()
-	p, err := spool.NewPrefetcher(e.config("c1"))
+	p, err := prefetch.New(e.config("c1"))
 	require.NoError(t, err)
 	n, err := p.Pass(ctx)
 	require.NoError(t, err)
@@ -231,7 +232,7 @@ func TestPrefetchAfterCrash(t *testing.T) {
 	e.spool = openDisk(t, dir, spool.Config{})
 	require.Equal(t, 4, e.spool.Torn())
 
-	p, err = spool.NewPrefetcher(e.config("c1"))
+	p, err = prefetch.New(e.config("c1"))
 	require.NoError(t, err)
 	n, err = p.Pass(ctx)
 	require.NoError(t, err)

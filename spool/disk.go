@@ -1,7 +1,6 @@
 package spool
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,76 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
-
 	"github.com/edgeindex/edgeindex/lease"
 )
-
-// Sentinel errors of the disk spool.
-var (
-	// ErrNotFound means the spool holds no such chunk. It wraps
-	// edgeindex.ErrNotFound, so errors.Is matches either.
-	ErrNotFound = fmt.Errorf("chunk %w", edgeindex.ErrNotFound)
-	// ErrClosed means the store was closed.
-	ErrClosed = errors.New("spool closed")
-)
-
-// TempPrefix begins the name of every file a store is still writing. Such a
-// file is never read; Open removes the ones a crash left behind.
-const TempPrefix = chunkfile.TempPrefix
-
-// DefaultMaxBytes is the spool's size bound when Config.MaxBytes is 0.
-const DefaultMaxBytes int64 = 2 << 30
-
-// Store is a spool of chunks keyed by range and span. Disk implements it;
-// spooltest.Run checks any implementation.
-//
-// Arguments: a span must have 0 <= From <= To, or the call returns an error
-// wrapping edgeindex.ErrInvalid (Has returns false). After Close every call
-// that can fail returns ErrClosed, and Has returns false.
-type Store interface {
-	// Put stores data as the chunk of (rangeID, span), replacing any
-	// previous one, atomically: a reader sees the old chunk or the new one,
-	// never half of one. A crash of the machine may lose a chunk (a spool
-	// is a cache of the source: a lost chunk is fetched again) but never
-	// leaves half of one to be read. Put never blocks on the size
-	// bound; callers call WaitRoom first. A Put that overlaps a Drop of
-	// its range is ordered before the Drop: it returns nil and the chunk
-	// is gone with the range.
-	Put(rangeID int64, span lease.Span, data []byte) error
-	// Has reports whether the chunk is stored.
-	Has(rangeID int64, span lease.Span) bool
-	// Read returns the chunk, or an error wrapping ErrNotFound.
-	Read(rangeID int64, span lease.Span) ([]byte, error)
-	// Open returns the chunk for streaming and its size, or an error
-	// wrapping ErrNotFound. The caller closes it.
-	Open(rangeID int64, span lease.Span) (io.ReadCloser, int64, error)
-	// Drop removes every chunk of the range. Dropping a range with no
-	// chunk is not an error.
-	Drop(rangeID int64) error
-	// DropChunk removes one chunk, e.g. one reported corrupt, so it is
-	// fetched again. Dropping a missing chunk is not an error.
-	DropChunk(rangeID int64, span lease.Span) error
-	// Size is the total size in bytes of the stored chunks.
-	Size() int64
-	// MaxBytes is the size bound.
-	MaxBytes() int64
-	// WaitRoom returns nil once Size()+n <= MaxBytes(); it waits for Drop
-	// or DropChunk to free room, or returns ctx's error. It reserves
-	// nothing: concurrent callers may overshoot the bound together. An n
-	// below 0 or above MaxBytes() is an error wrapping edgeindex.ErrInvalid.
-	WaitRoom(ctx context.Context, n int64) error
-	// Notify returns a channel that is closed at the next Put (or Close).
-	// Take it before checking Has, then wait on it, to miss no chunk.
-	Notify() <-chan struct{}
-	// WaitChunk returns nil once the chunk is stored, or ctx's error.
-	WaitChunk(ctx context.Context, rangeID int64, span lease.Span) error
-	// Close wakes every waiter with ErrClosed. It is safe to call twice.
-	Close() error
-}
 
 // Config configures a Disk spool. The zero value means the defaults.
 type Config struct {
@@ -126,198 +60,7 @@ type Disk struct {
 	torn   int      // chunks Open removed as torn
 }
 
-// MarkerPrefix begins the name of the marker file each open Disk holds in
-// its directory (see Disk).
-const MarkerPrefix = ".open-"
-
-// LockName is the file in a Disk's directory whose lock Open holds while
-// it looks at the markers and the chunks.
-const LockName = ".lock"
-
 var _ Store = (*Disk)(nil)
-
-// Open opens the spool in dir, creating dir if needed. It counts the chunks
-// already there and removes the temporary files that a crash left behind;
-// files it does not recognise are left alone and not counted.
-func Open(dir string, cfg Config) (*Disk, error) {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if dir == "" {
-		return nil, edgeindex.Invalidf("spool directory is empty")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	// Opens of one directory take turns, so that a second one waits for
-	// the first to have checked the chunks of a dead Disk, rather than
-	// taking the marker the first holds meanwhile for a live Disk's.
-	lock, err := os.OpenFile(filepath.Join(dir, LockName), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	defer lock.Close()
-	if err := chunkfile.Lock(lock); err != nil {
-		return nil, fmt.Errorf("spool: %w", err)
-	}
-	d := &Disk{index: newIndex(cfg.MaxBytes), dir: dir}
-	dead, err := deadMarkers(dir)
-	defer func() {
-		for _, f := range dead {
-			_ = f.Close()
-		}
-	}()
-	if err == nil {
-		err = d.mark()
-	}
-	if err == nil {
-		err = d.scan(len(dead) > 0)
-	}
-	if err == nil && len(dead) > 0 {
-		// The torn chunks' removals are durable (scan synced them) and so is
-		// this Disk's own marker, which now covers the chunks that were
-		// whole but never synced: the dead markers can go.
-		for _, f := range dead {
-			if rerr := os.Remove(f.Name()); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-				err = rerr
-			}
-		}
-		if err == nil {
-			err = chunkfile.SyncDir(dir)
-		}
-	}
-	if err != nil {
-		if d.marker != nil {
-			_ = d.marker.Close() // the marker stays: the next Open checks every chunk
-		}
-		return nil, fmt.Errorf("spool: open %s: %w", dir, err)
-	}
-	return d, nil
-}
-
-// deadMarkers returns the markers in dir of Disks that stopped without
-// Close, opened and locked; a marker that another open Disk holds is left
-// alone.
-func deadMarkers(dir string) ([]*os.File, error) {
-	top, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var dead []*os.File
-	for _, e := range top {
-		if !strings.HasPrefix(e.Name(), MarkerPrefix) {
-			continue
-		}
-		f, err := os.OpenFile(filepath.Join(dir, e.Name()), os.O_RDWR, 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // its Disk closed meanwhile
-		}
-		if err == nil {
-			var ok bool
-			if ok, err = chunkfile.TryLock(f); err == nil && !ok {
-				_ = f.Close() // a Disk that is open: its files are whole
-				continue
-			}
-		}
-		if err != nil {
-			if f != nil {
-				_ = f.Close()
-			}
-			for _, f := range dead {
-				_ = f.Close()
-			}
-			return nil, err
-		}
-		dead = append(dead, f)
-	}
-	return dead, nil
-}
-
-// mark makes this Disk's marker, locks it, and makes it durable before any
-// chunk is written.
-func (d *Disk) mark() error {
-	f, err := os.CreateTemp(d.dir, MarkerPrefix+"*")
-	if err != nil {
-		return err
-	}
-	if ok, err := chunkfile.TryLock(f); err != nil || !ok {
-		_ = f.Close()
-		_ = os.Remove(f.Name())
-		return cmp.Or(err, fmt.Errorf("lock %s: held by another", f.Name()))
-	}
-	d.marker = f
-	return chunkfile.SyncDir(d.dir)
-}
-
-// scan counts the chunks on disk and removes what a crash left behind:
-// temporary files, and, when check is set (a Disk stopped without Close),
-// every chunk that is not one whole gzip stream.
-func (d *Disk) scan(check bool) error {
-	top, err := os.ReadDir(d.dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range top {
-		if strings.HasPrefix(e.Name(), TempPrefix) {
-			if err := os.RemoveAll(filepath.Join(d.dir, e.Name())); err != nil {
-				return fmt.Errorf("remove leftover: %w", err)
-			}
-			continue
-		}
-		id, err := strconv.ParseInt(e.Name(), 10, 64)
-		if err != nil || !e.IsDir() || strconv.FormatInt(id, 10) != e.Name() {
-			continue
-		}
-		rdir := filepath.Join(d.dir, e.Name())
-		files, err := os.ReadDir(rdir)
-		if err != nil {
-			return err
-		}
-		removed := false
-		for _, f := range files {
-			if strings.HasPrefix(f.Name(), TempPrefix) {
-				if err := os.RemoveAll(filepath.Join(rdir, f.Name())); err != nil {
-					return fmt.Errorf("remove leftover: %w", err)
-				}
-				continue
-			}
-			span, ok := chunkfile.ParseName(f.Name())
-			if !ok || !f.Type().IsRegular() {
-				continue
-			}
-			path := filepath.Join(rdir, f.Name())
-			if check {
-				err := chunkfile.CheckGzipFile(path)
-				if errors.Is(err, chunkfile.ErrTorn) {
-					if err := os.Remove(path); err != nil {
-						return fmt.Errorf("remove torn chunk: %w", err)
-					}
-					d.torn++
-					removed = true
-					continue
-				}
-				if err != nil {
-					return fmt.Errorf("check chunk: %w", err)
-				}
-			}
-			info, err := f.Info()
-			if err != nil {
-				return err
-			}
-			d.add(id, span, info.Size())
-		}
-		if removed {
-			if err := chunkfile.SyncDir(rdir); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// Torn is how many chunks Open removed as torn (see Disk).
-func (d *Disk) Torn() int { return d.torn }
 
 // add records a chunk of size bytes, replacing any previous record; it
 // returns the change in total size. The caller holds d.mu or owns d.
@@ -350,57 +93,74 @@ func (d *Disk) Put(rangeID int64, span lease.Span, data []byte) error {
 	if err := chunkfile.CheckSpan(span); err != nil {
 		return err
 	}
-	rdir := d.rangeDir(rangeID)
-	final := filepath.Join(rdir, ChunkName(span))
-
-	// Creating the temp file under the lock keeps Drop's RemoveAll from
-	// racing with it: a Drop that comes later removes the temp file too,
-	// and the rename below then fails instead of bringing the chunk back.
-	// Nothing is synced: the marker (see Disk) covers an unclean stop.
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return ErrClosed
-	}
-	var tmp *os.File
-	var err error
-	if len(d.chunks[rangeID]) > 0 {
-		// The directory is there, unless another process dropped the range.
-		tmp, err = os.CreateTemp(rdir, TempPrefix+ChunkName(span)+"-*")
-	}
-	if tmp == nil {
-		_, err = chunkfile.Mkdir(rdir)
-		if err == nil {
-			tmp, err = os.CreateTemp(rdir, TempPrefix+ChunkName(span)+"-*")
-		}
-	}
-	d.mu.Unlock()
+	tmp, err := d.createTemp(rangeID, span)
 	if err != nil {
-		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
+		return err
 	}
 	if err := chunkfile.WriteClose(tmp, data); err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
+		return putError(rangeID, span, err)
 	}
+	return d.place(rangeID, span, tmp.Name(), int64(len(data)))
+}
 
+// putError names the chunk whose Put failed with err.
+func putError(rangeID int64, span lease.Span, err error) error {
+	return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
+}
+
+// createTemp creates the temporary file that Put writes a chunk to, in its
+// range's directory, which it makes when needed.
+//
+// Creating the temp file under the lock keeps Drop's RemoveAll from racing
+// with it: a Drop that comes later removes the temp file too, and the
+// rename of place then fails instead of bringing the chunk back. Nothing
+// is synced: the marker (see Disk) covers an unclean stop.
+func (d *Disk) createTemp(rangeID int64, span lease.Span) (*os.File, error) {
+	rdir := d.rangeDir(rangeID)
+	pattern := TempPrefix + ChunkName(span) + "-*"
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	if len(d.chunks[rangeID]) > 0 {
+		// The directory is there, unless another process dropped the range.
+		if tmp, err := os.CreateTemp(rdir, pattern); err == nil {
+			return tmp, nil
+		}
+	}
+	if _, err := chunkfile.Mkdir(rdir); err != nil {
+		return nil, putError(rangeID, span, err)
+	}
+	tmp, err := os.CreateTemp(rdir, pattern)
+	if err != nil {
+		return nil, putError(rangeID, span, err)
+	}
+	return tmp, nil
+}
+
+// place renames the chunk's temporary file tmp, of size bytes, into place
+// and records the chunk, or drops it when a Drop of its range came first.
+func (d *Disk) place(rangeID int64, span lease.Span, tmp string, size int64) error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
-		_ = os.Remove(tmp.Name())
+		_ = os.Remove(tmp)
 		return ErrClosed
 	}
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		_, lerr := os.Lstat(tmp.Name())
+	if err := os.Rename(tmp, ChunkPath(d.dir, rangeID, span)); err != nil {
+		_, lerr := os.Lstat(tmp)
 		d.mu.Unlock()
 		if errors.Is(err, fs.ErrNotExist) && errors.Is(lerr, fs.ErrNotExist) {
 			// A Drop of the range removed the temp file while it was being
 			// written: this Put comes before that Drop, so it is dropped.
 			return nil
 		}
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("spool: put %d %s: %w", rangeID, ChunkName(span), err)
+		_ = os.Remove(tmp)
+		return putError(rangeID, span, err)
 	}
-	if d.add(rangeID, span, int64(len(data))) < 0 {
+	if d.add(rangeID, span, size) < 0 {
 		d.wakeRoom()
 	}
 	d.wakeArrived()

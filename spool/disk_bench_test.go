@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -17,7 +18,7 @@ import (
 // obvious raw way under the same layout: a directory and os.WriteFile of
 // the same bytes, per Put.
 func BenchmarkDiskPut(b *testing.B) {
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}

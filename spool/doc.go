@@ -1,22 +1,18 @@
-// Package spool holds where header chunks come from and where they wait
-// before a worker streams them.
+// Package spool holds where header chunks wait, once fetched, before a
+// worker streams them.
 //
 // A chunk is the gzip of the NNTP overview lines of one span of a range: one
 // line per article present, each ending in "\n", with the fields
 // tab-separated as OVER sends them (number, Subject, From, Date, Message-ID,
 // References, bytes, lines, any further fields); package overview parses,
 // writes and reads them. A range's chunks are its spans of chunkSize aligned
-// to the range start, see lease.Spans.
+// to the range start, see lease.Spans. Where chunks come from is package
+// sources; package prefetch fetches them into a spool.
 //
-// The package has six parts:
+// The package has these parts:
 //
-//   - ChunkSource, the small interface for where chunks come from (an NNTP
-//     provider, the Synthetic generator, or any func pair through
-//     SourceFuncs), and Router, which sends each group to its provider's
-//     source: NEWSGROUP@PROVIDER to PROVIDER's, a plain NEWSGROUP to the
-//     default one's;
-//   - Synthetic, a deterministic generator of Usenet-like binary posts that
-//     needs no network;
+//   - Store, what every spool does, and InCorpus, which says whether a
+//     range's chunks wait in the corpus instead;
 //   - Disk, the disk spool: one file per (range, span), written whole
 //     (temporary file, rename; no fsync: a chunk can be fetched again),
 //     bounded in total size (WaitRoom), with a broadcast when a chunk
@@ -29,11 +25,9 @@
 //     one atomic Put, streamed from one GET; the size bound holds across
 //     the coordinators within one Refresh, since each lists the store
 //     every Refresh (see Bucket);
-//   - Prefetcher, which fetches the chunks of leased ranges first, in stream
-//     order from each range's next, then looks ahead into pending ranges,
-//     with bounded concurrency, a claim per chunk in the shared database
-//     (Claims), retries with jittered backoff, and capture ranges going to
-//     the corpus;
+//   - Claims (and CorruptClaims), the claim per chunk in the database
+//     that coordinators share, so that two of them do not fetch the same
+//     chunk at once;
 //   - Stream, which writes a range's chunks as edgeframe frames from its
 //     next, corpus first, waiting for chunks still being fetched with
 //     keepalives, checking the lease, and giving up after a wait limit.

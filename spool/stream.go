@@ -26,7 +26,7 @@ type StreamConfig struct {
 	Corpus corpus.Store // read first, for capture ranges; nil: spool only
 	// Notify returns a channel closed when the next chunk is stored.
 	// Default: Spool.Notify. A coordinator whose prefetcher also fills the
-	// corpus passes Prefetcher.Notify.
+	// corpus passes prefetch.Prefetcher.Notify.
 	Notify func() <-chan struct{}
 	// Check checks that the worker still holds the lease; the stream calls
 	// it at least every CheckEvery, and ends with an error frame when it

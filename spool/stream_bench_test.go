@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -26,7 +27,7 @@ import (
 // (about 40 KiB: its lines compress far better than real ones); "180KiB"
 // chunks are the size a real 2000-line overview chunk gzips to.
 func BenchmarkStreamRange(b *testing.B) {
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(b, err)
 	b.Run("synthetic", func(b *testing.B) {
 		benchStream(b, func(span lease.Span) []byte {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/prefetch"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -20,7 +21,7 @@ var _ spool.Claims = (*Store)(nil)
 // ClaimChunk implements spool.Claims. A claim is taken over by its own
 // owner at any time (its copy was lost), and by anyone once it expired,
 // fetched or not. A coordinator asks only for a chunk its spool lacks
-// (spool.Prefetcher), so an expired claim of another owner means the chunk
+// (prefetch.Prefetcher), so an expired claim of another owner means the chunk
 // is not where this coordinator can serve it: that owner's spool is lost, is
 // not shared with this one, or the owner came back under another name.
 // Before expiry a claim holds, fetched or not: its chunk is being fetched,
@@ -200,13 +201,13 @@ func (s *Store) ForgetChunk(ctx context.Context, rangeID int64, span lease.Span,
 	return nil
 }
 
-var _ spool.Targets = (*Store)(nil)
+var _ prefetch.Targets = (*Store)(nil)
 
-// PrefetchTargets implements spool.Targets: the leased ranges, then up to
+// PrefetchTargets implements prefetch.Targets: the leased ranges, then up to
 // lookahead pending ones in grant order, leaving out those that wait out a
 // retry delay (they are not granted either, and fetching one would count
 // another attempt before its time).
-func (s *Store) PrefetchTargets(ctx context.Context, lookahead int) ([]spool.Target, error) {
+func (s *Store) PrefetchTargets(ctx context.Context, lookahead int) ([]prefetch.Target, error) {
 	var rows []rangeRow
 	if err := s.rdb.SelectContext(ctx, &rows, s.q("SELECT "+rangeCols+
 		" FROM ranges WHERE state = 'leased' ORDER BY lane_rank, start_n LIMIT 10000")); err != nil {
@@ -220,13 +221,13 @@ func (s *Store) PrefetchTargets(ctx context.Context, lookahead int) ([]spool.Tar
 		}
 		rows = append(rows, pending...)
 	}
-	out := make([]spool.Target, 0, len(rows))
+	out := make([]prefetch.Target, 0, len(rows))
 	for _, r := range rows {
 		rg, g, err := s.toRange(ctx, s.rdb, r)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, spool.Target{Range: rg, ChunkSize: g.ChunkSize})
+		out = append(out, prefetch.Target{Range: rg, ChunkSize: g.ChunkSize})
 	}
 	return out, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/prefetch"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
@@ -484,7 +485,7 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		return nil, err
 	}
 	closers = append(closers, l.Close)
-	pf, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: st.spool, Corpus: st.corpus, Claims: store, Targets: store,
+	pf, err := prefetch.New(prefetch.Config{Source: src, Spool: st.spool, Corpus: st.corpus, Claims: store, Targets: store,
 		Owner: owner, Concurrency: src.conns, ClaimTTL: m.ClaimTTL, Logger: log})
 	if err != nil {
 		return nil, err

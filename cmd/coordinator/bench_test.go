@@ -12,6 +12,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -57,7 +58,7 @@ func BenchmarkPipeline(b *testing.B) {
 		sp, err := spool.Open(b.TempDir(), spool.Config{})
 		require.NoError(b, err)
 		defer sp.Close()
-		src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+		src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 		require.NoError(b, err)
 		spans := lease.Spans(1, benchArticles, grouplease.DefaultChunkSize)
 		for _, s := range spans {

@@ -13,7 +13,8 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/nntp"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/prefetch"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 // sourceFlags collects serve's repeated --source flags.
@@ -29,7 +30,7 @@ func (f *sourceFlags) Set(v string) error {
 // chunkSource is a source, how many fetches it takes at once (0: the
 // prefetcher's default), and what closes it.
 type chunkSource struct {
-	spool.ChunkSource
+	sources.ChunkSource
 	conns int
 	close func() error
 	// nntp are the NNTP sources among the providers, whose fetch stats
@@ -102,7 +103,7 @@ type budgetFunc func(provider string, conns int) (nntp.Budget, error)
 
 // sources returns the chunk sources --source names: one per provider, the
 // default provider's alone as it is, several (or a named one) behind a
-// spool.Router that sends each group to its provider's. Each NNTP
+// sources.Router that sends each group to its provider's. Each NNTP
 // provider gets its own nntp.Source with its own connections: the URL's
 // conns, else --nntp-conns, else the nntp package's default. When budget
 // is not nil, each NNTP provider's connections are bounded by the budget
@@ -133,7 +134,7 @@ func (m *Main) sources(ctx context.Context, budget budgetFunc) (_ chunkSource, e
 			closeAll()
 		}
 	}()
-	byName := make(map[string]spool.ChunkSource, len(provs))
+	byName := make(map[string]sources.ChunkSource, len(provs))
 	for _, p := range provs {
 		src, ns, err := m.openSource(ctx, p, budget)
 		if err != nil {
@@ -154,9 +155,9 @@ func (m *Main) sources(ctx context.Context, budget budgetFunc) (_ chunkSource, e
 	}
 	if len(out.nntp) < len(provs) {
 		// A synthetic provider fetches at the prefetcher's default pace.
-		out.conns += spool.DefaultConcurrency * (len(provs) - len(out.nntp))
+		out.conns += prefetch.DefaultConcurrency * (len(provs) - len(out.nntp))
 	}
-	r, err := spool.NewRouter(byName)
+	r, err := sources.NewRouter(byName)
 	if err != nil {
 		return chunkSource{}, usagef("--source: %v", err)
 	}
@@ -166,10 +167,10 @@ func (m *Main) sources(ctx context.Context, budget budgetFunc) (_ chunkSource, e
 
 // openSource opens one provider's source: the synthetic one, or an NNTP
 // source that it checks (nil for the synthetic one).
-func (m *Main) openSource(ctx context.Context, p provider, budget budgetFunc) (spool.ChunkSource, *nntp.Source, error) {
+func (m *Main) openSource(ctx context.Context, p provider, budget budgetFunc) (sources.ChunkSource, *nntp.Source, error) {
 	switch {
 	case p.raw == "" || p.raw == "synthetic":
-		src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+		src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 		return src, nil, err
 	case strings.HasPrefix(p.raw, "nntp://"), strings.HasPrefix(p.raw, "nntps://"):
 	default:

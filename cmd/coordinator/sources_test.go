@@ -14,7 +14,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 // overLines are n overview lines of group numbered from first.
@@ -70,7 +70,7 @@ func TestProvidersSourcesRouteEachGroupToItsServer(t *testing.T) {
 	src, err := m.sources(t.Context(), nil)
 	require.NoError(t, err)
 	defer src.close()
-	r, ok := src.ChunkSource.(*spool.Router)
+	r, ok := src.ChunkSource.(*sources.Router)
 	require.True(t, ok, "several providers are routed")
 	require.Equal(t, []string{"", "a", "b"}, r.Providers())
 	require.Len(t, src.nntp, 3)
@@ -91,7 +91,7 @@ func TestProvidersSourcesRouteEachGroupToItsServer(t *testing.T) {
 		require.Equal(t, []int64{low, low + 1, low + 2, low + 3, low + 4}, numbers, g)
 	}
 	_, _, err = src.Watermarks(t.Context(), group+"@c")
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 	require.ErrorContains(t, err, `provider "c"`)
 	st := src.fetchStats()
 	require.Zero(t, st.InFlight)
@@ -102,7 +102,7 @@ func TestProvidersSourcesRouteEachGroupToItsServer(t *testing.T) {
 	s1, err := one.sources(t.Context(), nil)
 	require.NoError(t, err)
 	defer s1.close()
-	_, routed := s1.ChunkSource.(*spool.Router)
+	_, routed := s1.ChunkSource.(*sources.Router)
 	require.False(t, routed)
 
 	// A server that is down stops serve at start, naming its provider.

@@ -23,6 +23,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/usenet"
@@ -117,7 +118,7 @@ func newPipeline(t *testing.T, groups ...grouplease.Group) *pipeline {
 	sp, err := spool.Open(t.TempDir(), spool.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { sp.Close() })
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	snaps, err := blobstore.OpenDir(t.TempDir())
 	require.NoError(t, err)
@@ -182,7 +183,7 @@ var span = lease.Span{From: 301, To: 4800}
 // lie wholly in span, and of those partly in it, and the parts in span of
 // the cut ones.
 func wholeFiles(t *testing.T, group string) (whole, cut, cutParts int) {
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	gz, err := src.Fetch(t.Context(), group, span)
 	require.NoError(t, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
@@ -47,7 +48,7 @@ func newClockedPipeline(t *testing.T, g grouplease.Group) *clockedPipeline {
 	sp, err := spool.Open(t.TempDir(), spool.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { sp.Close() })
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	snaps, err := blobstore.OpenDir(t.TempDir())
 	require.NoError(t, err)

@@ -24,6 +24,8 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/prefetch"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
@@ -53,9 +55,9 @@ func newCluster(t *testing.T, dbURL string, articles, rangeSize, chunkSize int64
 	sp, err := spool.Open(t.TempDir(), spool.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { sp.Close() })
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
-	pf, err := spool.NewPrefetcher(spool.PrefetchConfig{Source: src, Spool: sp, Claims: st, Targets: st, Concurrency: 2,
+	pf, err := prefetch.New(prefetch.Config{Source: src, Spool: sp, Claims: st, Targets: st, Concurrency: 2,
 		Idle: 20 * time.Millisecond})
 	require.NoError(t, err)
 	snaps, err := blobstore.OpenDir(t.TempDir())

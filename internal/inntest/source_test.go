@@ -8,7 +8,7 @@ import (
 	"github.com/edgeindex/edgeindex/internal/inntest"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
-	"github.com/edgeindex/edgeindex/spool/sourcetest"
+	"github.com/edgeindex/edgeindex/sources/sourcetest"
 )
 
 // TestINNSourceConformance runs the chunk source suite on the nntp Source

@@ -14,13 +14,13 @@ import (
 
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 // Harness is one source under test and what it is known to carry.
 type Harness struct {
 	// Source is the source under test.
-	Source spool.ChunkSource
+	Source sources.ChunkSource
 	// Group is a group Source carries; Low and High are the watermarks
 	// Watermarks must report for it.
 	Group     string
@@ -169,9 +169,9 @@ func testEmptySpan(t *testing.T, h Harness) {
 func testNoSuchGroup(t *testing.T, h Harness) {
 	ctx := ctxT(t)
 	_, err := h.Source.Fetch(ctx, h.MissingGroup, h.Span)
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup, "Fetch")
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup, "Fetch")
 	_, _, err = h.Source.Watermarks(ctx, h.MissingGroup)
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup, "Watermarks")
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup, "Watermarks")
 	// The source still serves the groups it carries.
 	_, err = h.Source.Fetch(ctx, h.Group, h.Span)
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
-package spool
+package prefetch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,8 @@ import (
 	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/sources"
+	"github.com/edgeindex/edgeindex/spool"
 )
 
 // Target is a range the prefetcher fetches chunks for.
@@ -26,38 +29,19 @@ type Target struct {
 	ChunkSize int64
 }
 
-// InCorpus reports whether the chunks of r live in the corpus c: a capture
-// range's do when a corpus is configured; every other range's live in the
-// spool. Prefetching, dropping and serving a chunk all ask it.
-func InCorpus(r lease.Range, c corpus.Store) bool { return r.Capture && c != nil }
-
 // Targets lists what to prefetch: the leased ranges first, in the order a
 // grant takes them, then up to lookahead pending ranges in the same order.
 type Targets interface {
 	PrefetchTargets(ctx context.Context, lookahead int) ([]Target, error)
 }
 
-// CorruptClaims is Claims that can also count a chunk the source cannot
-// make against its range. When PrefetchConfig.Claims is one, a fetch that
-// fails with an error wrapping overview.ErrBadChunk (a chunk past the frame
-// limit, say: retrying makes the same chunk) is not retried; the range
-// counts a corrupt attempt, as when a worker reports a chunk corrupt, and
-// fails at the store's maximum instead of being fetched forever.
-type CorruptClaims interface {
-	Claims
-	// ChunkCorrupt counts one attempt of the range for the chunk (failed
-	// at the store's maximum attempts, keeping reason), and drops owner's
-	// claim of the chunk. It returns the range as it is after.
-	ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span, owner, reason string) (lease.Range, error)
-}
-
-// PrefetchConfig configures a Prefetcher. Source, Spool, Claims and Targets
+// Config configures a Prefetcher. Source, Spool, Claims and Targets
 // are required; the zero value of every other field means its default.
-type PrefetchConfig struct {
-	Source  ChunkSource
-	Spool   Store
+type Config struct {
+	Source  sources.ChunkSource
+	Spool   spool.Store
 	Corpus  corpus.Store // where capture ranges go; nil: capture ranges go to the spool
-	Claims  Claims
+	Claims  spool.Claims
 	Targets Targets
 	// Owner names this coordinator in chunk claims. Default: "coordinator".
 	Owner string
@@ -89,15 +73,15 @@ type PrefetchConfig struct {
 const DefaultConcurrency = 4
 
 // withDefaults returns c with every zero field that has a default set to it.
-func (c PrefetchConfig) withDefaults() PrefetchConfig {
-	setDefault(&c.Owner, "coordinator")
-	setDefault(&c.Concurrency, DefaultConcurrency)
-	setDefault(&c.Lookahead, 4)
-	setDefault(&c.ClaimTTL, 2*time.Minute)
-	setDefault(&c.Attempts, 5)
-	setDefault(&c.Backoff, 200*time.Millisecond)
-	setDefault(&c.MaxBackoff, 10*time.Second)
-	setDefault(&c.Idle, 2*time.Second)
+func (c Config) withDefaults() Config {
+	c.Owner = cmp.Or(c.Owner, "coordinator")
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.Lookahead = cmp.Or(c.Lookahead, 4)
+	c.ClaimTTL = cmp.Or(c.ClaimTTL, 2*time.Minute)
+	c.Attempts = cmp.Or(c.Attempts, 5)
+	c.Backoff = cmp.Or(c.Backoff, 200*time.Millisecond)
+	c.MaxBackoff = cmp.Or(c.MaxBackoff, 10*time.Second)
+	c.Idle = cmp.Or(c.Idle, 2*time.Second)
 	if c.Clock == nil {
 		c.Clock = clock.Real
 	}
@@ -107,8 +91,8 @@ func (c PrefetchConfig) withDefaults() PrefetchConfig {
 	return c
 }
 
-// validate checks a PrefetchConfig that has its defaults.
-func (c PrefetchConfig) validate() error {
+// validate checks a Config that has its defaults.
+func (c Config) validate() error {
 	if c.Source == nil || c.Spool == nil || c.Claims == nil || c.Targets == nil {
 		return edgeindex.Invalidf("prefetch: Source, Spool, Claims and Targets are required")
 	}
@@ -118,28 +102,21 @@ func (c PrefetchConfig) validate() error {
 	return nil
 }
 
-func setDefault[T comparable](v *T, def T) {
-	var zero T
-	if *v == zero {
-		*v = def
-	}
-}
-
 // Prefetcher fetches the chunks of leased ranges, in stream order from each
 // range's next, then looks ahead into pending ranges. Fetches run with
 // bounded concurrency, each under a claim in the shared database, retried
 // with backoff. Capture ranges go to the corpus, the rest to the spool.
 // Lookahead fills at most half the spool, so leased ranges always have room.
 type Prefetcher struct {
-	cfg  PrefetchConfig
+	cfg  Config
 	kick chan struct{}
 
 	mu      sync.Mutex
 	arrived chan struct{}
 }
 
-// NewPrefetcher checks cfg and returns a Prefetcher; Run starts it.
-func NewPrefetcher(cfg PrefetchConfig) (*Prefetcher, error) {
+// New checks cfg and returns a Prefetcher; Run starts it.
+func New(cfg Config) (*Prefetcher, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -224,7 +201,7 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 			if counted.has(t.Range.ID) {
 				break // the range's next attempt is the next pass's
 			}
-			if !InCorpus(t.Range, p.cfg.Corpus) {
+			if !spool.InCorpus(t.Range, p.cfg.Corpus) {
 				if leased {
 					mu.Lock()
 					need := min(last, p.cfg.Spool.MaxBytes())
@@ -257,7 +234,7 @@ func (p *Prefetcher) Pass(ctx context.Context) (int, error) {
 }
 
 func (p *Prefetcher) has(t Target, span lease.Span) bool {
-	if InCorpus(t.Range, p.cfg.Corpus) {
+	if spool.InCorpus(t.Range, p.cfg.Corpus) {
 		return p.cfg.Corpus.Has(t.Range.Group, span)
 	}
 	return p.cfg.Spool.Has(t.Range.ID, span)
@@ -300,7 +277,7 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, count
 	var data []byte
 	for attempt := 1; ; attempt++ {
 		data, err = p.cfg.Source.Fetch(ctx, t.Range.Group, span)
-		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, ErrNoSuchGroup) || errors.Is(err, overview.ErrBadChunk) || ctx.Err() != nil {
+		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, sources.ErrNoSuchGroup) || errors.Is(err, overview.ErrBadChunk) || ctx.Err() != nil {
 			break
 		}
 		if serr := clock.Sleep(ctx, p.cfg.Clock, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {
@@ -311,7 +288,7 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, count
 		// ran out meanwhile, rather than fetch it beside them.
 		ok, cerr := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
 		if cerr != nil {
-			return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err), cerr)
+			return 0, errors.Join(fetchError(t, span, err), cerr)
 		}
 		if !ok {
 			p.cfg.Logger.Warn("prefetch: the chunk's claim ran out during its retries and another coordinator took it",
@@ -319,38 +296,55 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, count
 			return 0, nil
 		}
 	}
-	if cc, ok := p.cfg.Claims.(CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) && counted.add(id) {
-		// The source cannot make this chunk: count it against the range,
-		// which frees the claim for the next pass, and fails the range at
-		// the store's maximum.
-		reason := err.Error()
-		if len(reason) > 300 { // cut on a rune: the database keeps UTF-8
-			reason = strings.ToValidUTF8(reason[:300], "") + "..."
-		}
-		rg, cerr := cc.ChunkCorrupt(context.WithoutCancel(ctx), id, span, p.cfg.Owner, reason)
-		if cerr != nil {
-			return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err), cerr)
-		}
-		p.cfg.Logger.Warn("prefetch: the source cannot make the chunk; counted as a corrupt attempt of its range",
-			"range", id, "group", t.Range.Group, "from", span.From, "to", span.To, "state", rg.State, "attempts", rg.Attempts, "err", err)
-		return 0, nil
+	if cc, ok := p.cfg.Claims.(spool.CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) && counted.add(id) {
+		return 0, p.countCorrupt(ctx, cc, t, span, err)
 	}
 	if err != nil {
 		// Give the claim back, so this or another coordinator tries again.
-		return 0, errors.Join(fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err),
+		return 0, errors.Join(fetchError(t, span, err),
 			p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span, p.cfg.Owner))
 	}
-	if InCorpus(t.Range, p.cfg.Corpus) {
-		err = p.cfg.Corpus.Put(t.Range.Group, span, data)
-	} else {
-		err = p.cfg.Spool.Put(id, span, data)
-	}
-	if err != nil {
-		return 0, errors.Join(err, p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), id, span, p.cfg.Owner))
-	}
-	if err := p.cfg.Claims.ChunkFetched(ctx, id, span, p.cfg.Owner); err != nil {
+	if err := p.store(ctx, t, span, data); err != nil {
 		return 0, err
 	}
 	p.broadcast()
 	return len(data), nil
+}
+
+// fetchError names the chunk whose fetch failed with err.
+func fetchError(t Target, span lease.Span, err error) error {
+	return fmt.Errorf("fetch %s %d-%d: %w", t.Range.Group, span.From, span.To, err)
+}
+
+// countCorrupt counts a chunk the source cannot make (its fetch failed with
+// err) against its range, which frees the claim for the next pass, and
+// fails the range at the store's maximum.
+func (p *Prefetcher) countCorrupt(ctx context.Context, cc spool.CorruptClaims, t Target, span lease.Span, err error) error {
+	reason := err.Error()
+	if len(reason) > 300 { // cut on a rune: the database keeps UTF-8
+		reason = strings.ToValidUTF8(reason[:300], "") + "..."
+	}
+	rg, cerr := cc.ChunkCorrupt(context.WithoutCancel(ctx), t.Range.ID, span, p.cfg.Owner, reason)
+	if cerr != nil {
+		return errors.Join(fetchError(t, span, err), cerr)
+	}
+	p.cfg.Logger.Warn("prefetch: the source cannot make the chunk; counted as a corrupt attempt of its range",
+		"range", t.Range.ID, "group", t.Range.Group, "from", span.From, "to", span.To, "state", rg.State, "attempts", rg.Attempts, "err", err)
+	return nil
+}
+
+// store puts the fetched chunk where its range's chunks wait, the corpus or
+// the spool, and marks it fetched; when it cannot put it, it gives the
+// claim back.
+func (p *Prefetcher) store(ctx context.Context, t Target, span lease.Span, data []byte) error {
+	var err error
+	if spool.InCorpus(t.Range, p.cfg.Corpus) {
+		err = p.cfg.Corpus.Put(t.Range.Group, span, data)
+	} else {
+		err = p.cfg.Spool.Put(t.Range.ID, span, data)
+	}
+	if err != nil {
+		return errors.Join(err, p.cfg.Claims.ForgetChunk(context.WithoutCancel(ctx), t.Range.ID, span, p.cfg.Owner))
+	}
+	return p.cfg.Claims.ChunkFetched(ctx, t.Range.ID, span, p.cfg.Owner)
 }

@@ -1,7 +1,8 @@
-package spool
+package sources
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -33,7 +34,7 @@ func (c SyntheticConfig) withDefaults() SyntheticConfig {
 	if c.Low == 0 && c.High == 0 {
 		c.Low, c.High = 1, 10_000_000
 	}
-	setDefault(&c.MaxSpan, 1_000_000)
+	c.MaxSpan = cmp.Or(c.MaxSpan, 1_000_000)
 	return c
 }
 

@@ -1,4 +1,4 @@
-package spool_test
+package sources_test
 
 import (
 	"testing"
@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
-	"github.com/edgeindex/edgeindex/spool/sourcetest"
+	"github.com/edgeindex/edgeindex/sources"
+	"github.com/edgeindex/edgeindex/sources/sourcetest"
 )
 
 // The synthetic source writes a line for every article of a span whatever
@@ -15,7 +15,7 @@ import (
 // there is no empty span to test.
 func TestSyntheticConformance(t *testing.T) {
 	sourcetest.Run(t, func(t *testing.T) sourcetest.Harness {
-		src, err := spool.NewSynthetic(spool.SyntheticConfig{Groups: []string{"alt.binaries.test"}})
+		src, err := sources.NewSynthetic(sources.SyntheticConfig{Groups: []string{"alt.binaries.test"}})
 		require.NoError(t, err)
 		big := lease.Span{From: 5_000_000_000, To: 5_000_001_999}
 		return sourcetest.Harness{

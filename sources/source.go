@@ -1,4 +1,4 @@
-package spool
+package sources
 
 import (
 	"context"
@@ -23,18 +23,18 @@ type ChunkSource interface {
 	Watermarks(ctx context.Context, group string) (low, high int64, err error)
 }
 
-// SourceFuncs adapts two functions to a ChunkSource, the way
+// Funcs adapts two functions to a ChunkSource, the way
 // http.HandlerFunc adapts one. A nil WatermarksFunc reports
 // ErrNoSuchGroup for every group; a nil FetchFunc does too.
-type SourceFuncs struct {
+type Funcs struct {
 	FetchFunc      func(ctx context.Context, group string, span lease.Span) ([]byte, error)
 	WatermarksFunc func(ctx context.Context, group string) (low, high int64, err error)
 }
 
-var _ ChunkSource = SourceFuncs{}
+var _ ChunkSource = Funcs{}
 
 // Fetch calls s.FetchFunc.
-func (s SourceFuncs) Fetch(ctx context.Context, group string, span lease.Span) ([]byte, error) {
+func (s Funcs) Fetch(ctx context.Context, group string, span lease.Span) ([]byte, error) {
 	if s.FetchFunc == nil {
 		return nil, ErrNoSuchGroup
 	}
@@ -42,7 +42,7 @@ func (s SourceFuncs) Fetch(ctx context.Context, group string, span lease.Span) (
 }
 
 // Watermarks calls s.WatermarksFunc.
-func (s SourceFuncs) Watermarks(ctx context.Context, group string) (low, high int64, err error) {
+func (s Funcs) Watermarks(ctx context.Context, group string) (low, high int64, err error) {
 	if s.WatermarksFunc == nil {
 		return 0, 0, ErrNoSuchGroup
 	}

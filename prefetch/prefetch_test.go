@@ -1,4 +1,4 @@
-package spool_test
+package prefetch_test
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
+	"github.com/edgeindex/edgeindex/prefetch"
+	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -32,7 +34,7 @@ type prefetchEnv struct {
 	store  *sqlstore.Store
 	spool  *spool.Disk
 	corpus *corpus.Disk
-	src    spool.ChunkSource
+	src    sources.ChunkSource
 	leased lease.Lease
 }
 
@@ -56,13 +58,13 @@ func newPrefetchEnv(t *testing.T) *prefetchEnv {
 	cp, err := corpus.Open(t.TempDir(), corpus.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { cp.Close() })
-	src, err := spool.NewSynthetic(spool.SyntheticConfig{})
+	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	require.NoError(t, err)
 	return &prefetchEnv{store: st, spool: sp, corpus: cp, src: src, leased: l}
 }
 
-func (e *prefetchEnv) config(owner string) spool.PrefetchConfig {
-	return spool.PrefetchConfig{Source: e.src, Spool: e.spool, Corpus: e.corpus, Claims: e.store, Targets: e.store,
+func (e *prefetchEnv) config(owner string) prefetch.Config {
+	return prefetch.Config{Source: e.src, Spool: e.spool, Corpus: e.corpus, Claims: e.store, Targets: e.store,
 		Owner: owner, Clock: &passClock{}}
 }
 
@@ -92,7 +94,7 @@ func (c *passClock) got() []time.Duration {
 func TestPrefetchPass(t *testing.T) {
 	t.Parallel()
 	e := newPrefetchEnv(t)
-	p, err := spool.NewPrefetcher(e.config("c1"))
+	p, err := prefetch.New(e.config("c1"))
 	require.NoError(t, err)
 	n, err := p.Pass(t.Context())
 	require.NoError(t, err)
@@ -120,7 +122,7 @@ func TestPrefetchPass(t *testing.T) {
 	require.Zero(t, n, "nothing is fetched twice")
 
 	// Another coordinator sharing the database fetches nothing already fetched.
-	other, err := spool.NewPrefetcher(e.config("c2"))
+	other, err := prefetch.New(e.config("c2"))
 	require.NoError(t, err)
 	require.NoError(t, e.spool.DropChunk(e.leased.Range.ID, lease.Span{From: 1, To: 10}))
 	n, err = other.Pass(t.Context())
@@ -146,11 +148,11 @@ func TestPrefetchFromNext(t *testing.T) {
 	require.NoError(t, err)
 	cfg := e.config("c1")
 	cfg.Lookahead = -1 // validate refuses this
-	_, err = spool.NewPrefetcher(cfg)
+	_, err = prefetch.New(cfg)
 	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	cfg = e.config("c1")
 	cfg.Targets = onlyLeased{e.store}
-	p, err := spool.NewPrefetcher(cfg)
+	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	n, err := p.Pass(ctx)
 	require.NoError(t, err)
@@ -158,9 +160,9 @@ func TestPrefetchFromNext(t *testing.T) {
 	require.False(t, e.spool.Has(e.leased.Range.ID, lease.Span{From: 11, To: 20}))
 }
 
-type onlyLeased struct{ t spool.Targets }
+type onlyLeased struct{ t prefetch.Targets }
 
-func (o onlyLeased) PrefetchTargets(ctx context.Context, _ int) ([]spool.Target, error) {
+func (o onlyLeased) PrefetchTargets(ctx context.Context, _ int) ([]prefetch.Target, error) {
 	return o.t.PrefetchTargets(ctx, 0)
 }
 
@@ -168,7 +170,7 @@ func TestPrefetchRetries(t *testing.T) {
 	t.Parallel()
 	e := newPrefetchEnv(t)
 	var calls atomic.Int64
-	flaky := spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	flaky := sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s.From == 1 && calls.Add(1) <= 2 {
 			return nil, errors.New("connection reset")
 		}
@@ -180,7 +182,7 @@ func TestPrefetchRetries(t *testing.T) {
 	cfg.Targets = onlyLeased{e.store}
 	cfg.Backoff, cfg.MaxBackoff = 100*time.Millisecond, 150*time.Millisecond
 	cfg.Clock = clk
-	p, err := spool.NewPrefetcher(cfg)
+	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	n, err := p.Pass(t.Context())
 	require.NoError(t, err)
@@ -199,11 +201,11 @@ func TestPrefetchGivesUpAndReleasesClaim(t *testing.T) {
 	cfg.Targets = onlyLeased{e.store}
 	cfg.Attempts = 3
 	var calls atomic.Int64
-	cfg.Source = spool.SourceFuncs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
 		calls.Add(1)
 		return nil, errors.New("provider down")
 	}}
-	p, err := spool.NewPrefetcher(cfg)
+	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	n, err := p.Pass(t.Context())
 	require.NoError(t, err)
@@ -225,7 +227,7 @@ func TestPrefetchRetryLeavesATakenClaim(t *testing.T) {
 	cfg.ClaimTTL = time.Millisecond
 	first := lease.Span{From: 1, To: 10}
 	var calls atomic.Int64
-	cfg.Source = spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s != first {
 			return e.src.Fetch(ctx, g, s)
 		}
@@ -238,7 +240,7 @@ func TestPrefetchRetryLeavesATakenClaim(t *testing.T) {
 		}
 		return e.src.Fetch(ctx, g, s)
 	}}
-	p, err := spool.NewPrefetcher(cfg)
+	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	n, err := p.Pass(t.Context())
 	require.NoError(t, err)
@@ -259,7 +261,7 @@ func TestPrefetchLookaheadBound(t *testing.T) {
 	cfg := e.config("c1")
 	cfg.Spool = small
 	cfg.Concurrency = 1
-	p, err := spool.NewPrefetcher(cfg)
+	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	_, err = p.Pass(t.Context())
 	require.NoError(t, err)
@@ -272,7 +274,7 @@ func TestPrefetchLookaheadBound(t *testing.T) {
 func TestPrefetchRun(t *testing.T) {
 	t.Parallel()
 	e := newPrefetchEnv(t)
-	p, err := spool.NewPrefetcher(e.config("c1"))
+	p, err := prefetch.New(e.config("c1"))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -300,14 +302,14 @@ func TestPrefetchBadChunkCountsAttempt(t *testing.T) {
 	var bad atomic.Int64
 	cfg := e.config("c1")
 	cfg.Targets = onlyLeased{e.store}
-	cfg.Source = spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s.From == 11 {
 			bad.Add(1)
 			return nil, fmt.Errorf("fetch %s %d-%d: chunk past the frame limit: %w", g, s.From, s.To, overview.ErrBadChunk)
 		}
 		return e.src.Fetch(ctx, g, s)
 	}}
-	p, err := spool.NewPrefetcher(cfg)
+	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	id := e.leased.Range.ID
 	for pass := 1; pass <= sqlstore.DefaultMaxAttempts; pass++ {
@@ -341,10 +343,10 @@ func TestPrefetchBadChunksOneAttemptAPass(t *testing.T) {
 	e := newPrefetchEnv(t)
 	cfg := e.config("c1")
 	cfg.Targets = onlyLeased{e.store}
-	cfg.Source = spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		return nil, fmt.Errorf("fetch %s %d-%d: more than N bytes: %w", g, s.From, s.To, overview.ErrBadChunk)
 	}}
-	p, err := spool.NewPrefetcher(cfg)
+	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	for pass := 1; pass <= 2; pass++ {
 		_, err = p.Pass(t.Context())
@@ -363,10 +365,10 @@ func TestPrefetchBadChunkReasonValidUTF8(t *testing.T) {
 	e := newPrefetchEnv(t)
 	cfg := e.config("c1")
 	cfg.Targets = onlyLeased{e.store}
-	cfg.Source = spool.SourceFuncs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		return nil, fmt.Errorf("x%s: %w", strings.Repeat("é", 400), overview.ErrBadChunk) // 300 cuts an é
 	}}
-	p, err := spool.NewPrefetcher(cfg)
+	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	_, err = p.Pass(t.Context())
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package spool_test
+package sources_test
 
 import (
 	"context"
@@ -13,18 +13,18 @@ import (
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
-func newSynthetic(t *testing.T, cfg spool.SyntheticConfig) *spool.Synthetic {
+func newSynthetic(t *testing.T, cfg sources.SyntheticConfig) *sources.Synthetic {
 	t.Helper()
-	s, err := spool.NewSynthetic(cfg)
+	s, err := sources.NewSynthetic(cfg)
 	require.NoError(t, err)
 	return s
 }
 
 // fetchAll fetches span and returns its parsed lines.
-func fetchAll(t *testing.T, src spool.ChunkSource, group string, span lease.Span) []overview.Overview {
+func fetchAll(t *testing.T, src sources.ChunkSource, group string, span lease.Span) []overview.Overview {
 	t.Helper()
 	gz, err := src.Fetch(context.Background(), group, span)
 	require.NoError(t, err)
@@ -40,7 +40,7 @@ func fetchAll(t *testing.T, src spool.ChunkSource, group string, span lease.Span
 // 1 is n and field 5 is <n@GROUP.synthetic>.
 func TestSyntheticOneLinePerArticle(t *testing.T) {
 	t.Parallel()
-	src := newSynthetic(t, spool.SyntheticConfig{})
+	src := newSynthetic(t, sources.SyntheticConfig{})
 	for _, span := range []lease.Span{
 		{From: 1, To: 1},
 		{From: 1, To: 2000},
@@ -72,7 +72,7 @@ func TestSyntheticOneLinePerArticle(t *testing.T) {
 // the same lines as the whole.
 func TestSyntheticSpansAgree(t *testing.T) {
 	t.Parallel()
-	src := newSynthetic(t, spool.SyntheticConfig{})
+	src := newSynthetic(t, sources.SyntheticConfig{})
 	const group = "alt.binaries.boneless"
 	whole := fetchAll(t, src, group, lease.Span{From: 500, To: 4499})
 	for _, chunkSize := range []int64{1000, 777, 333} {
@@ -86,7 +86,7 @@ func TestSyntheticSpansAgree(t *testing.T) {
 		require.Equal(t, whole[n-500:n-500+1], fetchAll(t, src, group, lease.Span{From: n, To: n}))
 	}
 	// Another source with the same config, or with other watermarks, agrees.
-	other := newSynthetic(t, spool.SyntheticConfig{Low: 100, High: 200})
+	other := newSynthetic(t, sources.SyntheticConfig{Low: 100, High: 200})
 	require.Equal(t, whole, fetchAll(t, other, group, lease.Span{From: 500, To: 4499}))
 	// Another group has other posts.
 	require.NotEqual(t, whole[0].Subject, fetchAll(t, src, "alt.binaries.other", lease.Span{From: 500, To: 500})[0].Subject)
@@ -98,7 +98,7 @@ var subjectRE = regexp.MustCompile(`^\[(\d+)/(\d+)\] - "([^"]+)" yEnc \((\d+)/(\
 // each file's parts run 1..P over consecutive articles by one poster.
 func TestSyntheticCollates(t *testing.T) {
 	t.Parallel()
-	src := newSynthetic(t, spool.SyntheticConfig{})
+	src := newSynthetic(t, sources.SyntheticConfig{})
 	for _, release := range []int64{0, 1, 7, 123_456} {
 		first := release*1000 + 1
 		lines := fetchAll(t, src, "alt.binaries.test", lease.Span{From: first, To: first + 999})
@@ -154,43 +154,43 @@ func TestSyntheticCollates(t *testing.T) {
 func TestSyntheticWatermarks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	low, high, err := newSynthetic(t, spool.SyntheticConfig{}).Watermarks(ctx, "alt.binaries.test")
+	low, high, err := newSynthetic(t, sources.SyntheticConfig{}).Watermarks(ctx, "alt.binaries.test")
 	require.NoError(t, err)
 	require.Equal(t, int64(1), low)
 	require.Equal(t, int64(10_000_000), high)
 
-	src := newSynthetic(t, spool.SyntheticConfig{Low: 3_000_000_000, High: 3_000_500_000, Groups: []string{"a.b"}})
+	src := newSynthetic(t, sources.SyntheticConfig{Low: 3_000_000_000, High: 3_000_500_000, Groups: []string{"a.b"}})
 	low, high, err = src.Watermarks(ctx, "a.b")
 	require.NoError(t, err)
 	require.Equal(t, int64(3_000_000_000), low)
 	require.Equal(t, int64(3_000_500_000), high)
 
 	_, _, err = src.Watermarks(ctx, "c.d")
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 	_, err = src.Fetch(ctx, "c.d", lease.Span{From: 1, To: 2})
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 
-	for _, cfg := range []spool.SyntheticConfig{
+	for _, cfg := range []sources.SyntheticConfig{
 		{Low: 10, High: 5},
 		{Low: -1, High: 5},
 		{MaxSpan: -1},
 		{Groups: []string{"bad group"}},
 		{Groups: []string{""}},
 	} {
-		_, err := spool.NewSynthetic(cfg)
+		_, err := sources.NewSynthetic(cfg)
 		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%+v", cfg)
 	}
 }
 
 func TestSyntheticRefuses(t *testing.T) {
 	t.Parallel()
-	src := newSynthetic(t, spool.SyntheticConfig{MaxSpan: 100})
+	src := newSynthetic(t, sources.SyntheticConfig{MaxSpan: 100})
 	ctx := context.Background()
 	for _, g := range []string{"", "a b", "a\tb", "a\nb", "a\x00b", "<a>"} {
 		_, err := src.Fetch(ctx, g, lease.Span{From: 1, To: 2})
-		require.ErrorIs(t, err, spool.ErrNoSuchGroup, "group %q", g)
+		require.ErrorIs(t, err, sources.ErrNoSuchGroup, "group %q", g)
 		_, _, err = src.Watermarks(ctx, g)
-		require.ErrorIs(t, err, spool.ErrNoSuchGroup, "group %q", g)
+		require.ErrorIs(t, err, sources.ErrNoSuchGroup, "group %q", g)
 	}
 	for _, sp := range []lease.Span{{From: 5, To: 4}, {From: -1, To: 4}, {From: 1, To: 101}} {
 		_, err := src.Fetch(ctx, "a.b", sp)
@@ -207,11 +207,11 @@ func TestSyntheticRefuses(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 }
 
-func TestSourceFuncs(t *testing.T) {
+func TestFuncs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var got []string
-	src := spool.SourceFuncs{
+	src := sources.Funcs{
 		FetchFunc: func(_ context.Context, group string, span lease.Span) ([]byte, error) {
 			got = append(got, fmt.Sprintf("fetch %s %d-%d", group, span.From, span.To))
 			return []byte("gz"), nil
@@ -221,7 +221,7 @@ func TestSourceFuncs(t *testing.T) {
 			return 5, 9, nil
 		},
 	}
-	var cs spool.ChunkSource = src
+	var cs sources.ChunkSource = src
 	b, err := cs.Fetch(ctx, "g", lease.Span{From: 1, To: 2})
 	require.NoError(t, err)
 	require.Equal(t, []byte("gz"), b)
@@ -230,9 +230,9 @@ func TestSourceFuncs(t *testing.T) {
 	require.Equal(t, [2]int64{5, 9}, [2]int64{low, high})
 	require.Equal(t, []string{"fetch g 1-2", "watermarks g"}, got)
 
-	var empty spool.SourceFuncs
+	var empty sources.Funcs
 	_, err = empty.Fetch(ctx, "g", lease.Span{From: 1, To: 2})
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 	_, _, err = empty.Watermarks(ctx, "g")
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 }

@@ -1,4 +1,4 @@
-package spool_test
+package sources_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 // recorder is a source that records the groups it was asked for, and
@@ -71,7 +71,7 @@ func TestProvidersRouterSendsEachGroupToItsProvider(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	def, eweka, news2 := &recorder{name: "default"}, &recorder{name: "eweka"}, &recorder{name: "news2"}
-	r, err := spool.NewRouter(map[string]spool.ChunkSource{"": def, "eweka": eweka, "news2": dater{news2}})
+	r, err := sources.NewRouter(map[string]sources.ChunkSource{"": def, "eweka": eweka, "news2": dater{news2}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"", "eweka", "news2"}, r.Providers())
 
@@ -96,12 +96,12 @@ func TestProvidersRouterSendsEachGroupToItsProvider(t *testing.T) {
 	// A provider the router does not have: the source does not carry the
 	// group, and the error names the provider.
 	_, err = r.Fetch(ctx, "alt.binaries.x@usenetexpress", span)
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 	require.ErrorContains(t, err, `"usenetexpress"`)
 	_, _, err = r.Watermarks(ctx, "alt.binaries.x@usenetexpress")
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 	_, err = r.FindDate(ctx, "alt.binaries.x@usenetexpress", time.Now())
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 	require.Len(t, def.asked(), 2, "an unknown provider is never sent to the default one")
 
 	// FindDate goes to the provider's source when it can find dates.
@@ -125,22 +125,22 @@ func TestProvidersRouterSendsEachGroupToItsProvider(t *testing.T) {
 
 func TestProvidersRouterWithoutDefaultRefusesUnnamedGroups(t *testing.T) {
 	t.Parallel()
-	r, err := spool.NewRouter(map[string]spool.ChunkSource{"a": &recorder{name: "a"}})
+	r, err := sources.NewRouter(map[string]sources.ChunkSource{"a": &recorder{name: "a"}})
 	require.NoError(t, err)
 	_, err = r.Fetch(t.Context(), "alt.binaries.x", lease.Span{From: 1, To: 1})
-	require.ErrorIs(t, err, spool.ErrNoSuchGroup)
+	require.ErrorIs(t, err, sources.ErrNoSuchGroup)
 	require.ErrorContains(t, err, "no default provider")
 }
 
 func TestProvidersRouterRefusesBadProviders(t *testing.T) {
 	t.Parallel()
-	for name, sources := range map[string]map[string]spool.ChunkSource{
+	for name, srcs := range map[string]map[string]sources.ChunkSource{
 		"none":      {},
 		"upper":     {"Eweka": &recorder{}},
 		"separator": {"a@b": &recorder{}},
 		"nil":       {"a": nil},
 	} {
-		_, err := spool.NewRouter(sources)
+		_, err := sources.NewRouter(srcs)
 		require.ErrorIs(t, err, edgeindex.ErrInvalid, name)
 	}
 }
@@ -148,15 +148,15 @@ func TestProvidersRouterRefusesBadProviders(t *testing.T) {
 // Two providers, each its own source: the group a provider's copy of a
 // newsgroup is stored as names where it is read from.
 func ExampleRouter() {
-	eweka := spool.SourceFuncs{WatermarksFunc: func(_ context.Context, group string) (int64, int64, error) {
+	eweka := sources.Funcs{WatermarksFunc: func(_ context.Context, group string) (int64, int64, error) {
 		fmt.Println("eweka asked for", group)
 		return 1, 1000, nil
 	}}
-	news2 := spool.SourceFuncs{WatermarksFunc: func(_ context.Context, group string) (int64, int64, error) {
+	news2 := sources.Funcs{WatermarksFunc: func(_ context.Context, group string) (int64, int64, error) {
 		fmt.Println("news2 asked for", group)
 		return 500, 700, nil
 	}}
-	r, err := spool.NewRouter(map[string]spool.ChunkSource{"eweka": eweka, "news2": news2})
+	r, err := sources.NewRouter(map[string]sources.ChunkSource{"eweka": eweka, "news2": news2})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package spool
+package sources
 
 import (
 	"bytes"
