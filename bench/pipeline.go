@@ -198,12 +198,7 @@ func benchBaseline(ctx context.Context, dbURL string, articles, rangeSize int64,
 // baselineDB opens a pool of workers+1 connections to dbURL and makes
 // the baseline's table.
 func baselineDB(ctx context.Context, dbURL string, workers int) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return nil, err
-	}
-	cfg.MaxConns = int32(workers + 1)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := openPool(ctx, dbURL, workers+1)
 	if err != nil {
 		return nil, err
 	}

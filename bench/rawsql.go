@@ -17,12 +17,7 @@ import (
 // row done: three autocommitted statements, three transactions, as the
 // edgeindex cycle has; no counters.
 func benchRawSQL(ctx context.Context, dbURL string, n, workers int) (result, error) {
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return result{}, err
-	}
-	cfg.MaxConns = int32(workers + 2)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := openPool(ctx, dbURL, workers+2)
 	if err != nil {
 		return result{}, err
 	}

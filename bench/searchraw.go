@@ -48,12 +48,7 @@ const rawLimit = 100
 type rawPG struct{ pool *pgxpool.Pool }
 
 func openRawPG(ctx context.Context, dbURL string, conc int) (*rawPG, error) {
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return nil, err
-	}
-	cfg.MaxConns = int32(conc + 2)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := openPool(ctx, dbURL, conc+2)
 	if err != nil {
 		return nil, err
 	}
