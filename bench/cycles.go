@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,16 +44,8 @@ func benchCyclesFleet(ctx context.Context, dbURL, dir string, n, workers, k int)
 func runCycles(ctx context.Context, cs []*coord, n, workers int) (result, error) {
 	c := cs[0]
 	const group = "alt.binaries.bench.cycles"
-	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: 1, ChunkSize: 1}); err != nil {
+	if err := addCycleRanges(ctx, c, group, n); err != nil {
 		return result{}, err
-	}
-	if _, err := c.store.AddRanges(ctx, grouplease.NewRanges{Group: group, From: 1, To: int64(n)}); err != nil {
-		return result{}, err
-	}
-	if c.store.Backend() == "postgres" {
-		if _, err := c.store.DB().ExecContext(ctx, "ANALYZE"); err != nil {
-			return result{}, err
-		}
 	}
 	clients := make([]*edge.Client, workers)
 	for i := range clients {
@@ -65,36 +56,22 @@ func runCycles(ctx context.Context, cs []*coord, n, workers int) (result, error)
 	}
 	var cycles atomic.Int64
 	var hists [nOps]hist
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	start := time.Now()
-	for _, cl := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var then *lease.Lease
-			for ctx.Err() == nil {
-				var ok bool
-				var err error
-				ok, then, err = cycle(ctx, cl, then, &hists)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if !ok {
-					return
-				}
-				cycles.Add(1)
+	elapsed, err := parallel(ctx, workers, func(w int) error {
+		var then *lease.Lease
+		for ctx.Err() == nil {
+			ok, next, err := cycle(ctx, clients[w], then, &hists)
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
-		return result{}, err
-	}
-	if err := ctx.Err(); err != nil {
+			if !ok {
+				return nil
+			}
+			then = next
+			cycles.Add(1)
+		}
+		return nil
+	})
+	if err != nil {
 		return result{}, err
 	}
 	if err := allDone(ctx, c, group); err != nil {
@@ -106,6 +83,23 @@ func runCycles(ctx context.Context, cs []*coord, n, workers int) (result, error)
 	p50 := func(o op) time.Duration { return round(hists[o].quantile(0.5)) }
 	return result{rate: float64(n) / elapsed.Seconds(), elapsed: elapsed,
 		detail: fmt.Sprintf("%d ranges; p50 lease %s, batch %s, finish %s", n, p50(opLease), p50(opBatch), p50(opFinish))}, nil
+}
+
+// addCycleRanges adds group with n ranges of one article each, and
+// takes PostgreSQL's statistics of them.
+func addCycleRanges(ctx context.Context, c *coord, group string, n int) error {
+	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: 1, ChunkSize: 1}); err != nil {
+		return err
+	}
+	if _, err := c.store.AddRanges(ctx, grouplease.NewRanges{Group: group, From: 1, To: int64(n)}); err != nil {
+		return err
+	}
+	if c.store.Backend() == "postgres" {
+		if _, err := c.store.DB().ExecContext(ctx, "ANALYZE"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // finalBatches makes a cycle's batch final, so that it finishes the range

@@ -152,39 +152,55 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 		runtime.GOMAXPROCS(0), runtime.NumCPU())
 	s := &session{ctx: ctx, out: out, o: o, pg: pg, tmp: tmp}
 	if o.load {
-		dir, err := s.newDir()
-		if err != nil {
-			return err
-		}
-		_, err = s.onPG("load", func(url string) (result, error) {
-			return result{}, runLoad(ctx, out, url, dir, loadConfig{Workers: o.loadWorkers, Duration: o.duration, Think: o.think, Items: o.loadItems})
-		})
-		return err
+		return s.load()
 	}
 	fmt.Fprintf(out, "bench: cycles: %d workers, %d jobs/ranges/rows; ingest: %d batches of %d items; pipeline: %d articles, ranges of %d, %d workers; %d run(s) each\n",
 		o.workers, o.n, o.ingestBatches, o.batchItems, o.articles, o.rangeSize, o.pipeWorkers, o.count)
 	ms := s.measures(want)
 	defer closeSearch()
-	rates := map[string][]float64{}
-	for run := 1; run <= o.count; run++ {
-		for _, m := range ms {
-			r, err := m.f()
-			if err != nil {
-				return fmt.Errorf("%s: %w", m.name, err)
-			}
-			rates[m.name] = append(rates[m.name], r.rate)
-			tag := ""
-			if o.count > 1 {
-				tag = fmt.Sprintf(" [run %d]", run)
-			}
-			fmt.Fprintf(out, "%-34s %12.0f %-10s (%s in %s)%s\n", m.name, r.rate, m.unit, r.detail, r.elapsed.Round(time.Millisecond), tag)
-		}
+	rates, err := s.runAll(ms)
+	if err != nil {
+		return err
 	}
 	report(out, ms, rates, o.count)
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// load runs the load test (-load) on a new schema.
+func (s *session) load() error {
+	dir, err := s.newDir()
+	if err != nil {
+		return err
+	}
+	o := s.o
+	_, err = s.onPG("load", func(url string) (result, error) {
+		return result{}, runLoad(s.ctx, s.out, url, dir, loadConfig{Workers: o.loadWorkers, Duration: o.duration, Think: o.think, Items: o.loadItems})
+	})
+	return err
+}
+
+// runAll runs every measurement o.count times, printing each line, and
+// returns the rates by name.
+func (s *session) runAll(ms []measure) (map[string][]float64, error) {
+	rates := map[string][]float64{}
+	for run := 1; run <= s.o.count; run++ {
+		for _, m := range ms {
+			r, err := m.f()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", m.name, err)
+			}
+			rates[m.name] = append(rates[m.name], r.rate)
+			tag := ""
+			if s.o.count > 1 {
+				tag = fmt.Sprintf(" [run %d]", run)
+			}
+			fmt.Fprintf(s.out, "%-34s %12.0f %-10s (%s in %s)%s\n", m.name, r.rate, m.unit, r.detail, r.elapsed.Round(time.Millisecond), tag)
+		}
+	}
+	return rates, nil
 }
 
 // wantPhases returns the phases -only names, or every phase.
@@ -291,13 +307,38 @@ type measure struct {
 
 // measures lists the measurements of the phases in want, in order.
 func (s *session) measures(want map[string]bool) []measure {
-	ctx, o := s.ctx, s.o
 	var ms []measure
 	add := func(phase, name, unit string, f func() (result, error)) {
 		if want[phase] {
 			ms = append(ms, measure{name, unit, f})
 		}
 	}
+	s.cycleMeasures(add)
+	note := s.ingestMeasures(add, want["ingest"])
+	s.pipelineMeasures(add)
+	if want["scale"] {
+		ms = append(ms, s.scaleMeasures(s.o.coordinators)...)
+	}
+	if want["chunkstore"] {
+		ms = append(ms, s.chunkStoreMeasures()...)
+	}
+	if want["search"] {
+		ms = append(ms, s.searchMeasures(s.o.search)...)
+	}
+	if want["ingest"] {
+		fmt.Fprint(s.out, note)
+	}
+	return ms
+}
+
+// addMeasure adds the measurement name of phase, when the phase is
+// wanted.
+type addMeasure func(phase, name, unit string, f func() (result, error))
+
+// cycleMeasures are the cycle lines: River, edgeindex on PostgreSQL
+// (and with the prefetcher), raw SQL, edgeindex on SQLite.
+func (s *session) cycleMeasures(add addMeasure) {
+	ctx, o := s.ctx, s.o
 	add("river", "river", "jobs/s", func() (result, error) {
 		return s.onPG("river", func(url string) (result, error) { return benchRiver(ctx, url, o.n, o.workers, o.riverCooldown) })
 	})
@@ -319,10 +360,18 @@ func (s *session) measures(want map[string]bool) []measure {
 		}
 		return benchCycles(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), dir, o.n, o.workers, false)
 	})
+}
+
+// ingestMeasures are the ingest lines, batches and COPY, over the same
+// items, made when wanted; it returns the line that describes them.
+func (s *session) ingestMeasures(add addMeasure, wanted bool) (note string) {
+	ctx, o := s.ctx, s.o
 	var items []batch.Item
 	var minItem, maxItem, itemBytes int64
-	if want["ingest"] {
+	if wanted {
 		items, minItem, maxItem, itemBytes = ingestItems(o.batchItems)
+		note = fmt.Sprintf("bench: ingest items: %d a batch, values of %d to %d B of JSON, %.0f B on average\n",
+			len(items), minItem, maxItem, float64(itemBytes)/float64(len(items)))
 	}
 	add("ingest", "ingest/batch", "items/s", func() (result, error) {
 		return s.onPGDir("ingest", func(url, dir string) (result, error) { return benchIngest(ctx, url, dir, o.ingestBatches, items) })
@@ -330,6 +379,13 @@ func (s *session) measures(want map[string]bool) []measure {
 	add("ingest", "ingest/copy", "items/s", func() (result, error) {
 		return s.onPG("copy", func(url string) (result, error) { return benchCopy(ctx, url, o.ingestBatches, items) })
 	})
+	return note
+}
+
+// pipelineMeasures are the pipeline lines: edgeindex's, then the
+// baseline, which must collate as many items.
+func (s *session) pipelineMeasures(add addMeasure) {
+	ctx, o := s.ctx, s.o
 	var edgeRun, baseRun pipelineRun
 	add("pipeline", "pipeline/edgeindex", "articles/s", func() (result, error) {
 		return s.onPGDir("pipeline", func(url, dir string) (r result, err error) {
@@ -346,20 +402,6 @@ func (s *session) measures(want map[string]bool) []measure {
 			return r, err
 		})
 	})
-	if want["scale"] {
-		ms = append(ms, s.scaleMeasures(o.coordinators)...)
-	}
-	if want["chunkstore"] {
-		ms = append(ms, s.chunkStoreMeasures()...)
-	}
-	if want["search"] {
-		ms = append(ms, s.searchMeasures(o.search)...)
-	}
-	if want["ingest"] {
-		fmt.Fprintf(s.out, "bench: ingest items: %d a batch, values of %d to %d B of JSON, %.0f B on average\n",
-			len(items), minItem, maxItem, float64(itemBytes)/float64(len(items)))
-	}
-	return ms
 }
 
 // report prints the medians of count runs, and the ratios.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 )
@@ -95,4 +96,14 @@ func (p *postgres) describe(ctx context.Context) (string, error) {
 // one's writes; it needs superuser rights, and is skipped without them.
 func (p *postgres) quiesce(ctx context.Context) {
 	p.exec(ctx, "CHECKPOINT")
+}
+
+// openPool opens a pool of at most maxConns connections to dbURL.
+func openPool(ctx context.Context, dbURL string, maxConns int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = int32(maxConns)
+	return pgxpool.NewWithConfig(ctx, cfg)
 }

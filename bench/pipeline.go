@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,19 +57,9 @@ func runPipeline(ctx context.Context, cs []*coord, articles, rangeSize int64, wo
 	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: pipelineGroup, RangeSize: rangeSize}); err != nil {
 		return result{}, pipelineRun{}, err
 	}
-	ws := make([]*edge.Worker, workers)
-	for i := range ws {
-		cl, err := fleetClient(ctx, cs, i, fmt.Sprintf("worker-%d", i+1), 0)
-		if err != nil {
-			return result{}, pipelineRun{}, err
-		}
-		h, err := collate.New(collate.Config{})
-		if err != nil {
-			return result{}, pipelineRun{}, err
-		}
-		if ws[i], err = edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: h, Idle: 50 * time.Millisecond}); err != nil {
-			return result{}, pipelineRun{}, err
-		}
+	ws, err := pipelineWorkers(ctx, cs, workers)
+	if err != nil {
+		return result{}, pipelineRun{}, err
 	}
 	// Ranges come last, just before the timer starts: the prefetcher's
 	// first pass is over, and it fetches nothing until a lease kicks it
@@ -80,6 +69,44 @@ func runPipeline(ctx context.Context, cs []*coord, articles, rangeSize int64, wo
 	if err != nil {
 		return result{}, pipelineRun{}, err
 	}
+	st, elapsed, err := runWorkers(ctx, ws, int64(len(rs)))
+	if err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	if st.Headers != articles {
+		return result{}, pipelineRun{}, fmt.Errorf("pipeline: %d headers for %d articles", st.Headers, articles)
+	}
+	if err := allDone(ctx, c, pipelineGroup); err != nil {
+		return result{}, pipelineRun{}, err
+	}
+	return result{rate: float64(articles) / elapsed.Seconds(), elapsed: elapsed,
+			detail: fmt.Sprintf("%d articles, %d ranges, %d items, %d workers", articles, len(rs), st.Items, workers)},
+		pipelineRun{headers: st.Headers, items: st.Items}, nil
+}
+
+// pipelineWorkers makes workers collating workers, worker i beginning at
+// coordinator i mod len(cs).
+func pipelineWorkers(ctx context.Context, cs []*coord, workers int) ([]*edge.Worker, error) {
+	ws := make([]*edge.Worker, workers)
+	for i := range ws {
+		cl, err := fleetClient(ctx, cs, i, fmt.Sprintf("worker-%d", i+1), 0)
+		if err != nil {
+			return nil, err
+		}
+		h, err := collate.New(collate.Config{})
+		if err != nil {
+			return nil, err
+		}
+		if ws[i], err = edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: h, Idle: 50 * time.Millisecond}); err != nil {
+			return nil, err
+		}
+	}
+	return ws, nil
+}
+
+// runWorkers runs ws until they have done ranges ranges between them,
+// and returns their summed stats and how long that took.
+func runWorkers(ctx context.Context, ws []*edge.Worker, ranges int64) (edge.Stats, time.Duration, error) {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var g errgroup.Group
@@ -98,31 +125,23 @@ func runPipeline(ctx context.Context, cs []*coord, articles, rangeSize int64, wo
 			st.Headers += s.Headers
 			st.Items += s.Items
 		}
-		if st.Ranges >= int64(len(rs)) {
+		if st.Ranges >= ranges {
 			break
 		}
 		select {
 		case <-ctx.Done():
 			stop()
 			g.Wait()
-			return result{}, pipelineRun{}, ctx.Err()
+			return st, 0, ctx.Err()
 		case <-tick.C:
 		}
 	}
 	elapsed := time.Since(start)
 	stop()
 	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		return result{}, pipelineRun{}, err
+		return st, elapsed, err
 	}
-	if st.Headers != articles {
-		return result{}, pipelineRun{}, fmt.Errorf("pipeline: %d headers for %d articles", st.Headers, articles)
-	}
-	if err := allDone(ctx, c, pipelineGroup); err != nil {
-		return result{}, pipelineRun{}, err
-	}
-	return result{rate: float64(articles) / elapsed.Seconds(), elapsed: elapsed,
-			detail: fmt.Sprintf("%d articles, %d ranges, %d items, %d workers", articles, len(rs), st.Items, workers)},
-		pipelineRun{headers: st.Headers, items: st.Items}, nil
+	return st, elapsed, nil
 }
 
 // benchBaseline is the pipeline's fair one-process baseline: the same
@@ -131,19 +150,11 @@ func runPipeline(ctx context.Context, cs []*coord, articles, rangeSize int64, wo
 // same database with one COPY per chunk; workers goroutines take ranges
 // as the workers do. No HTTP, no leases, no spool.
 func benchBaseline(ctx context.Context, dbURL string, articles, rangeSize int64, workers int) (result, pipelineRun, error) {
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return result{}, pipelineRun{}, err
-	}
-	cfg.MaxConns = int32(workers + 1)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := baselineDB(ctx, dbURL, workers)
 	if err != nil {
 		return result{}, pipelineRun{}, err
 	}
 	defer pool.Close()
-	if err := createRawItems(ctx, pool); err != nil {
-		return result{}, pipelineRun{}, err
-	}
 	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
 	if err != nil {
 		return result{}, pipelineRun{}, err
@@ -151,40 +162,25 @@ func benchBaseline(ctx context.Context, dbURL string, articles, rangeSize int64,
 	ranges := lease.Spans(1, articles, rangeSize)
 	var next atomic.Int64
 	var headers, items atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	start := time.Now()
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			col, err := collate.New(collate.Config{})
+	elapsed, err := parallel(ctx, workers, func(int) error {
+		col, err := collate.New(collate.Config{})
+		if err != nil {
+			return err
+		}
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(len(ranges)) || ctx.Err() != nil {
+				return nil
+			}
+			h, n, err := baselineRange(ctx, src, col, pool, i+1, ranges[i])
+			headers.Add(h)
+			items.Add(n)
 			if err != nil {
-				errs <- err
-				return
+				return err
 			}
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(ranges)) || ctx.Err() != nil {
-					return
-				}
-				h, n, err := baselineRange(ctx, src, col, pool, i+1, ranges[i])
-				headers.Add(h)
-				items.Add(n)
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
-		return result{}, pipelineRun{}, err
-	}
-	if err := ctx.Err(); err != nil {
+		}
+	})
+	if err != nil {
 		return result{}, pipelineRun{}, err
 	}
 	var stored int64
@@ -197,6 +193,20 @@ func benchBaseline(ctx context.Context, dbURL string, articles, rangeSize int64,
 	return result{rate: float64(articles) / elapsed.Seconds(), elapsed: elapsed,
 			detail: fmt.Sprintf("%d articles, %d ranges, %d items, %d goroutines", articles, len(ranges), items.Load(), workers)},
 		pipelineRun{headers: headers.Load(), items: items.Load()}, nil
+}
+
+// baselineDB opens a pool of workers+1 connections to dbURL and makes
+// the baseline's table.
+func baselineDB(ctx context.Context, dbURL string, workers int) (*pgxpool.Pool, error) {
+	pool, err := openPool(ctx, dbURL, workers+1)
+	if err != nil {
+		return nil, err
+	}
+	if err := createRawItems(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
 }
 
 // baselineRange is the baseline's work on range id of articles rs: each

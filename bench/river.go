@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -34,34 +35,12 @@ func benchRiver(ctx context.Context, dbURL string, n, workers int, cooldown time
 		return result{}, err
 	}
 	defer pool.Close()
-	driver := riverpgxv5.New(pool)
-	mig, err := rivermigrate.New(driver, nil)
+	client, err := newRiverClient(ctx, pool, workers, cooldown)
 	if err != nil {
 		return result{}, err
 	}
-	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return result{}, fmt.Errorf("river migrate: %w", err)
-	}
-	ws := river.NewWorkers()
-	river.AddWorker(ws, river.WorkFunc(func(context.Context, *river.Job[noopArgs]) error { return nil }))
-	client, err := river.NewClient(driver, &river.Config{
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
-		Workers:           ws,
-		FetchCooldown:     cooldown,
-		FetchPollInterval: 10 * cooldown,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
+	if err := insertNoops(ctx, client, n); err != nil {
 		return result{}, err
-	}
-	for i := 0; i < n; i += 5000 {
-		params := make([]river.InsertManyParams, min(5000, n-i))
-		for j := range params {
-			params[j] = river.InsertManyParams{Args: noopArgs{}}
-		}
-		if _, err := client.InsertMany(ctx, params); err != nil {
-			return result{}, fmt.Errorf("river insert: %w", err)
-		}
 	}
 	if _, err := pool.Exec(ctx, "ANALYZE river_job"); err != nil {
 		return result{}, err
@@ -78,17 +57,8 @@ func benchRiver(ctx context.Context, dbURL string, n, workers int, cooldown time
 		defer cancel()
 		client.Stop(sctx)
 	}()
-	timeout := time.NewTimer(10*time.Minute + time.Duration(n)*time.Millisecond)
-	defer timeout.Stop()
-	for done := 0; done < n; {
-		select {
-		case <-events:
-			done++
-		case <-ctx.Done():
-			return result{}, ctx.Err()
-		case <-timeout.C:
-			return result{}, fmt.Errorf("river: %d of %d jobs completed before the timeout", done, n)
-		}
+	if err := awaitCompleted(ctx, events, n); err != nil {
+		return result{}, err
 	}
 	elapsed := time.Since(start)
 	var completed int
@@ -99,4 +69,58 @@ func benchRiver(ctx context.Context, dbURL string, n, workers int, cooldown time
 		return result{}, fmt.Errorf("river: %d completion events but %d completed jobs in the table, want %d", n, completed, n)
 	}
 	return result{rate: float64(n) / elapsed.Seconds(), elapsed: elapsed, detail: fmt.Sprintf("%d jobs, FetchCooldown %s", n, cooldown)}, nil
+}
+
+// newRiverClient migrates River's schema and makes a client of workers
+// no-op workers; cooldown is its FetchCooldown (see benchRiver).
+func newRiverClient(ctx context.Context, pool *pgxpool.Pool, workers int, cooldown time.Duration) (*river.Client[pgx.Tx], error) {
+	driver := riverpgxv5.New(pool)
+	mig, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := mig.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return nil, fmt.Errorf("river migrate: %w", err)
+	}
+	ws := river.NewWorkers()
+	river.AddWorker(ws, river.WorkFunc(func(context.Context, *river.Job[noopArgs]) error { return nil }))
+	return river.NewClient(driver, &river.Config{
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:           ws,
+		FetchCooldown:     cooldown,
+		FetchPollInterval: 10 * cooldown,
+		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+}
+
+// insertNoops inserts n no-op jobs, 5000 an InsertMany.
+func insertNoops(ctx context.Context, client *river.Client[pgx.Tx], n int) error {
+	for i := 0; i < n; i += 5000 {
+		params := make([]river.InsertManyParams, min(5000, n-i))
+		for j := range params {
+			params[j] = river.InsertManyParams{Args: noopArgs{}}
+		}
+		if _, err := client.InsertMany(ctx, params); err != nil {
+			return fmt.Errorf("river insert: %w", err)
+		}
+	}
+	return nil
+}
+
+// awaitCompleted waits for n completion events, until ctx ends or a
+// timeout that grows with n passes.
+func awaitCompleted(ctx context.Context, events <-chan *river.Event, n int) error {
+	timeout := time.NewTimer(10*time.Minute + time.Duration(n)*time.Millisecond)
+	defer timeout.Stop()
+	for done := 0; done < n; {
+		select {
+		case <-events:
+			done++
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout.C:
+			return fmt.Errorf("river: %d of %d jobs completed before the timeout", done, n)
+		}
+	}
+	return nil
 }

@@ -241,6 +241,24 @@ func (d *Dir) List(ctx context.Context, prefix string, fn func(Info) error) erro
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
 		base = filepath.Join(d.root, filepath.FromSlash(prefix[:i]))
 	}
+	infos, err := d.walk(base, prefix)
+	if err != nil {
+		return fmt.Errorf("blobstore: list %q: %w", prefix, err)
+	}
+	slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(a.Key, b.Key) })
+	for _, info := range infos {
+		if err := fn(info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walk returns the files under base whose keys have the prefix, in the
+// order the walk finds them. It skips what a Dir did not write (names
+// starting with "."), the directories no such key can be under, and
+// what is removed while it walks.
+func (d *Dir) walk(base, prefix string) ([]Info, error) {
 	var infos []Info
 	err := filepath.WalkDir(base, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -284,14 +302,5 @@ func (d *Dir) List(ctx context.Context, prefix string, fn func(Info) error) erro
 		infos = append(infos, Info{Key: key, Size: info.Size(), ModTime: info.ModTime()})
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("blobstore: list %q: %w", prefix, err)
-	}
-	slices.SortFunc(infos, func(a, b Info) int { return strings.Compare(a.Key, b.Key) })
-	for _, info := range infos {
-		if err := fn(info); err != nil {
-			return err
-		}
-	}
-	return nil
+	return infos, err
 }

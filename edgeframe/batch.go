@@ -208,50 +208,13 @@ func decodeBatch(dec *json.Decoder) (Batch, error) {
 	if err := checkDelim(dec, tok, err, '{', body); err != nil {
 		return b, err
 	}
-	const (
-		seenFrom = 1 << iota
-		seenTo
-		seenHeaders
-		seenItems
-		seenMissing
-		seenFinal
-	)
 	var seen int
 	for dec.More() {
 		name, err := objectKey(dec, body)
 		if err != nil {
 			return b, err
 		}
-		var bit int
-		switch name {
-		case "from":
-			bit, err = seenFrom, decodeInt(dec, name, &b.From)
-		case "to":
-			bit, err = seenTo, decodeInt(dec, name, &b.To)
-		case "headers":
-			bit, err = seenHeaders, decodeInt(dec, name, &b.Headers)
-		case "items":
-			bit = seenItems
-			b.Items, err = decodeItems(dec)
-		case "missing":
-			bit = seenMissing
-			err = dec.Decode(&b.Missing)
-			if err != nil {
-				err = valueErr(dec, err, field(name), "an array of integers")
-			}
-		case "final":
-			bit = seenFinal
-			var p *bool
-			if err = dec.Decode(&p); err != nil {
-				err = valueErr(dec, err, field(name), "a boolean")
-			} else if p == nil {
-				err = badf("final must be a boolean, not null")
-			} else {
-				b.Final = *p
-			}
-		default:
-			return b, badf("unknown field %q", name)
-		}
+		bit, err := decodeField(dec, name, &b)
 		if seen&bit != 0 {
 			return b, badf("%s appears twice", name)
 		}
@@ -272,6 +235,47 @@ func decodeBatch(dec *json.Decoder) (Batch, error) {
 		}
 	}
 	return b, validateHead(b)
+}
+
+// The fields of a batch's body, as bits of the set decodeBatch has seen.
+const (
+	seenFrom = 1 << iota
+	seenTo
+	seenHeaders
+	seenItems
+	seenMissing
+	seenFinal
+)
+
+// decodeField decodes the value of the body's field name into b, and
+// returns the field's bit (0 for an unknown field, which is an error).
+func decodeField(dec *json.Decoder, name string, b *Batch) (bit int, err error) {
+	switch name {
+	case "from":
+		return seenFrom, decodeInt(dec, name, &b.From)
+	case "to":
+		return seenTo, decodeInt(dec, name, &b.To)
+	case "headers":
+		return seenHeaders, decodeInt(dec, name, &b.Headers)
+	case "items":
+		b.Items, err = decodeItems(dec)
+		return seenItems, err
+	case "missing":
+		if err := dec.Decode(&b.Missing); err != nil {
+			return seenMissing, valueErr(dec, err, field(name), "an array of integers")
+		}
+		return seenMissing, nil
+	case "final":
+		var p *bool
+		if err := dec.Decode(&p); err != nil {
+			return seenFinal, valueErr(dec, err, field(name), "a boolean")
+		} else if p == nil {
+			return seenFinal, badf("final must be a boolean, not null")
+		}
+		b.Final = *p
+		return seenFinal, nil
+	}
+	return 0, badf("unknown field %q", name)
 }
 
 func decodeItems(dec *json.Decoder) ([]Item, error) {

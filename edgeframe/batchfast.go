@@ -141,14 +141,6 @@ func (s *fast) batch() (Batch, bool) {
 	if !s.next('{') {
 		return b, false
 	}
-	const (
-		seenFrom = 1 << iota
-		seenTo
-		seenHeaders
-		seenItems
-		seenMissing
-		seenFinal
-	)
 	seen := 0
 	if s.next('}') {
 		return b, false
@@ -458,51 +450,9 @@ func (s *fast) skipValue(i, depth int) (int, bool) {
 		i, _, ok = s.scanStr(i)
 		return i, ok
 	case c == '{':
-		if i = s.skipSpace(i + 1); i < len(p) && p[i] == '}' {
-			return i + 1, true
-		}
-		for {
-			if i, _, ok = s.scanStr(i); !ok {
-				return i, false
-			}
-			if i = s.skipSpace(i); i >= len(p) || p[i] != ':' {
-				return i, false
-			}
-			if i, ok = s.skipValue(i+1, depth+1); !ok {
-				return i, false
-			}
-			if i = s.skipSpace(i); i >= len(p) {
-				return i, false
-			}
-			switch p[i] {
-			case '}':
-				return i + 1, true
-			case ',':
-				i = s.skipSpace(i + 1)
-			default:
-				return i, false
-			}
-		}
+		return s.skipObject(i, depth)
 	case c == '[':
-		if i = s.skipSpace(i + 1); i < len(p) && p[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			if i, ok = s.skipValue(i, depth+1); !ok {
-				return i, false
-			}
-			if i = s.skipSpace(i); i >= len(p) {
-				return i, false
-			}
-			switch p[i] {
-			case ']':
-				return i + 1, true
-			case ',':
-				i++
-			default:
-				return i, false
-			}
-		}
+		return s.skipArray(i, depth)
 	case c == 't':
 		return skipLiteral(p, i, "true")
 	case c == 'f':
@@ -513,6 +463,64 @@ func (s *fast) skipValue(i, depth int) (int, bool) {
 		return skipNumber(p, i)
 	}
 	return i, false
+}
+
+// skipObject checks the object whose "{" is at p[i], as skipValue does; its
+// values are at depth+1.
+func (s *fast) skipObject(i, depth int) (int, bool) {
+	p := s.p
+	var ok bool
+	if i = s.skipSpace(i + 1); i < len(p) && p[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i, _, ok = s.scanStr(i); !ok {
+			return i, false
+		}
+		if i = s.skipSpace(i); i >= len(p) || p[i] != ':' {
+			return i, false
+		}
+		if i, ok = s.skipValue(i+1, depth+1); !ok {
+			return i, false
+		}
+		if i = s.skipSpace(i); i >= len(p) {
+			return i, false
+		}
+		switch p[i] {
+		case '}':
+			return i + 1, true
+		case ',':
+			i = s.skipSpace(i + 1)
+		default:
+			return i, false
+		}
+	}
+}
+
+// skipArray checks the array whose "[" is at p[i], as skipValue does; its
+// values are at depth+1.
+func (s *fast) skipArray(i, depth int) (int, bool) {
+	p := s.p
+	var ok bool
+	if i = s.skipSpace(i + 1); i < len(p) && p[i] == ']' {
+		return i + 1, true
+	}
+	for {
+		if i, ok = s.skipValue(i, depth+1); !ok {
+			return i, false
+		}
+		if i = s.skipSpace(i); i >= len(p) {
+			return i, false
+		}
+		switch p[i] {
+		case ']':
+			return i + 1, true
+		case ',':
+			i++
+		default:
+			return i, false
+		}
+	}
 }
 
 // skipSpace returns the index of the first byte at or after i that is not

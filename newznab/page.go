@@ -3,20 +3,14 @@ package newznab
 import (
 	"bytes"
 	"crypto/hmac"
-	"crypto/sha256"
 	_ "embed" // the page's templates
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/nzb"
@@ -330,107 +324,6 @@ func (h *Handler) serveNZB(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveLogin answers POST /login: it checks the form's key, keeps it in
-// the cookie and sends the browser back to the page (303).
-func (h *Handler) serveLogin(w http.ResponseWriter, r *http.Request) {
-	v := h.view(r)
-	v.Heading = "API key"
-	v.Form = true
-	if h.foreign(r) {
-		h.pageFail(w, r, v, http.StatusForbidden, "The key form must be sent from this site's own page.")
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-	if err := r.ParseForm(); err != nil {
-		h.pageFail(w, r, v, http.StatusBadRequest, "The form could not be read: it is malformed or too large.")
-		return
-	}
-	v.Next = safeNext(r.PostForm.Get("next"))
-	k := strings.TrimSpace(r.PostForm.Get("apikey"))
-	c := &http.Cookie{Name: CookieName, Value: k, Path: h.cookiePath(), MaxAge: int(cookieAge / time.Second),
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure(r)}
-	switch {
-	case k == "":
-		h.pageFail(w, r, v, http.StatusBadRequest, "Enter your API key.")
-		return
-	case len(k) > maxKey || c.Valid() != nil:
-		h.pageFail(w, r, v, http.StatusBadRequest, "That is not an API key: a key is 32 hexadecimal digits.")
-		return
-	}
-	acc, err := h.use(r.Context(), k)
-	if err != nil {
-		h.refuse(w, r, v, err)
-		return
-	}
-	h.cfg.Logger.Debug("newznab page login", "user", acc.Name)
-	http.SetCookie(w, c)
-	http.Redirect(w, r, h.pageBase()+v.Next, http.StatusSeeOther)
-}
-
-// serveLogout answers POST /logout: it clears the cookie and sends the
-// browser back to the page (303).
-func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
-	if h.foreign(r) {
-		v := h.view(r)
-		h.pageFail(w, r, v, http.StatusForbidden, "Logging out must be asked from this site's own page.")
-		return
-	}
-	http.SetCookie(w, h.clearCookie(r))
-	http.Redirect(w, r, h.pageBase()+"/", http.StatusSeeOther)
-}
-
-// needKey starts the view of page request r. Without a key it renders
-// the key form, which returns to next, and returns false.
-func (h *Handler) needKey(w http.ResponseWriter, r *http.Request, next string) (*pageView, bool) {
-	v := h.view(r)
-	if key(r) == "" {
-		v.Form, v.Next, v.Heading = true, next, "API key"
-		h.render(w, r, v, http.StatusOK)
-		return nil, false
-	}
-	return v, true
-}
-
-// authorize checks and counts the key of request r (use), once its query
-// is checked. With a refused key it renders the form and why. It fills
-// v's Account, and returns false when it has answered already.
-func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, v *pageView, next string) bool {
-	k := key(r)
-	var acc Account
-	err := ErrBadKey
-	if len(k) <= maxKey {
-		acc, err = h.use(r.Context(), k)
-	}
-	if err != nil {
-		v.Form, v.Next, v.Heading, v.Key = true, next, "API key", "" // links carry no refused key
-		v.Search, v.Release = nil, nil
-		if v.Cookie && (errors.Is(err, ErrBadKey) || errors.Is(err, ErrSuspended)) {
-			http.SetCookie(w, h.clearCookie(r)) // it will not work again
-			v.Cookie = false
-		}
-		h.refuse(w, r, v, err)
-		return false
-	}
-	v.Account = &acc
-	return true
-}
-
-// refuse renders why the key was refused: the form again for a wrong or
-// suspended key, a notice for a limit, a short 500 for anything else.
-func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, v *pageView, err error) {
-	switch {
-	case errors.Is(err, ErrBadKey):
-		h.pageFail(w, r, v, http.StatusForbidden, "That API key is not known here. Check it and enter it again.")
-	case errors.Is(err, ErrSuspended):
-		h.pageFail(w, r, v, http.StatusForbidden, "The account of that API key is suspended.")
-	case errors.Is(err, ErrRequestLimit):
-		v.Form = false
-		h.pageFail(w, r, v, http.StatusTooManyRequests, "This key has reached its daily request limit. It can be used again after midnight UTC.")
-	default:
-		h.storeFailed(w, r, v, err)
-	}
-}
-
 // storeFailed answers an error of the store: bad input a 400 with its
 // sentence; the deadline passing a 503; anything else is logged (failure)
 // and the user sees a short 500.
@@ -494,16 +387,6 @@ func (h *Handler) view(r *http.Request) *pageView {
 	return v
 }
 
-// nzbToken is the token t of the NZB link of release id under key:
-// HMAC-SHA256 of "nzb:" and the id, keyed by the key's hash, as 32 hex
-// digits. Only a holder of the key can make it, so a link to /nzb/{id}
-// that another site made spends nothing of the cookie's key.
-func nzbToken(key string, id int64) string {
-	m := hmac.New(sha256.New, []byte(HashKey(key)))
-	m.Write([]byte("nzb:" + strconv.FormatInt(id, 10)))
-	return hex.EncodeToString(m.Sum(nil))[:32]
-}
-
 // row formats one release for the results and the details.
 func (h *Handler) row(v *pageView, rel release.Release, now time.Time) rowView {
 	files := strconv.Itoa(rel.FilesSeen)
@@ -552,174 +435,3 @@ func (h *Handler) searchLink(v *pageView, q string, cat, n int) string {
 // pageBase is the prefix of the page's links: Config.URL, or nothing, so
 // that links are relative to the host the browser asked.
 func (h *Handler) pageBase() string { return h.cfg.URL }
-
-// cookiePath is the path of Config.URL, or "/".
-func (h *Handler) cookiePath() string {
-	if u, err := url.Parse(h.cfg.URL); err == nil && u.Path != "" {
-		return u.Path
-	}
-	return "/"
-}
-
-// secure reports whether the cookie must be Secure: the request came over
-// TLS, or the configured URL is https (TLS ends at a proxy).
-func (h *Handler) secure(r *http.Request) bool {
-	return r.TLS != nil || strings.HasPrefix(h.cfg.URL, "https:")
-}
-
-func (h *Handler) clearCookie(r *http.Request) *http.Cookie {
-	return &http.Cookie{Name: CookieName, Value: "", Path: h.cookiePath(), MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: h.secure(r)}
-}
-
-// foreign reports whether request r was sent by another site than this
-// one: the browser says so (Sec-Fetch-Site cross-site or same-site, as a
-// sibling subdomain is another site's code), or its Origin or Referer is
-// another host than the request's Host or Config.URL's, or its Origin is
-// "null" (an opaque origin: a sandboxed frame, a data: URL, or a page
-// whose referrer policy hides its origin; the page's own, same-origin,
-// is not one of those). Login, logout and the NZB links refuse such
-// requests: a form sent from elsewhere could log the browser in under
-// another key, and a link from elsewhere would spend the user's grabs.
-// Over plain HTTP to a host other than localhost browsers send no
-// Sec-Fetch-Site, so the Origin the page's own form carries is what
-// tells it apart. (Browsers send no Origin with a plain link; the NZB
-// links carry a token for that.)
-func (h *Handler) foreign(r *http.Request) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "cross-site", "same-site":
-		return true
-	}
-	for _, name := range []string{"Origin", "Referer"} {
-		s := r.Header.Get(name)
-		if s == "" {
-			continue
-		}
-		u, err := url.Parse(s)
-		if err != nil || u.Host == "" {
-			return true // "null", or unreadable
-		}
-		if !strings.EqualFold(u.Host, r.Host) && !strings.EqualFold(u.Host, h.urlHost()) {
-			return true
-		}
-	}
-	return false
-}
-
-// urlHost is the host of Config.URL, or "".
-func (h *Handler) urlHost() string {
-	if u, err := url.Parse(h.cfg.URL); err == nil {
-		return u.Host
-	}
-	return ""
-}
-
-// pageText is s as the page shows it: cleanText of it, capped at
-// MaxField bytes.
-func pageText(s string) string { return capText(s, cleanText) }
-
-var detailsPath = regexp.MustCompile(`^/details/[1-9][0-9]{0,18}$`)
-
-// safeNext is where the key form may return to: the page or a release's
-// details; anything else is the page.
-func safeNext(s string) string {
-	if detailsPath.MatchString(s) {
-		return s
-	}
-	return "/"
-}
-
-// cleanText makes s safe to show: invalid UTF-8 and control characters
-// become U+FFFD. (html/template escapes markup; this keeps bytes that are
-// no text from reaching the page at all.)
-func cleanText(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == utf8.RuneError || (unicode.Is(unicode.Cf, r) && r != '\u200d') {
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
-
-// shorten cuts s to at most n bytes, on a rune boundary, marking the cut.
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-// humanBytes writes a size in decimal units: "1.2 GB", "880 MB", "512 B".
-func humanBytes(n int64) string {
-	if n < 1000 {
-		return fmt.Sprintf("%d B", max(n, 0))
-	}
-	v := float64(n)
-	for _, unit := range []string{"kB", "MB", "GB", "TB", "PB"} {
-		v /= 1000
-		if v < 999.95 || unit == "PB" {
-			if v < 99.95 {
-				return fmt.Sprintf("%.1f %s", v, unit)
-			}
-			return fmt.Sprintf("%.0f %s", v, unit)
-		}
-	}
-	panic("unreachable")
-}
-
-// humanAge writes how long ago something was: "5 minutes", "3 hours",
-// "3 days". A date in the future (a poster's wrong clock) is "now".
-func humanAge(d time.Duration) string {
-	plural := func(n int64, unit string) string {
-		if n == 1 {
-			return "1 " + unit
-		}
-		return strconv.FormatInt(n, 10) + " " + unit + "s"
-	}
-	switch {
-	case d < time.Minute:
-		return "now"
-	case d < time.Hour:
-		return plural(int64(d/time.Minute), "minute")
-	case d < 48*time.Hour:
-		return plural(int64(d/time.Hour), "hour")
-	default:
-		return plural(int64(d/(24*time.Hour)), "day")
-	}
-}
-
-// percent writes seen of expected as a percentage, rounded down so that
-// only a complete release shows 100%.
-func percent(seen, expected int64) string {
-	if expected <= 0 {
-		return "–"
-	}
-	if seen >= expected {
-		return "100%"
-	}
-	tenths := seen * 1000 / expected
-	return fmt.Sprintf("%d.%d%%", tenths/10, tenths%10)
-}
-
-// knownCategory reports whether id is a category of the list: a parent
-// or one of its subcategories.
-func knownCategory(id int) bool {
-	p, sub, ok := lookup(id)
-	return ok && (id == p.ID || id == sub.ID)
-}
-
-// categoryOptions lists the select's options, selected marking one.
-func categoryOptions(selected int) []categoryOption {
-	var out []categoryOption
-	for _, p := range categories {
-		out = append(out, categoryOption{ID: p.ID, Name: p.Name, Selected: p.ID == selected})
-		for _, sub := range p.Subs {
-			out = append(out, categoryOption{ID: sub.ID, Name: p.Name + " > " + sub.Name, Sub: true, Selected: sub.ID == selected})
-		}
-	}
-	return out
-}

@@ -1,7 +1,6 @@
 package newznab_test
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,13 +10,13 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/internal/pgtest"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
@@ -47,25 +46,8 @@ type pageWorld struct {
 	store  *sqlstore.Store
 	srv    *httptest.Server
 	key    string // alice's: no limits
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 	byName map[string]release.Release
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // standardPostings are the releases most tests search: three named ones,
@@ -114,7 +96,7 @@ func newPageWorld(t *testing.T, url string, ps []posting) *pageWorld {
 	require.Less(t, article, int64(1000))
 	buildReleases(t, s, nil, group, "page-test", 1000, bins)
 
-	w := &pageWorld{store: s, logs: &syncBuffer{}, byName: map[string]release.Release{}}
+	w := &pageWorld{store: s, logs: &syncbuf.Buffer{}, byName: map[string]release.Release{}}
 	w.key, err = newznab.NewKey()
 	require.NoError(t, err)
 	require.NoError(t, s.AddUser(ctx, newznab.User{Name: "alice", KeyHash: newznab.HashKey(w.key)}))

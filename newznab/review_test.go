@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/internal/pgtest"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
@@ -318,10 +319,10 @@ func (s *blockingStore) ReleaseByID(ctx context.Context, id int64) (release.Rele
 
 // slowWorld serves a handler over w's store behind a blockingStore, with
 // its log in logs; done receives once per request the handler finished.
-func slowWorld(t *testing.T, w *pageWorld, s *blockingStore, timeout time.Duration) (srv *httptest.Server, logs *syncBuffer, done chan struct{}) {
+func slowWorld(t *testing.T, w *pageWorld, s *blockingStore, timeout time.Duration) (srv *httptest.Server, logs *syncbuf.Buffer, done chan struct{}) {
 	t.Helper()
 	s.Store, s.entered, s.hadDeadline = w.store, make(chan struct{}), make(chan bool, 1)
-	logs = &syncBuffer{}
+	logs = &syncbuf.Buffer{}
 	h, err := newznab.New(newznab.Config{Store: s, Now: func() time.Time { return now }, Timeout: timeout,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/lib/pq"
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -128,7 +129,7 @@ func (s timeoutStore) SearchReleases(ctx context.Context, q release.Search) (rel
 func TestStoreDeadline(t *testing.T) {
 	forBackends(t, func(t *testing.T, w *pageWorld) {
 		for _, path := range []string{"/api?t=search&q=ocean&apikey=" + w.key, "/?q=ocean&apikey=" + w.key} {
-			logs := &syncBuffer{}
+			logs := &syncbuf.Buffer{}
 			h, err := newznab.New(newznab.Config{Store: timeoutStore{w.store}, Now: func() time.Time { return now },
 				Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 			require.NoError(t, err)

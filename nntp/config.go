@@ -323,48 +323,14 @@ func (c Config) validate() error {
 // holds the password.
 func ParseURL(raw string) (Config, error) {
 	var c Config
-	u, err := url.Parse(raw)
+	u, err := parseSourceURL(raw)
 	if err != nil {
-		// url's error quotes the whole URL, password included.
-		return c, fmt.Errorf("%w: the source URL does not parse; want nntp://[user:pass@]host[:port]", ErrBadURL)
+		return c, err
 	}
-	// A password holding "/", "?" or "#" unescaped ends the authority
-	// early: url.Parse then reads no user info, and the password's rest,
-	// up to the "@", as path, query or fragment. Nothing of the URL is
-	// shown, as it holds the password.
-	if strings.Contains(u.Path, "@") || strings.Contains(u.RawQuery, "@") || strings.Contains(u.Fragment, "@") {
-		return c, fmt.Errorf(`%w: an "@" after the host: a password holding "/", "?" or "#" must be percent-encoded (%%2F, %%3F, %%23)`, ErrBadURL)
+	c.Addr, c.TLS, err = sourceAddr(u)
+	if err != nil {
+		return c, err
 	}
-	port := DefaultPort
-	switch strings.ToLower(u.Scheme) {
-	case "nntp":
-	case "nntps":
-		c.TLS, port = true, DefaultTLSPort
-	default:
-		return c, fmt.Errorf("%w: scheme %q: want nntp:// or nntps://", ErrBadURL, u.Scheme)
-	}
-	if u.Opaque != "" || u.Host == "" {
-		return c, fmt.Errorf("%w: no host: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
-	}
-	if u.Path != "" && u.Path != "/" {
-		// The path is not shown: it may be the rest of a password.
-		return c, fmt.Errorf("%w: unexpected path: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
-	}
-	if u.Fragment != "" {
-		return c, fmt.Errorf("%w: unexpected fragment", ErrBadURL)
-	}
-	host := u.Hostname()
-	if host == "" {
-		return c, fmt.Errorf("%w: no host: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
-	}
-	if p := u.Port(); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 {
-			return c, fmt.Errorf("%w: port %q: want 1..65535", ErrBadURL, p)
-		}
-		port = p
-	}
-	c.Addr = net.JoinHostPort(host, port)
 	if u.User != nil {
 		c.User = u.User.Username()
 		c.Pass, _ = u.User.Password()
@@ -384,6 +350,59 @@ func ParseURL(raw string) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// parseSourceURL parses a source URL, refusing one whose password ended
+// its authority early. Its errors show nothing of the URL, as it holds
+// the password.
+func parseSourceURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url's error quotes the whole URL, password included.
+		return nil, fmt.Errorf("%w: the source URL does not parse; want nntp://[user:pass@]host[:port]", ErrBadURL)
+	}
+	// A password holding "/", "?" or "#" unescaped ends the authority
+	// early: url.Parse then reads no user info, and the password's rest,
+	// up to the "@", as path, query or fragment.
+	if strings.Contains(u.Path, "@") || strings.Contains(u.RawQuery, "@") || strings.Contains(u.Fragment, "@") {
+		return nil, fmt.Errorf(`%w: an "@" after the host: a password holding "/", "?" or "#" must be percent-encoded (%%2F, %%3F, %%23)`, ErrBadURL)
+	}
+	return u, nil
+}
+
+// sourceAddr reads the server's host:port out of a source URL, and
+// whether its scheme is nntps (TLS, and the default port 563).
+func sourceAddr(u *url.URL) (addr string, tls bool, err error) {
+	port := DefaultPort
+	switch strings.ToLower(u.Scheme) {
+	case "nntp":
+	case "nntps":
+		tls, port = true, DefaultTLSPort
+	default:
+		return "", false, fmt.Errorf("%w: scheme %q: want nntp:// or nntps://", ErrBadURL, u.Scheme)
+	}
+	if u.Opaque != "" || u.Host == "" {
+		return "", tls, fmt.Errorf("%w: no host: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
+	}
+	if u.Path != "" && u.Path != "/" {
+		// The path is not shown: it may be the rest of a password.
+		return "", tls, fmt.Errorf("%w: unexpected path: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
+	}
+	if u.Fragment != "" {
+		return "", tls, fmt.Errorf("%w: unexpected fragment", ErrBadURL)
+	}
+	host := u.Hostname()
+	if host == "" {
+		return "", tls, fmt.Errorf("%w: no host: want %s://[user:pass@]host[:port]", ErrBadURL, u.Scheme)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return "", tls, fmt.Errorf("%w: port %q: want 1..65535", ErrBadURL, p)
+		}
+		port = p
+	}
+	return net.JoinHostPort(host, port), tls, nil
 }
 
 // setParam sets what the query parameter k=v of a source URL says.

@@ -3,9 +3,7 @@ package nntp
 import (
 	"bufio"
 	"bytes"
-	"compress/flate"
 	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -13,77 +11,15 @@ import (
 	"io"
 	"net"
 	"net/textproto"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/edgeindex/edgeindex/internal/quickack"
-	"github.com/edgeindex/edgeindex/overview"
 )
 
 // readBufSize is the size of a connection's read buffer: lines shorter than
 // it are handed on straight from the buffer, with no copy.
 const readBufSize = 64 << 10
-
-// deadlineConn sets a deadline of timeout before every read and every
-// write, so a server that stalls fails the call instead of hanging it, and
-// never one past until when until is set, so a server that trickles bytes
-// fails it too. It counts the bytes read, and refuses to read past limit
-// when limit is set.
-type deadlineConn struct {
-	net.Conn
-	timeout time.Duration
-	until   time.Time // zero: only timeout applies
-	n       int64     // bytes read since the count was reset
-	limit   int64     // the most bytes to read; 0: no bound
-}
-
-func (d *deadlineConn) deadline() time.Time {
-	t := time.Now().Add(d.timeout)
-	if !d.until.IsZero() && d.until.Before(t) {
-		t = d.until
-	}
-	return t
-}
-
-func (d *deadlineConn) Read(p []byte) (int, error) {
-	if d.limit > 0 {
-		if d.n >= d.limit {
-			return 0, fmt.Errorf("%w: more than %d bytes read", ErrTooLarge, d.limit)
-		}
-		p = p[:min(int64(len(p)), d.limit-d.n)]
-	}
-	if err := d.Conn.SetReadDeadline(d.deadline()); err != nil {
-		return 0, err
-	}
-	n, err := d.Conn.Read(p)
-	d.n += int64(n)
-	return n, err
-}
-
-func (d *deadlineConn) Write(p []byte) (int, error) {
-	if err := d.Conn.SetWriteDeadline(d.deadline()); err != nil {
-		return 0, err
-	}
-	return d.Conn.Write(p)
-}
-
-// bound starts a call that must end within within, reading at most limit
-// bytes (0: no bound); unbound ends it.
-func (d *deadlineConn) bound(within time.Duration, limit int64) {
-	d.until, d.n, d.limit = time.Now().Add(within), 0, limit
-}
-
-func (d *deadlineConn) unbound() { d.until, d.limit = time.Time{}, 0 }
-
-// deadlineErr wraps err with ErrDeadline when it is a timeout at or past
-// until: the call's whole deadline passed, not only one read's.
-func (d *deadlineConn) deadlineErr(err error) error {
-	if err == nil || d.until.IsZero() || time.Now().Before(d.until) || !errors.Is(err, os.ErrDeadlineExceeded) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrDeadline, err)
-}
 
 // conn is one connection to the server, used by one goroutine at a time.
 type conn struct {
@@ -113,14 +49,6 @@ type conn struct {
 	long []byte        // a line longer than the read buffer
 	read int64         // bytes of blocks read (inflated) since the pool handed it out
 	lim  blockLimits   // the bounds of the next block; zero: overview's
-}
-
-// blockLimits bounds a multi-line block.
-type blockLimits struct {
-	line   int          // the longest line kept; 0: overview.MaxLineBytes
-	total  int64        // the most bytes the block may hold, line endings included; 0: no bound
-	refuse bool         // a line longer than line is an error, not skipped
-	skip   func() error // when set, called as each over-long line is skipped; its error ends the block
 }
 
 // Bounds of a multi-line reply that is not overview data (CAPABILITIES):
@@ -501,192 +429,6 @@ func (c *conn) over(xover bool, from, to int64, fn func([]byte) error) error {
 }
 
 var errUnknownCommand = errors.New("unknown command")
-
-// readBody reads a multi-line block, inflating it first when compression
-// was accepted and the block starts like a zlib (0x78) or gzip (0x1f 0x8b)
-// stream. Servers put the terminating ".\r\n" inside the compressed data
-// (XFEATURE COMPRESS GZIP TERMINATOR, and most servers for plain GZIP) or
-// after it; both are read.
-func (c *conn) readBody(status string, fn func([]byte) error) error {
-	if !c.compress {
-		return c.readPlain(fn)
-	}
-	head, err := c.r.Peek(2)
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return err
-	}
-	marked := strings.Contains(strings.ToUpper(status), "COMPRESS=GZIP")
-	if !marked && head[0] != 0x1f && head[0] != 0x78 {
-		return c.readPlain(fn) // the server sent this one plain
-	}
-	var zr io.Reader
-	switch {
-	case head[0] == 0x1f && head[1] == 0x8b:
-		if c.gzr == nil {
-			c.gzr = new(gzip.Reader)
-		}
-		if err := c.gzr.Reset(c.r); err != nil {
-			return fmt.Errorf("%w: compressed response: %w", ErrProtocol, err)
-		}
-		c.gzr.Multistream(false) // never read past the member: the terminator may follow
-		zr = c.gzr
-	default: // zlib
-		if c.zr == nil {
-			c.zr, err = zlib.NewReader(c.r)
-		} else {
-			err = c.zr.(zlib.Resetter).Reset(c.r, nil)
-		}
-		if err != nil {
-			return fmt.Errorf("%w: compressed response: %w", ErrProtocol, err)
-		}
-		zr = c.zr
-	}
-	if c.zbuf == nil {
-		c.zbuf = bufio.NewReaderSize(zr, readBufSize)
-	} else {
-		c.zbuf.Reset(zr)
-	}
-	err = c.readBlock(c.zbuf, fn)
-	switch {
-	case err == nil: // the terminator was inside: the stream must end now
-		// One byte says whether anything follows; what follows is never
-		// inflated, however much of it there is.
-		if _, err := c.zbuf.ReadByte(); err == nil {
-			return fmt.Errorf("%w: data after the terminator in a compressed response", ErrProtocol)
-		} else if err != io.EOF {
-			return fmt.Errorf("%w: compressed response: %w", ErrProtocol, err)
-		}
-		return nil
-	case errors.Is(err, errNoTerminator): // the terminator follows the stream
-		line, err := c.readLine()
-		if err != nil {
-			return err
-		}
-		if line != "." {
-			return fmt.Errorf("%w: %q after a compressed response, want \".\"", ErrProtocol, clip(line))
-		}
-		return nil
-	default:
-		var corrupt flate.CorruptInputError
-		if errors.Is(err, zlib.ErrChecksum) || errors.Is(err, zlib.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.As(err, &corrupt) {
-			return fmt.Errorf("%w: compressed response: %w", ErrProtocol, err)
-		}
-		return err
-	}
-}
-
-// readPlain reads an uncompressed block from the connection.
-func (c *conn) readPlain(fn func([]byte) error) error {
-	err := c.readBlock(c.r, fn)
-	if errors.Is(err, errNoTerminator) {
-		err = io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-// errNoTerminator is readBlock's error when r ends cleanly, between lines,
-// before the terminating ".".
-var errNoTerminator = errors.New("the block ends without its terminating line")
-
-// readBlock reads a dot-terminated block from r, calling fn with each line,
-// dot-unstuffed and without its "\r\n" (or bare "\n"). Lines are bytes as
-// sent: nothing assumes UTF-8. The bounds are c.lim's: by default a line
-// longer than overview.MaxLineBytes is read to its end and skipped, and
-// told to c.lim.skip as it is skipped, so the connection
-// stays in step with the server without holding the line; with
-// c.lim.refuse it is an error wrapping ErrTooLarge as soon as the line
-// passes the bound. A block past c.lim.total bytes is an error wrapping
-// ErrTooLarge as soon as it passes.
-func (c *conn) readBlock(r *bufio.Reader, fn func([]byte) error) error {
-	lim := c.lim
-	if lim.line == 0 {
-		lim.line = overview.MaxLineBytes
-	}
-	long := c.long[:0]
-	skipping := false
-	var read int64
-	defer func() { c.long = long[:0] }()
-	tooLong := func() error {
-		if lim.refuse {
-			return fmt.Errorf("%w: a line longer than %d bytes", ErrTooLarge, lim.line)
-		}
-		if lim.skip != nil {
-			return lim.skip()
-		}
-		return nil
-	}
-	for {
-		line, err := r.ReadSlice('\n')
-		read += int64(len(line))
-		c.read += int64(len(line))
-		if lim.total > 0 && read > lim.total {
-			return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, lim.total)
-		}
-		if skipping {
-			// The rest of a line too long to keep: discard it up to its end.
-			if errors.Is(err, bufio.ErrBufferFull) {
-				continue
-			}
-			if err == nil {
-				skipping = false
-				continue
-			}
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		} else if errors.Is(err, bufio.ErrBufferFull) || (err == nil && len(long) > 0) {
-			long = append(long, line...)
-			if len(long) > lim.line+2 {
-				if err := tooLong(); err != nil {
-					return err
-				}
-				long, skipping = long[:0], true
-				if err == nil {
-					skipping = false
-				}
-				continue
-			}
-			if err != nil {
-				continue
-			}
-			line = long
-		}
-		if err != nil {
-			if err == io.EOF {
-				if len(line) == 0 && len(long) == 0 {
-					return errNoTerminator
-				}
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		line = line[:len(line)-1]
-		if n := len(line); n > 0 && line[n-1] == '\r' {
-			line = line[:n-1]
-		}
-		if len(line) > lim.line {
-			if err := tooLong(); err != nil {
-				return err
-			}
-			long = long[:0]
-			continue
-		}
-		if len(line) > 0 && line[0] == '.' {
-			if len(line) == 1 {
-				return nil
-			}
-			line = line[1:]
-		}
-		if err := fn(line); err != nil {
-			return err
-		}
-		long = long[:0]
-	}
-}
 
 // quit says goodbye, best effort, and closes.
 func (c *conn) quit() {

@@ -120,11 +120,31 @@ func (p *pool) get(ctx context.Context, fresh, fetch bool) (*conn, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("nntp: waiting for a connection: %w", ctx.Err())
 	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	c, wait, err := p.takeIdle(fresh)
+	if err != nil {
 		<-p.slots
-		return nil, ErrClosed
+		return nil, err
+	}
+	if c != nil {
+		return c, nil
+	}
+	if err := p.backoff(ctx, wait); err != nil {
+		<-p.slots
+		return nil, err
+	}
+	return p.open(ctx, fresh, fetch)
+}
+
+// takeIdle returns the most recently used idle connection, unless fresh,
+// closing the idle ones whose slot expired or yields on the way; with
+// fresh it closes the oldest idle one. Without one to return it returns
+// how long a dial must wait after failures. The caller holds a token of
+// slots.
+func (p *pool) takeIdle(fresh bool) (_ *conn, wait time.Duration, _ error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, 0, ErrClosed
 	}
 	for !fresh && len(p.idle) > 0 {
 		c := p.idle[len(p.idle)-1]
@@ -143,8 +163,7 @@ func (p *pool) get(ctx context.Context, fresh, fetch bool) (*conn, error) {
 		c := p.idle[len(p.idle)-1]
 		p.idle = p.idle[:len(p.idle)-1]
 		p.busy(c)
-		p.mu.Unlock()
-		return c, nil
+		return c, 0, nil
 	}
 	if fresh && len(p.idle) > 0 {
 		// The caller wants a new connection (the last idle one it was given
@@ -155,15 +174,16 @@ func (p *pool) get(ctx context.Context, fresh, fetch bool) (*conn, error) {
 		p.drop(old, false)
 		p.mu.Lock()
 	}
-	wait := time.Until(p.next)
 	if p.fails == 0 {
-		wait = 0
+		return nil, 0, nil
 	}
-	p.mu.Unlock()
-	if err := p.backoff(ctx, wait); err != nil {
-		<-p.slots
-		return nil, err
-	}
+	return nil, time.Until(p.next), nil
+}
+
+// open dials a connection, first taking a slot of the Budget when there
+// is one (or a connection put back meanwhile, see acquire). The caller
+// holds a token of slots, which open gives back when it fails.
+func (p *pool) open(ctx context.Context, fresh, fetch bool) (*conn, error) {
 	var slot Slot
 	if p.cfg.Budget != nil {
 		var c *conn

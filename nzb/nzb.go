@@ -65,57 +65,63 @@ func Write(w io.Writer, r release.Release) error {
 		e.str("</meta>\n </head>\n")
 	}
 	for i := range r.Files {
-		f := &r.Files[i]
-		groups := f.Groups
-		if len(groups) == 0 {
-			groups = r.Groups
-		}
-		if len(groups) == 0 || !hasSegment(f) {
-			continue
-		}
-		poster := f.Poster
-		if poster == "" {
-			poster = r.Poster
-		}
-		date := f.Date
-		if date.IsZero() {
-			date = r.Posted
-		}
-		e.str(` <file poster="`)
-		e.text(poster, true)
-		e.str(`" date="`)
-		e.int(date.Unix())
-		e.str(`" subject="`)
-		e.text(f.Subject, true)
-		e.str(" (1/")
-		e.int(int64(f.Total))
-		e.str(")\">\n  <groups>\n")
-		for _, g := range groups {
-			e.str("   <group>")
-			e.text(g, false)
-			e.str("</group>\n")
-		}
-		e.str("  </groups>\n  <segments>\n")
-		for _, p := range f.Parts {
-			id := messageID(p.MessageID)
-			if id == "" {
-				continue
-			}
-			e.str(`   <segment bytes="`)
-			e.int(max(p.Bytes, 0))
-			e.str(`" number="`)
-			e.int(int64(p.N))
-			e.str(`">`)
-			e.text(id, false)
-			e.str("</segment>\n")
-		}
-		e.str("  </segments>\n </file>\n")
+		e.file(&r, &r.Files[i])
 	}
 	e.str("</nzb>\n")
 	if e.err != nil {
 		return e.err
 	}
 	return bw.Flush()
+}
+
+// file writes the <file> element of f, a file of r, with r's groups,
+// poster and date where f has none; a file with no groups or no segment
+// is left out.
+func (e *encoder) file(r *release.Release, f *release.File) {
+	groups := f.Groups
+	if len(groups) == 0 {
+		groups = r.Groups
+	}
+	if len(groups) == 0 || !hasSegment(f) {
+		return
+	}
+	poster := f.Poster
+	if poster == "" {
+		poster = r.Poster
+	}
+	date := f.Date
+	if date.IsZero() {
+		date = r.Posted
+	}
+	e.str(` <file poster="`)
+	e.text(poster, true)
+	e.str(`" date="`)
+	e.int(date.Unix())
+	e.str(`" subject="`)
+	e.text(f.Subject, true)
+	e.str(" (1/")
+	e.int(int64(f.Total))
+	e.str(")\">\n  <groups>\n")
+	for _, g := range groups {
+		e.str("   <group>")
+		e.text(g, false)
+		e.str("</group>\n")
+	}
+	e.str("  </groups>\n  <segments>\n")
+	for _, p := range f.Parts {
+		id := messageID(p.MessageID)
+		if id == "" {
+			continue
+		}
+		e.str(`   <segment bytes="`)
+		e.int(max(p.Bytes, 0))
+		e.str(`" number="`)
+		e.int(int64(p.N))
+		e.str(`">`)
+		e.text(id, false)
+		e.str("</segment>\n")
+	}
+	e.str("  </segments>\n </file>\n")
 }
 
 // writable reports whether r has a file Write writes.

@@ -82,70 +82,103 @@ func Needs(u Update) Lookup {
 // ParseEpisode of its Name and Groups). Assign changes none of its
 // arguments.
 func Assign(u Update, stored map[string]Stored, releases []Release, now time.Time) Changes {
-	byID := make(map[int64]*Release, len(releases))
-	bySet := make(map[string][]*Release, len(releases))
+	as := newAssigner(releases, now)
+	for i, f := range u.Files {
+		if old, ok := stored[f.Key]; ok {
+			as.merge(old, f)
+			continue
+		}
+		as.place(f, u.set(i), u.Window)
+	}
+	return as.changes()
+}
+
+// assigner is the state of one Assign: the releases by id and by set
+// key, as copies it may change.
+type assigner struct {
+	byID    map[int64]*Release
+	bySet   map[string][]*Release
+	now     time.Time
+	next    int64   // the id of the next new release: -1, -2...
+	changed []int64 // the stored releases changed, in order
+	ch      Changes
+}
+
+func newAssigner(releases []Release, now time.Time) *assigner {
+	as := &assigner{
+		byID:  make(map[int64]*Release, len(releases)),
+		bySet: make(map[string][]*Release, len(releases)),
+		now:   now,
+		next:  -1,
+	}
 	for i := range releases {
 		r := releases[i] // a copy
 		r.Groups = slices.Clone(r.Groups)
 		r.Files = nil
-		byID[r.ID] = &r
-		bySet[r.Key] = append(bySet[r.Key], &r)
+		as.byID[r.ID] = &r
+		as.bySet[r.Key] = append(as.bySet[r.Key], &r)
 	}
-	var ch Changes
-	var changed []int64
-	touch := func(r *Release) {
-		if r.ID > 0 && !slices.Contains(changed, r.ID) {
-			changed = append(changed, r.ID)
-		}
+	return as
+}
+
+// touch records that the stored release r changed.
+func (as *assigner) touch(r *Release) {
+	r.Updated = as.now
+	if r.ID > 0 && !slices.Contains(as.changed, r.ID) {
+		as.changed = append(as.changed, r.ID)
 	}
-	next := int64(-1)
-	for i, f := range u.Files {
-		if old, ok := stored[f.Key]; ok {
-			r := byID[old.Release]
-			if r == nil {
-				// The store did not read it: a bug in the store. Placing the
-				// file elsewhere would lose its totals; keep it where it is.
-				r = &Release{ID: old.Release}
-				byID[r.ID] = r
-			}
-			merged := old.File.Merge(f)
-			r.add(&old.File, -1)
-			r.add(&merged, +1)
-			r.join(&merged)
-			r.Updated = now
-			touch(r)
-			ch.Files = append(ch.Files, Placed{Release: r.ID, File: merged})
-			continue
-		}
-		set := u.set(i)
-		key := SetKey(f.Poster, set.Key)
-		r := nearest(bySet[key], f.Date, u.Window)
-		if r == nil {
-			r = &Release{ID: next, Key: key, Name: set.Name, Poster: f.Poster, Posted: f.Date, Last: f.Date}
-			next--
-			byID[r.ID] = r
-			bySet[key] = append(bySet[key], r)
-		}
-		r.add(&f, +1)
-		r.join(&f)
-		r.FilesExpected = max(r.FilesExpected, set.Files)
-		r.Updated = now
-		touch(r)
-		ch.Files = append(ch.Files, Placed{Release: r.ID, File: f, New: true})
+}
+
+// merge merges f into the stored file old, in old's release.
+func (as *assigner) merge(old Stored, f File) {
+	r := as.byID[old.Release]
+	if r == nil {
+		// The store did not read it: a bug in the store. Placing the
+		// file elsewhere would lose its totals; keep it where it is.
+		r = &Release{ID: old.Release}
+		as.byID[r.ID] = r
 	}
-	for id := int64(-1); id > next; id-- {
-		r := byID[id]
+	merged := old.File.Merge(f)
+	r.add(&old.File, -1)
+	r.add(&merged, +1)
+	r.join(&merged)
+	as.touch(r)
+	as.ch.Files = append(as.ch.Files, Placed{Release: r.ID, File: merged})
+}
+
+// place puts the new file f, of the set set, in the nearest release of
+// its set key within window, or in a new one.
+func (as *assigner) place(f File, set Set, window time.Duration) {
+	key := SetKey(f.Poster, set.Key)
+	r := nearest(as.bySet[key], f.Date, window)
+	if r == nil {
+		r = &Release{ID: as.next, Key: key, Name: set.Name, Poster: f.Poster, Posted: f.Date, Last: f.Date}
+		as.next--
+		as.byID[r.ID] = r
+		as.bySet[key] = append(as.bySet[key], r)
+	}
+	r.add(&f, +1)
+	r.join(&f)
+	r.FilesExpected = max(r.FilesExpected, set.Files)
+	as.touch(r)
+	as.ch.Files = append(as.ch.Files, Placed{Release: r.ID, File: f, New: true})
+}
+
+// changes settles and classifies the new and changed releases.
+func (as *assigner) changes() Changes {
+	for id := int64(-1); id > as.next; id-- {
+		r := as.byID[id]
 		r.settle()
 		r.classify()
-		ch.New = append(ch.New, *r)
+		as.ch.New = append(as.ch.New, *r)
 	}
-	for _, id := range changed {
-		r := byID[id]
+	for _, id := range as.changed {
+		r := as.byID[id]
 		r.settle()
 		r.classify()
-		ch.Changed = append(ch.Changed, *r)
+		as.ch.Changed = append(as.ch.Changed, *r)
 	}
-	return ch
+	return as.ch
 }
 
 // classify sets the release's category and episode from its name and

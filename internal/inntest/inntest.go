@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/internal/quickack"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 )
 
 // Bin is where Debian's inn2 package puts innd, nnrpd, ctlinnd and makedbz.
@@ -45,7 +46,7 @@ type Server struct {
 	innconf string
 	addr    string
 	env     []string
-	out     *syncBuffer
+	out     *syncbuf.Buffer
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
@@ -109,7 +110,7 @@ func Start(tb testing.TB) *Server {
 		dir:     dir,
 		innconf: filepath.Join(dir, "etc", "inn.conf"),
 		addr:    net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		out:     &syncBuffer{},
+		out:     &syncbuf.Buffer{},
 		exited:  make(chan struct{}),
 	}
 	s.env = childEnv(s.innconf)
@@ -651,23 +652,4 @@ func childEnv(innconf string) []string {
 		env = append(env, kv)
 	}
 	return append(env, "INNCONF="+innconf)
-}
-
-// syncBuffer collects innd's output; exec copies into it from its own
-// goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 )
 
 // Reader is INN's reader daemon, nnrpd, serving the instance's articles on
@@ -20,7 +22,7 @@ import (
 // localhost (a peer) to nnrpd.
 type Reader struct {
 	addr    string
-	out     *syncBuffer
+	out     *syncbuf.Buffer
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
@@ -64,7 +66,7 @@ func (s *Server) startReader() (*Reader, error) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	r := &Reader{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), out: &syncBuffer{}, exited: make(chan struct{})}
+	r := &Reader{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), out: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	// -n: no reverse lookups of the client's address.
 	r.cmd = exec.Command(filepath.Join(Bin, "nnrpd"), "-D", "-f", "-n", "-p", strconv.Itoa(port), "-b", "127.0.0.1")
 	r.cmd.Dir = s.dir

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 )
 
 // The control login StartServer gives NZBGet.
@@ -65,7 +67,7 @@ type Server struct {
 	dir    string
 	rpc    string
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *syncbuf.Buffer
 	done   chan struct{}
 	err    error // the process's exit, once done is closed
 	cancel context.CancelFunc
@@ -117,7 +119,7 @@ func StartServer(tb testing.TB, cfg ServerConfig) *Server {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{dir: dir, rpc: fmt.Sprintf("http://127.0.0.1:%d/jsonrpc", control), out: &syncBuffer{}, done: make(chan struct{}), cancel: cancel}
+	s := &Server{dir: dir, rpc: fmt.Sprintf("http://127.0.0.1:%d/jsonrpc", control), out: &syncbuf.Buffer{}, done: make(chan struct{}), cancel: cancel}
 	s.cmd = exec.CommandContext(ctx, nzbget, "-s", "-c", confFile, "-o", "OutputMode=log")
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
@@ -303,23 +305,4 @@ func (s *Server) Shutdown(tb testing.TB) {
 			tb.Errorf("nzbgettest: nzbget: %v", s.err)
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer that a process's output may write to while
-// a test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
