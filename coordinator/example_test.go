@@ -24,8 +24,9 @@ import (
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
-// Embedding the coordinator in another program.
-func ExampleNew() {
+// Embedding the coordinator in another program: the Service, and the
+// HTTP API over it.
+func ExampleNewServer() {
 	dir, _ := os.MkdirTemp("", "coordinator-example")
 	defer os.RemoveAll(dir)
 	store, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(dir, "edgeindex.db"), sqlstore.Config{})
@@ -36,11 +37,11 @@ func ExampleNew() {
 	sp, _ := spool.Open(filepath.Join(dir, "spool"), spool.Config{})
 	defer sp.Close()
 	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
-	srv, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, AdminToken: "secret"})
+	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, AdminToken: "secret"})
 	if err != nil {
 		panic(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewServer(coordinator.NewServer(svc))
 	defer hs.Close()
 
 	resp, _ := http.Post(hs.URL+"/v1/lease", "application/json", nil)
@@ -90,7 +91,7 @@ func ExampleService() {
 		panic(err)
 	}
 	var frames bytes.Buffer
-	rs.Send(ctx, coordinator.StreamSink{W: &frames})
+	rs.Send(ctx, coordinator.NewFrameWriter(&frames))
 	fr, _ := edgeframe.NewReader(&frames, edgeframe.Config{})
 	for {
 		fm, err := fr.Next()

@@ -71,8 +71,9 @@ func newCoord(t testing.TB) *coord {
 	t.Cleanup(func() { sp.Close() })
 	snaps, err := blobstore.OpenDir(t.TempDir())
 	require.NoError(t, err)
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, AdminToken: adminToken})
+	svc, err := coordinator.NewService(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, AdminToken: adminToken})
 	require.NoError(t, err)
+	srv := coordinator.NewServer(svc)
 
 	c := &coord{t: t, store: st}
 	c.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
