@@ -10,9 +10,13 @@
 //
 // The two layers share the package and keep to their files: service*.go
 // and stream.go never read a request or write a response, http*.go hold
-// every body, length, limit, status and header.
+// every body, length, limit, status and header. One package rather than
+// two, so the HTTP layer hands the Service a batch it decoded, and so
+// checked, without the Service checking it again (edgeframe.ValidateBatch
+// costs about three decodes), and one Config serves both.
 //
-//	service.go            Config, Store and the capabilities, Service, NewService, chunk notifications
+//	config.go             Config, of both layers: the HTTP layer's fields come last
+//	service.go            Store and the capabilities, Service, NewService, chunk notifications
 //	service_ranges.go     range calls: Grant, OpenStream/OpenReplay, Send, CheckBatch, StoreBatch, Finish, Corrupt, ...
 //	service_lanes.go      lane calls and snapshots: GrantLane, Next, PutSnapshot, OpenSnapshot, ResetSnapshot
 //	service_snapshots.go  the snapshot blobs: names, one upload per lane, pruning

@@ -125,3 +125,34 @@ func ExampleService() {
 	// heartbeat after finish is a lost lease: true
 	// ranges done: 1
 }
+
+// A range's stream without HTTP: the chunks stored in a spool, written as
+// frames to a plain writer.
+func ExampleStream() {
+	dir, _ := os.MkdirTemp("", "stream-example")
+	defer os.RemoveAll(dir)
+	sp, _ := spool.Open(dir, spool.Config{})
+	defer sp.Close()
+	r := lease.Range{ID: 1, Group: "alt.test", Start: 1, End: 25, Next: 1, State: lease.StateLeased}
+	for _, span := range lease.Spans(r.Start, r.End, 10) {
+		sp.Put(r.ID, span, []byte(fmt.Sprintf("chunk %d-%d", span.From, span.To)))
+	}
+	var frames bytes.Buffer
+	if err := coordinator.Stream(context.Background(), coordinator.NewFrameWriter(&frames), r, 10, coordinator.StreamConfig{Spool: sp}); err != nil {
+		panic(err)
+	}
+	fr, _ := edgeframe.NewReader(&frames, edgeframe.Config{})
+	for {
+		f, err := fr.Next()
+		if err != nil {
+			break // io.EOF after the end frame
+		}
+		if f.Type == edgeframe.TypeChunk {
+			fmt.Printf("%s\n", f.Data)
+		}
+	}
+	// Output:
+	// chunk 1-10
+	// chunk 11-20
+	// chunk 21-25
+}

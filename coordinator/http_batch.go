@@ -28,7 +28,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	if err != nil {
 		return err
 	}
-	res, err := s.svc.storeDecoded(r.Context(), id, f, b, then == api.ThenLease)
+	res, err := s.svc.storeBatch(r.Context(), id, f, b, then == api.ThenLease)
 	done() // the budget is given back before the answer goes out
 	return s.reply(w, res, err)
 }

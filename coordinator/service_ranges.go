@@ -149,7 +149,7 @@ func (s *Service) StoreBatch(ctx context.Context, rangeID int64, f lease.Fence, 
 	if err := s.validBatch(ctx, rangeID, f, b); err != nil {
 		return api.BatchReply{}, err
 	}
-	return s.store(ctx, rangeID, f, b, false)
+	return s.storeBatch(ctx, rangeID, f, b, false)
 }
 
 // StoreBatchThenLease is StoreBatch for a batch posted with ?then=lease:
@@ -163,7 +163,7 @@ func (s *Service) StoreBatchThenLease(ctx context.Context, rangeID int64, f leas
 	if err := s.validBatch(ctx, rangeID, f, b); err != nil {
 		return api.BatchReply{}, err
 	}
-	return s.store(ctx, rangeID, f, b, true)
+	return s.storeBatch(ctx, rangeID, f, b, true)
 }
 
 // validBatch checks b as decoding checks a body; a stale holder hears of
@@ -179,18 +179,14 @@ func (s *Service) validBatch(ctx context.Context, rangeID int64, f lease.Fence, 
 	return err
 }
 
-// storeDecoded stores a batch edgeframe decoded, and so checked: the HTTP
-// layer's way in (see Server.readBatch), which checked the fence already
-// when the body was large.
-func (s *Service) storeDecoded(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch, then bool) (api.BatchReply, error) {
-	return s.store(ctx, rangeID, f, b, then)
-}
-
-// store applies the batch rule (batch.Store.Put) to a decoded batch: from
-// == next stores it, to < next is a duplicate, anything else a conflict;
-// the store checks f's lease as it writes. With then, a batch that
-// finishes its range gets f.Node's next lease too (StoreBatchThenLease).
-func (s *Service) store(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch, then bool) (api.BatchReply, error) {
+// storeBatch applies the batch rule (batch.Store.Put) to a batch that
+// passed edgeframe's checks: from == next stores it, to < next is a
+// duplicate, anything else a conflict; the store checks f's lease as it
+// writes. With then, a batch that finishes its range gets f.Node's next
+// lease too (StoreBatchThenLease). It is StoreBatch's last step, and the
+// HTTP layer's way in for a batch it decoded (Server.readBatch), which
+// checked the fence already when the body was large.
+func (s *Service) storeBatch(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch, then bool) (api.BatchReply, error) {
 	var reply api.BatchReply
 	tried := false
 	var err error
