@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 
 const adminToken = "fleet-reader-test-admin-token"
 
-// coord is a real coordinator (coordinator.New over SQLite and a disk spool)
+// coord is a real coordinator (coordinator.NewServer over SQLite and a disk spool)
 // behind a wrapper that counts the admin reads and can hold or fail them.
 type coord struct {
 	t         testing.TB
