@@ -156,3 +156,40 @@ func ExampleStream() {
 	// chunk 11-20
 	// chunk 21-25
 }
+
+// A final batch that asks for the next lease in its answer: one call
+// finishes the range and grants the node its next one.
+func ExampleService_StoreBatchThenLease() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "then-lease-example")
+	defer os.RemoveAll(dir)
+	store, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), sqlstore.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	sp, _ := spool.Open(filepath.Join(dir, "spool"), spool.Config{})
+	defer sp.Close()
+	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
+	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps})
+	if err != nil {
+		panic(err)
+	}
+	store.AddGroup(ctx, grouplease.Group{Name: "alt.binaries.example", RangeSize: 100, ChunkSize: 100})
+	store.AddRanges(ctx, grouplease.NewRanges{Group: "alt.binaries.example", From: 1, To: 200})
+
+	l, err := svc.Grant(ctx, "edge-1")
+	if err != nil {
+		panic(err)
+	}
+	f := lease.Fence{Node: "edge-1", Token: l.Token}
+	res, err := svc.StoreBatchThenLease(ctx, l.Range.ID, f, api.Batch{From: 1, To: 100, Headers: 100, Final: true})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("done:", res.Done)
+	fmt.Printf("next lease: %d-%d\n", res.Lease.Range.Start, res.Lease.Range.End)
+	// Output:
+	// done: true
+	// next lease: 101-200
+}
