@@ -37,10 +37,11 @@ func ExampleAdminClient() {
 	store.AddRanges(ctx, grouplease.NewRanges{Group: "alt.binaries.example", From: 1, To: 300})
 	store.Grant(ctx, "edge-1", time.Minute)
 	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
-	srv, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, AdminToken: "admin-secret"})
+	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, AdminToken: "admin-secret"})
 	if err != nil {
 		panic(err)
 	}
+	srv := coordinator.NewServer(svc)
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 

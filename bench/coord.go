@@ -79,13 +79,20 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 			return nil, err
 		}
 	}
-	c.api, err = coordinator.New(coordinator.Config{Store: c.store, Spool: c.spool, Snapshots: snaps,
-		Prefetcher: pf, LeaseTTL: cfg.LeaseTTL})
+	ccfg := coordinator.Config{Store: c.store, Spool: c.spool, Snapshots: snaps, LeaseTTL: cfg.LeaseTTL}
+	if pf != nil {
+		ccfg.Prefetcher = pf
+	}
+	if shared, ok := c.spool.(coordinator.SharedSpool); ok && cfg.Shared != nil { // a spool.Bucket
+		ccfg.Shared = shared
+	}
+	svc, err := coordinator.NewService(ccfg)
 	if err != nil {
 		l.Close()
 		return nil, err
 	}
-	c.http = coordinator.HTTPServer(c.api, nil)
+	c.api = coordinator.NewServer(svc)
+	c.http = c.api.HTTPServer()
 	c.url = "http://" + l.Addr().String()
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel

@@ -100,11 +100,12 @@ func newHarnessOn(t *testing.T, st *sqlstore.Store, tweak func(*coordinator.Conf
 	}
 	watched := &watchedStore{Store: cfg.Snapshots, putting: map[string]int{}}
 	cfg.Snapshots = watched
-	srv, err := coordinator.New(cfg)
+	svc, err := coordinator.NewService(cfg)
 	require.NoError(t, err)
+	srv := coordinator.NewServer(svc)
 	// The coordinator's own http.Server settings (timeouts, header limit).
 	hs := httptest.NewUnstartedServer(srv)
-	hs.Config = coordinator.HTTPServer(srv, nil)
+	hs.Config = srv.HTTPServer()
 	if serverTweak != nil {
 		serverTweak(hs.Config)
 	}

@@ -26,8 +26,9 @@ import (
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
-// Embedding the coordinator in another program.
-func ExampleNew() {
+// Embedding the coordinator in another program: the Service, and the
+// HTTP API over it.
+func ExampleNewServer() {
 	dir, _ := os.MkdirTemp("", "coordinator-example")
 	defer os.RemoveAll(dir)
 	store, err := sqlstore.Open(context.Background(), "sqlite://"+filepath.Join(dir, "edgeindex.db"), sqlstore.Config{})
@@ -38,11 +39,11 @@ func ExampleNew() {
 	sp, _ := spool.Open(filepath.Join(dir, "spool"), spool.Config{})
 	defer sp.Close()
 	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
-	srv, err := coordinator.New(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, AdminToken: "secret"})
+	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, AdminToken: "secret"})
 	if err != nil {
 		panic(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewServer(coordinator.NewServer(svc))
 	defer hs.Close()
 
 	resp, _ := http.Post(hs.URL+"/v1/lease", "application/json", nil)
@@ -92,7 +93,7 @@ func ExampleService() {
 		panic(err)
 	}
 	var frames bytes.Buffer
-	rs.Send(ctx, coordinator.StreamSink{W: &frames})
+	rs.Send(ctx, coordinator.NewFrameWriter(&frames))
 	fr, _ := edgeframe.NewReader(&frames, edgeframe.Config{})
 	for {
 		fm, err := fr.Next()
@@ -125,4 +126,72 @@ func ExampleService() {
 	// chunk 801-1000: 200 lines, next 1001
 	// heartbeat after finish is a lost lease: true
 	// ranges done: 1
+}
+
+// A range's stream without HTTP: the chunks stored in a spool, written as
+// frames to a plain writer.
+func ExampleStream() {
+	dir, _ := os.MkdirTemp("", "stream-example")
+	defer os.RemoveAll(dir)
+	sp, _ := spool.Open(dir, spool.Config{})
+	defer sp.Close()
+	r := lease.Range{ID: 1, Group: "alt.test", Start: 1, End: 25, Next: 1, State: lease.StateLeased}
+	for _, span := range lease.Spans(r.Start, r.End, 10) {
+		sp.Put(r.ID, span, []byte(fmt.Sprintf("chunk %d-%d", span.From, span.To)))
+	}
+	var frames bytes.Buffer
+	if err := coordinator.Stream(context.Background(), coordinator.NewFrameWriter(&frames), r, 10, coordinator.StreamConfig{Spool: sp}); err != nil {
+		panic(err)
+	}
+	fr, _ := edgeframe.NewReader(&frames, edgeframe.Config{})
+	for {
+		f, err := fr.Next()
+		if err != nil {
+			break // io.EOF after the end frame
+		}
+		if f.Type == edgeframe.TypeChunk {
+			fmt.Printf("%s\n", f.Data)
+		}
+	}
+	// Output:
+	// chunk 1-10
+	// chunk 11-20
+	// chunk 21-25
+}
+
+// A final batch that asks for the next lease in its answer: one call
+// finishes the range and grants the node its next one.
+func ExampleService_StoreBatchThenLease() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "then-lease-example")
+	defer os.RemoveAll(dir)
+	store, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(dir, "edgeindex.db"), sqlstore.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	sp, _ := spool.Open(filepath.Join(dir, "spool"), spool.Config{})
+	defer sp.Close()
+	snaps, _ := blobstore.OpenDir(filepath.Join(dir, "snapshots"))
+	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps})
+	if err != nil {
+		panic(err)
+	}
+	store.AddGroup(ctx, grouplease.Group{Name: "alt.binaries.example", RangeSize: 100, ChunkSize: 100})
+	store.AddRanges(ctx, grouplease.NewRanges{Group: "alt.binaries.example", From: 1, To: 200})
+
+	l, err := svc.Grant(ctx, "edge-1")
+	if err != nil {
+		panic(err)
+	}
+	f := lease.Fence{Node: "edge-1", Token: l.Token}
+	res, err := svc.StoreBatchThenLease(ctx, l.Range.ID, f, api.Batch{From: 1, To: 100, Headers: 100, Final: true})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("done:", res.Done)
+	fmt.Printf("next lease: %d-%d\n", res.Lease.Range.Start, res.Lease.Range.End)
+	// Output:
+	// done: true
+	// next lease: 101-200
 }

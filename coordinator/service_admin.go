@@ -6,7 +6,6 @@ import (
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
-	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -68,18 +67,14 @@ func (s *Service) Fleet(ctx context.Context) (api.Fleet, error) {
 	return f, nil
 }
 
-// plans reads the groups' plans when the store plans ranges (an optional
-// capability: grouplease.PlanStore), by group id.
+// plans reads the groups' plans and the planner's last failures
+// (Store.Plans, Store.PlanErrors), by group id.
 func (s *Service) plans(ctx context.Context) (map[int64]*api.FleetPlan, error) {
-	ps, ok := s.cfg.Store.(grouplease.PlanStore)
-	if !ok {
-		return nil, nil
-	}
-	plans, err := ps.Plans(ctx)
+	plans, err := s.cfg.Store.Plans(ctx)
 	if err != nil {
 		return nil, err
 	}
-	failed, err := ps.PlanErrors(ctx)
+	failed, err := s.cfg.Store.PlanErrors(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
 	"github.com/edgeindex/edgeindex"
@@ -76,9 +75,9 @@ func (s *Service) PutSnapshot(ctx context.Context, groupID int64, ln lease.Lane,
 		return api.Snapshot{}, err
 	}
 	name := newName(groupID, ln, next, f.Token)
-	n, err := s.snaps.write(ctx, name, http.MaxBytesReader(nil, io.NopCloser(body), s.cfg.MaxSnapshot), size)
+	n, err := s.snaps.write(ctx, name, &capReader{r: body, n: s.cfg.MaxSnapshot}, size)
 	if err != nil {
-		if _, over := errors.AsType[*http.MaxBytesError](err); over {
+		if errors.Is(err, errOverCap) {
 			return api.Snapshot{}, tooLarge
 		}
 		return api.Snapshot{}, err
@@ -196,4 +195,32 @@ func (s *Service) ResetSnapshot(ctx context.Context, groupID int64, ln lease.Lan
 		return api.SnapshotReset{}, nil
 	}
 	return api.SnapshotReset{Reset: true, Next: &old.Next}, nil
+}
+
+// errOverCap is a body read past its cap.
+var errOverCap = errors.New("over the size cap")
+
+// capReader reads r, and fails with errOverCap once it holds more than n
+// bytes: the bytes up to the cap are read, and none after.
+type capReader struct {
+	r   io.Reader
+	n   int64 // bytes left under the cap
+	err error
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	if int64(len(p)) > c.n+1 {
+		p = p[:c.n+1] // one byte past the cap tells it is over
+	}
+	n, err := c.r.Read(p)
+	if int64(n) <= c.n {
+		c.n -= int64(n)
+		c.err = err
+		return n, err
+	}
+	n, c.n, c.err = int(c.n), 0, errOverCap
+	return n, c.err
 }

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
-	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/spool"
@@ -43,21 +41,6 @@ type RangeStream struct {
 	stored int64 // the range's real next; l.Range.Next is where the stream starts
 }
 
-// StreamSink is where a stream's frames go, and how they are pushed: an
-// http.ResponseController's Flush and SetWriteDeadline for an HTTP answer.
-// Only W is required.
-type StreamSink struct {
-	W io.Writer
-	// Flush pushes the frames written so far to the worker.
-	Flush func() error
-	// SetWriteDeadline is called before every write with Config.WriteTimeout
-	// from now: a worker that stops reading ends its stream.
-	SetWriteDeadline func(time.Time) error
-	// SetLength, when set, is told the stream's exact length before its
-	// first byte when every chunk is stored already.
-	SetLength func(n int64)
-}
-
 // OpenStream checks f's lease of the range and returns its stream, from the
 // chunk that holds the range's next.
 func (s *Service) OpenStream(ctx context.Context, rangeID int64, f lease.Fence) (*RangeStream, error) {
@@ -87,18 +70,18 @@ func (s *Service) OpenReplay(ctx context.Context, rangeID int64, f lease.Fence, 
 // Lease is the lease the stream was opened under.
 func (rs *RangeStream) Lease() api.Lease { return rs.l }
 
-// Send writes the range's frames to sink until the end frame, an error
-// frame (the lease lost, a chunk past the wait limit, Drain) or a failed
-// write. The lease is checked every TTL/3, not renewed. The returned error
-// says why a stream ended early; the frames said it to the worker already.
-func (rs *RangeStream) Send(ctx context.Context, sink StreamSink) error {
+// Send writes the range's frames to w until the end frame, an error frame
+// (the lease lost, a chunk past the wait limit, Drain) or a failed write.
+// The lease is checked every TTL/3, not renewed. The returned error says
+// why a stream ended early; the frames said it to the worker already.
+func (rs *RangeStream) Send(ctx context.Context, w FrameWriter) error {
 	svc := rs.s
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(svc.streams, cancel)() // Drain ends streams
 
-	cw := &countingWriter{w: sink.W}
-	cfg := spool.StreamConfig{
+	cw := &countingFrames{FrameWriter: w}
+	cfg := StreamConfig{
 		Spool:     svc.cfg.Spool,
 		Corpus:    svc.cfg.Corpus,
 		Keepalive: svc.cfg.Keepalive,
@@ -108,18 +91,14 @@ func (rs *RangeStream) Send(ctx context.Context, sink StreamSink) error {
 			_, err := svc.cfg.Store.Check(ctx, rs.l.Range.ID, rs.f)
 			return err
 		},
-		CheckEvery:       svc.cfg.LeaseTTL / 3,
-		Stored:           rs.stored,
-		Flush:            sink.Flush,
-		SetWriteDeadline: sink.SetWriteDeadline,
-		WriteTimeout:     svc.cfg.WriteTimeout,
-		SetLength:        sink.SetLength,
-		Keepalives:       svc.cfg.Metrics.keepalive,
+		CheckEvery: svc.cfg.LeaseTTL / 3,
+		Stored:     rs.stored,
+		Keepalives: svc.cfg.Metrics.keepalive,
 	}
 	if svc.cfg.Prefetcher != nil {
 		cfg.Notify = svc.cfg.Prefetcher.Notify
 	}
-	err := spool.Stream(ctx, cw, rs.l.Range, rs.l.ChunkSize, cfg)
+	err := Stream(ctx, cw, rs.l.Range, rs.l.ChunkSize, cfg)
 	svc.cfg.Metrics.streamed(cw.n)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		svc.cfg.Logger.Info("stream ended", "range", rs.l.Range.ID, "node", rs.f.Node, "err", err)
@@ -127,98 +106,30 @@ func (rs *RangeStream) Send(ctx context.Context, sink StreamSink) error {
 	return err
 }
 
-type countingWriter struct {
-	w io.Writer
+// countingFrames counts the bytes written through a FrameWriter.
+type countingFrames struct {
+	FrameWriter
 	n int64
 }
 
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
+func (c *countingFrames) Write(p []byte) (int, error) {
+	n, err := c.FrameWriter.Write(p)
 	c.n += int64(n)
 	return n, err
 }
 
-// ReadFrom keeps the response's own ReadFrom (sendfile) reachable.
-func (c *countingWriter) ReadFrom(r io.Reader) (int64, error) {
-	n, err := io.Copy(c.w, r)
+// ReadFrom keeps the writer's own ReadFrom (sendfile) reachable.
+func (c *countingFrames) ReadFrom(r io.Reader) (int64, error) {
+	n, err := io.Copy(c.FrameWriter, r)
 	c.n += n
 	return n, err
 }
 
-// smallBatch is the largest body PostBatch decodes before the fence is
-// checked: decoding it costs less than the check's read, and the store
-// checks the fence anyway as it writes.
-const smallBatch = 64 << 10
-
-// PostBatch stores the batch whose encoded body (size bytes, or -1 when
-// unknown) body holds: the route's way in. The fence is checked before the
-// body is read, so a stale holder's body costs nothing, unless the body is
-// small (smallBatch): the store's own check as it writes is then the only
-// one, and a small body that fails to decode is answered with the lease
-// check's error when the lease is lost, so the answer is the same either
-// way. The body's bytes are then taken from the batch budget
-// (Config.MaxBatchBytes) while it is decoded and stored, and a batch the
-// budget has no room for fails with api.ErrBusy. A body over
-// Config.MaxBody fails with api.ErrTooLarge.
-//
-// A final batch (Batch.Final) also finishes the range, in the transaction
-// that stores it, and drops its spool chunks, as Finish does: the answer
-// says Done. A final batch whose range f's own grant finished already is
-// the retry of one whose answer was lost: it gets Duplicate and Done. Only
-// then is the body of a batch whose lease is lost read.
-func (s *Service) PostBatch(ctx context.Context, rangeID int64, f lease.Fence, size int64, body io.Reader) (api.BatchReply, error) {
-	return s.postBatch(ctx, rangeID, f, size, body, false)
-}
-
-// PostBatchThenLease is PostBatch for a batch posted with ?then=lease: when
-// it finishes its range, the answer also carries f.Node's next lease
-// (BatchReply.Lease), granted in the statement that stores the batch where
-// the store can (sqlstore's PutThenGrant), else right after it. With no
-// work there is no lease, as there is none when the grant fails (it is
-// logged): the batch is stored either way, and the worker asks for its
-// next range the usual way.
-func (s *Service) PostBatchThenLease(ctx context.Context, rangeID int64, f lease.Fence, size int64, body io.Reader) (api.BatchReply, error) {
-	return s.postBatch(ctx, rangeID, f, size, body, true)
-}
-
-func (s *Service) postBatch(ctx context.Context, rangeID int64, f lease.Fence, size int64, body io.Reader, then bool) (api.BatchReply, error) {
-	small := size >= 0 && size <= min(smallBatch, s.cfg.MaxBody)
-	if !small {
-		if err := s.fence(ctx, rangeID, f); err != nil {
-			s.cfg.Metrics.batch("refused", 0)
-			return api.BatchReply{}, err
-		}
-	}
-	if size > s.cfg.MaxBody {
-		s.cfg.Metrics.batch("refused", 0)
-		return api.BatchReply{}, fmt.Errorf("%w: a batch of at most %d bytes", api.ErrTooLarge, s.cfg.MaxBody)
-	}
-	hint := size
-	if size < 0 { // unknown length: the most it may be
-		size = s.cfg.MaxBody
-	}
-	if !s.batches.take(size) {
-		s.cfg.Metrics.batch("busy", 0)
-		return api.BatchReply{}, fmt.Errorf("%w: batches being stored hold the coordinator's batch memory; try again", api.ErrBusy)
-	}
-	defer s.batches.give(size)
-	b, err := edgeframe.DecodeBatchSize(body, hint, s.cfg.MaxBody)
-	if err != nil {
-		if small {
-			if ferr := s.fence(ctx, rangeID, f); ferr != nil {
-				err = ferr // a stale holder hears that first, as it would have
-			}
-		}
-		s.cfg.Metrics.batch("refused", 0)
-		return api.BatchReply{}, err
-	}
-	return s.store(ctx, rangeID, f, b, then)
-}
-
-// fence checks f's lease of the range before a batch is looked at. A range
-// f's own grant finished passes: a final batch may be the retry of the one
-// that finished it (the store decides).
-func (s *Service) fence(ctx context.Context, rangeID int64, f lease.Fence) error {
+// CheckBatch checks, before a batch is read, that f holds the range: the
+// HTTP layer's fence before it decodes a body, so a stale holder's batch
+// costs nothing. A range f's own grant finished passes: a final batch may
+// be the retry of the one that finished it (the store decides).
+func (s *Service) CheckBatch(ctx context.Context, rangeID int64, f lease.Fence) error {
 	_, err := s.cfg.Store.Check(ctx, rangeID, f)
 	if errors.Is(err, edgeindex.ErrFinished) {
 		return nil
@@ -226,30 +137,61 @@ func (s *Service) fence(ctx context.Context, rangeID int64, f lease.Fence) error
 	return err
 }
 
-// StoreBatch stores b for the range f holds: a program's way in, with the
-// checks PostBatch's decoding makes (edgeframe.ValidateBatch).
+// StoreBatch stores b for the range f holds, after the checks a decoded
+// batch passed (edgeframe.ValidateBatch); a batch that fails them gets
+// CheckBatch's error first when the lease is lost.
+//
+// A final batch (Batch.Final) also finishes the range, in the transaction
+// that stores it, and drops its spool chunks, as Finish does: the answer
+// says Done. A final batch whose range f's own grant finished already is
+// the retry of one whose answer was lost: it gets Duplicate and Done.
 func (s *Service) StoreBatch(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch) (api.BatchReply, error) {
-	err := s.fence(ctx, rangeID, f)
+	if err := s.validBatch(ctx, rangeID, f, b); err != nil {
+		return api.BatchReply{}, err
+	}
+	return s.storeBatch(ctx, rangeID, f, b, false)
+}
+
+// StoreBatchThenLease is StoreBatch for a batch posted with ?then=lease:
+// when it finishes its range, the answer also carries f.Node's next lease
+// (BatchReply.Lease), granted in the statement that stores the batch where
+// the store can (Store.PutThenGrant), else right after it. With no work
+// there is no lease, as there is none when the grant fails (it is
+// logged): the batch is stored either way, and the worker asks for its
+// next range the usual way.
+func (s *Service) StoreBatchThenLease(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch) (api.BatchReply, error) {
+	if err := s.validBatch(ctx, rangeID, f, b); err != nil {
+		return api.BatchReply{}, err
+	}
+	return s.storeBatch(ctx, rangeID, f, b, true)
+}
+
+// validBatch checks b as decoding checks a body; a stale holder hears of
+// its lease first.
+func (s *Service) validBatch(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch) error {
+	err := s.CheckBatch(ctx, rangeID, f)
 	if err == nil {
 		err = edgeframe.ValidateBatch(b)
 	}
 	if err != nil {
 		s.cfg.Metrics.batch("refused", 0)
-		return api.BatchReply{}, err
 	}
-	return s.store(ctx, rangeID, f, b, false)
+	return err
 }
 
-// store applies the batch rule (batch.Store.Put) to a decoded batch: from
-// == next stores it, to < next is a duplicate, anything else a conflict;
-// the store checks f's lease as it writes. With then, a batch that
-// finishes its range gets f.Node's next lease too (PostBatchThenLease).
-func (s *Service) store(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch, then bool) (api.BatchReply, error) {
+// storeBatch applies the batch rule (batch.Store.Put) to a batch that
+// passed edgeframe's checks: from == next stores it, to < next is a
+// duplicate, anything else a conflict; the store checks f's lease as it
+// writes. With then, a batch that finishes its range gets f.Node's next
+// lease too (StoreBatchThenLease). It is StoreBatch's last step, and the
+// HTTP layer's way in for a batch it decoded (Server.readBatch), which
+// checked the fence already when the body was large.
+func (s *Service) storeBatch(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch, then bool) (api.BatchReply, error) {
 	var reply api.BatchReply
 	tried := false
 	var err error
-	if g, ok := s.cfg.Store.(thenGranter); ok && then {
-		reply.Result, reply.Lease, tried, err = g.PutThenGrant(ctx, rangeID, f, b, s.cfg.LeaseTTL)
+	if then {
+		reply.Result, reply.Lease, tried, err = s.cfg.Store.PutThenGrant(ctx, rangeID, f, b, s.cfg.LeaseTTL)
 	} else {
 		reply.Result, err = s.cfg.Store.Put(ctx, rangeID, f, b)
 	}
@@ -278,36 +220,6 @@ func (s *Service) store(ctx context.Context, rangeID int64, f lease.Fence, b api
 		}
 	}
 	return reply, nil
-}
-
-// thenGranter is a store that can grant a node's next range in the
-// statement that stores its final batch (sqlstore.Store.PutThenGrant):
-// tried says it did try; when it did not, the Service grants after.
-type thenGranter interface {
-	PutThenGrant(ctx context.Context, rangeID int64, f lease.Fence, b batch.Batch, ttl time.Duration) (batch.Result, *lease.Lease, bool, error)
-}
-
-// budget bounds the bytes of batch bodies being decoded and stored at once.
-type budget struct {
-	mu        sync.Mutex
-	used, max int64
-}
-
-// take takes n bytes if there is room for them.
-func (b *budget) take(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used+n > b.max {
-		return false
-	}
-	b.used += n
-	return true
-}
-
-func (b *budget) give(n int64) {
-	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
 }
 
 // Heartbeat renews f's lease of the range and returns its new expiry.

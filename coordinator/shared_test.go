@@ -24,7 +24,7 @@ import (
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
-var _ coordinator.ChunkListener = (*sqlstore.Store)(nil)
+var _ coordinator.Store = (*sqlstore.Store)(nil)
 
 // Issue 12, deliverable 2: a chunk that coordinator A fetches into the
 // bucket it shares with coordinator B wakes a stream waiting for it on B
@@ -77,7 +77,7 @@ func TestSharedBucketWakesStreams(t *testing.T) {
 	snaps, err := blobstore.Sub(bucket, "snapshots")
 	require.NoError(t, err)
 	h := newHarnessOn(t, stB, func(c *coordinator.Config) {
-		c.Spool, c.Corpus, c.Snapshots, c.Prefetcher, c.Keepalive = spB, nil, snaps, pfB, time.Hour
+		c.Spool, c.Shared, c.Corpus, c.Snapshots, c.Prefetcher, c.Keepalive = spB, spB, nil, snaps, pfB, time.Hour
 	}, nil)
 	lctx, stopListening := context.WithCancel(context.Background())
 	listened := make(chan error, 1)

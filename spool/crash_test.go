@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/prefetch"
@@ -243,7 +244,7 @@ func TestPrefetchAfterCrash(t *testing.T) {
 	var buf bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- spool.Stream(ctx, &buf, e.leased.Range, 10, spool.StreamConfig{Spool: e.spool, Notify: p.Notify})
+		done <- coordinator.Stream(ctx, coordinator.NewFrameWriter(&buf), e.leased.Range, 10, coordinator.StreamConfig{Spool: e.spool, Notify: p.Notify})
 	}()
 	require.Eventually(t, func() bool { return !e.spool.Has(id, spans[4]) }, 10*time.Second, time.Millisecond)
 	n, err = p.Pass(ctx)

@@ -501,11 +501,16 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 		// with several providers, summed over them.
 		metrics.WatchFetches(src.fetchStats)
 	}
-	api, err := coordinator.New(coordinator.Config{Store: store, Spool: st.spool, Corpus: st.corpus, Snapshots: st.snaps,
-		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics})
+	cfg := coordinator.Config{Store: store, Spool: st.spool, Corpus: st.corpus, Snapshots: st.snaps,
+		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: log, Metrics: metrics}
+	if st.bucket != nil {
+		cfg.Shared = st.bucket
+	}
+	svc, err := coordinator.NewService(cfg)
 	if err != nil {
 		return nil, err
 	}
+	api := coordinator.NewServer(svc)
 	nz, nzl, err := m.listenNewznab(store, log)
 	if err != nil {
 		return nil, err
@@ -513,7 +518,7 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	if nzl != nil {
 		closers = append(closers, nzl.Close)
 	}
-	r := &running{http: coordinator.HTTPServer(api, log), api: api, listener: l, newznab: nz, served: make(chan error, 2),
+	r := &running{http: api.HTTPServer(), api: api, listener: l, newznab: nz, served: make(chan error, 2),
 		bg: make(chan error, 4), log: log, storage: st, source: src}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.cancel = cancel

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -47,9 +46,11 @@ func (m *Main) listenNewznab(store *sqlstore.Store, log *slog.Logger) (*http.Ser
 // rather than held open, so a client that never reads holds a connection
 // for two minutes at most.
 func newznabServer(h http.Handler, log *slog.Logger) *http.Server {
-	srv := coordinator.HTTPServer(h, log)
-	srv.ReadTimeout = 30 * time.Second
-	srv.WriteTimeout = 2 * time.Minute
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	if log != nil {
+		srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	}
 	return srv
 }
 

@@ -122,8 +122,9 @@ func newPipeline(t *testing.T, groups ...grouplease.Group) *pipeline {
 	require.NoError(t, err)
 	snaps, err := blobstore.OpenDir(t.TempDir())
 	require.NoError(t, err)
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps})
+	svc, err := coordinator.NewService(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps})
 	require.NoError(t, err)
+	srv := coordinator.NewServer(svc)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Drain(); hs.Close() })
 

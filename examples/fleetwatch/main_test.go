@@ -39,8 +39,9 @@ func realCoordinator(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	require.NoError(t, err)
 	snaps, err := blobstore.OpenDir(t.TempDir())
 	require.NoError(t, err)
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, AdminToken: "admin"})
+	svc, err := coordinator.NewService(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, AdminToken: "admin"})
 	require.NoError(t, err)
+	srv := coordinator.NewServer(svc)
 	var hits atomic.Int64
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)

@@ -60,8 +60,9 @@ func NewCoordinator(t testing.TB) *Coordinator {
 	t.Cleanup(func() { sp.Close() })
 	snaps, err := blobstore.OpenDir(t.TempDir())
 	require.NoError(t, err)
-	srv, err := coordinator.New(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, AdminToken: AdminToken})
+	svc, err := coordinator.NewService(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps, AdminToken: AdminToken})
 	require.NoError(t, err)
+	srv := coordinator.NewServer(svc)
 
 	c := &Coordinator{t: t, store: st}
 	c.http = httptest.NewServer(c.wrap(srv))

@@ -1,4 +1,4 @@
-package spool_test
+package coordinator_test
 
 import (
 	"bytes"
@@ -9,11 +9,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/sources"
@@ -85,9 +86,8 @@ func benchStream(b *testing.B, chunkOf func(lease.Span) []byte) {
 	b.Run("spool", func(b *testing.B) {
 		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
 			rw.Header().Set("Content-Type", edgeframe.ContentType)
-			cfg := spool.StreamConfig{Spool: sp, Flush: http.NewResponseController(rw).Flush,
-				SetLength: func(n int64) { rw.Header().Set("Content-Length", strconv.FormatInt(n, 10)) }}
-			if err := spool.Stream(req.Context(), rw, r, chunk, cfg); err != nil {
+			w := coordinator.HTTPFrames(rw, time.Minute)
+			if err := coordinator.Stream(req.Context(), w, r, chunk, coordinator.StreamConfig{Spool: sp}); err != nil {
 				b.Error(err)
 			}
 		}))

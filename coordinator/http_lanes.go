@@ -8,7 +8,6 @@ import (
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/spool"
 )
 
 func (s *Server) handleLaneLease(w http.ResponseWriter, r *http.Request, n string) error {
@@ -94,7 +93,7 @@ func (s *Server) handleGetSnapshot(w http.ResponseWriter, r *http.Request, n str
 	w.Header().Set("Content-Length", strconv.FormatInt(snap.Size, 10))
 	w.Header().Set(api.HeaderSnapshotNext, strconv.FormatInt(snap.Next, 10))
 	rc := http.NewResponseController(w)
-	dw := spool.NewDeadlineWriter(w, rc.SetWriteDeadline, s.cfg.WriteTimeout)
+	dw := newDeadlineWriter(w, rc.SetWriteDeadline, s.cfg.WriteTimeout)
 	dw.Arm()
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.Copy(dw, body); err != nil {

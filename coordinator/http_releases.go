@@ -1,41 +1,12 @@
 package coordinator
 
 import (
-	"context"
 	"net/http"
 	"time"
 
 	"github.com/edgeindex/edgeindex/nzb"
 	"github.com/edgeindex/edgeindex/release"
 )
-
-// releases returns the store's releases, an optional capability.
-func (s *Service) releases() (release.Store, error) {
-	rs, ok := s.cfg.Store.(release.Store)
-	if !ok {
-		return nil, release.ErrNotFound
-	}
-	return rs, nil
-}
-
-// Releases pages through the releases built from the results feed, oldest
-// first; q.Group selects those with a file read in that group.
-func (s *Service) Releases(ctx context.Context, q release.Query) (release.Page, error) {
-	rs, err := s.releases()
-	if err != nil {
-		return release.Page{}, err
-	}
-	return rs.Releases(ctx, q)
-}
-
-// ReleaseByID returns one release with its files and their parts.
-func (s *Service) ReleaseByID(ctx context.Context, id int64) (release.Release, error) {
-	rs, err := s.releases()
-	if err != nil {
-		return release.Release{}, err
-	}
-	return rs.ReleaseByID(ctx, id)
-}
 
 func (s *Server) handleReleases(w http.ResponseWriter, r *http.Request) error {
 	lim, err := limit(r)

@@ -1,4 +1,4 @@
-package spool_test
+package coordinator_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
+	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
@@ -90,7 +91,7 @@ func (e *streamEnv) putAll(t *testing.T, except ...int64) {
 
 // run streams the range in a goroutine and returns a function that waits
 // for the stream's end and decodes what it wrote.
-func (e *streamEnv) run(ctx context.Context, cfg spool.StreamConfig) func(t *testing.T) ([]edgeframe.Frame, error, error) {
+func (e *streamEnv) run(ctx context.Context, cfg coordinator.StreamConfig) func(t *testing.T) ([]edgeframe.Frame, error, error) {
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	cfg.Spool, cfg.Clock = e.spool, e.clock
@@ -101,7 +102,7 @@ func (e *streamEnv) run(ctx context.Context, cfg spool.StreamConfig) func(t *tes
 	go func() {
 		mu.Lock()
 		defer mu.Unlock()
-		done <- spool.Stream(ctx, &buf, e.r, 10, cfg)
+		done <- coordinator.Stream(ctx, coordinator.NewFrameWriter(&buf), e.r, 10, cfg)
 	}()
 	return func(t *testing.T) ([]edgeframe.Frame, error, error) {
 		t.Helper()
@@ -147,7 +148,7 @@ func TestStreamFromNext(t *testing.T) {
 	e := newStreamEnv(t)
 	e.putAll(t)
 	e.r.Next = 25 // inside the third chunk
-	frames, serr, rerr := e.run(t.Context(), spool.StreamConfig{})(t)
+	frames, serr, rerr := e.run(t.Context(), coordinator.StreamConfig{})(t)
 	require.NoError(t, serr)
 	require.NoError(t, rerr)
 	require.Equal(t, "C21 C31 C41 E", kinds(frames))
@@ -163,7 +164,7 @@ func TestStreamCorpusFirst(t *testing.T) {
 	e.putAll(t)
 	span := lease.Span{From: 11, To: 20}
 	require.NoError(t, e.corpus.Put(e.r.Group, span, []byte("from the corpus")))
-	frames, serr, _ := e.run(t.Context(), spool.StreamConfig{})(t)
+	frames, serr, _ := e.run(t.Context(), coordinator.StreamConfig{})(t)
 	require.NoError(t, serr)
 	require.Equal(t, "C1 C11 C21 C31 C41 E", kinds(frames))
 	require.Equal(t, "from the corpus", string(frames[1].Data))
@@ -175,7 +176,7 @@ func TestStreamWaitsWithKeepalives(t *testing.T) {
 	e := newStreamEnv(t)
 	e.putAll(t, 21)
 	var checks int
-	wait := e.run(t.Context(), spool.StreamConfig{
+	wait := e.run(t.Context(), coordinator.StreamConfig{
 		CheckEvery: 20 * time.Second,
 		Check:      func(context.Context) error { checks++; return nil },
 	})
@@ -194,12 +195,12 @@ func TestStreamWaitLimit(t *testing.T) {
 	t.Parallel()
 	e := newStreamEnv(t)
 	e.putAll(t, 31)
-	wait := e.run(t.Context(), spool.StreamConfig{WaitLimit: time.Minute})
+	wait := e.run(t.Context(), coordinator.StreamConfig{WaitLimit: time.Minute})
 	for range 3 {
 		e.clock.Advance(t, 20*time.Second)
 	}
 	frames, serr, rerr := wait(t)
-	require.ErrorIs(t, serr, spool.ErrWaitLimit)
+	require.ErrorIs(t, serr, coordinator.ErrWaitLimit)
 	require.ErrorIs(t, rerr, edgeframe.ErrAborted, "the stream ends with an error frame")
 	require.Equal(t, "C1 C11 C21 K K X", kinds(frames))
 	require.Contains(t, frames[len(frames)-1].Message, "31-40")
@@ -209,7 +210,7 @@ func TestStreamLeaseLost(t *testing.T) {
 	t.Parallel()
 	e := newStreamEnv(t)
 	e.putAll(t, 1)
-	wait := e.run(t.Context(), spool.StreamConfig{
+	wait := e.run(t.Context(), coordinator.StreamConfig{
 		CheckEvery: time.Second,
 		Check:      func(context.Context) error { return fmt.Errorf("heartbeat: %w", edgeindex.ErrLeaseLost) },
 	})
@@ -224,7 +225,7 @@ func TestStreamShutdown(t *testing.T) {
 	t.Parallel()
 	e := newStreamEnv(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	wait := e.run(ctx, spool.StreamConfig{})
+	wait := e.run(ctx, coordinator.StreamConfig{})
 	<-e.clock.waiting // the stream waits for the first chunk
 	e.clock.waiting <- struct{}{}
 	cancel()
@@ -238,7 +239,7 @@ func TestStreamEmptyRest(t *testing.T) {
 	t.Parallel()
 	e := newStreamEnv(t)
 	e.r.Next = 51 // every article stored: only the end frame
-	frames, serr, _ := e.run(t.Context(), spool.StreamConfig{})(t)
+	frames, serr, _ := e.run(t.Context(), coordinator.StreamConfig{})(t)
 	require.NoError(t, serr)
 	require.Equal(t, "E", kinds(frames))
 }
@@ -250,8 +251,8 @@ func TestStreamKnownLength(t *testing.T) {
 	e.r.Next = 11
 	var length int64 = -1
 	var buf bytes.Buffer
-	err := spool.Stream(t.Context(), &buf, e.r, 10, spool.StreamConfig{Spool: e.spool, Clock: e.clock,
-		SetLength: func(n int64) { length = n }})
+	err := coordinator.Stream(t.Context(), coordinator.Frames(&buf, nil, 0, func(n int64) { length = n }), e.r, 10,
+		coordinator.StreamConfig{Spool: e.spool, Clock: e.clock})
 	require.NoError(t, err)
 	require.Equal(t, int64(buf.Len()), length, "the promised length is the stream's")
 	rd, err := edgeframe.NewReader(&buf, edgeframe.Config{})
@@ -272,8 +273,8 @@ func TestStreamKnownLength(t *testing.T) {
 	called := false
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	err = spool.Stream(ctx, io.Discard, e.r, 10, spool.StreamConfig{Spool: e.spool, Clock: e.clock,
-		SetLength: func(int64) { called = true }})
+	err = coordinator.Stream(ctx, coordinator.Frames(io.Discard, nil, 0, func(int64) { called = true }), e.r, 10,
+		coordinator.StreamConfig{Spool: e.spool, Clock: e.clock})
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, called)
 }
@@ -341,14 +342,15 @@ func TestStreamStalledReader(t *testing.T) {
 	for _, known := range []bool{true, false} {
 		conn := newStallConn(64 << 10)
 		checked := 0
-		cfg := spool.StreamConfig{Spool: e.spool, SetWriteDeadline: conn.SetWriteDeadline, WriteTimeout: 50 * time.Millisecond,
+		cfg := coordinator.StreamConfig{Spool: e.spool,
 			Check: func(context.Context) error { checked++; return nil }, CheckEvery: time.Nanosecond}
-		if known {
-			cfg.SetLength = func(int64) {}
+		if !known { // a chunk missing: the stream's length is not known
+			require.NoError(t, e.spool.DropChunk(e.r.ID, lease.Span{From: 41, To: 50}))
 		}
+		w := coordinator.Frames(conn, conn.SetWriteDeadline, 50*time.Millisecond, nil)
 		start := time.Now()
 		done := make(chan error, 1)
-		go func() { done <- spool.Stream(t.Context(), conn, e.r, 10, cfg) }()
+		go func() { done <- coordinator.Stream(t.Context(), w, e.r, 10, cfg) }()
 		select {
 		case err := <-done:
 			require.ErrorIs(t, err, os.ErrDeadlineExceeded, "known length %t", known)
@@ -373,8 +375,8 @@ func TestStreamStalledReaderDrain(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- spool.Stream(ctx, conn, e.r, 10, spool.StreamConfig{Spool: e.spool, SetWriteDeadline: conn.SetWriteDeadline,
-			WriteTimeout: time.Hour, SetLength: func(int64) {}})
+		done <- coordinator.Stream(ctx, coordinator.Frames(conn, conn.SetWriteDeadline, time.Hour, nil), e.r, 10,
+			coordinator.StreamConfig{Spool: e.spool})
 	}()
 	require.Eventually(t, func() bool {
 		conn.mu.Lock()
@@ -389,7 +391,7 @@ func TestStreamStalledReaderDrain(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the drained stream is still blocked")
 	}
-	require.Less(t, time.Since(start), spool.DrainGrace+2*time.Second)
+	require.Less(t, time.Since(start), coordinator.DrainGrace+2*time.Second)
 }
 
 // pieceSink records the writes and ReadFroms a DeadlineWriter makes.
@@ -413,23 +415,23 @@ func (p *pieceSink) ReadFrom(r io.Reader) (int64, error) {
 func TestDeadlineWriterPieces(t *testing.T) {
 	t.Parallel()
 	sink := &pieceSink{}
-	dw := spool.NewDeadlineWriter(sink, func(time.Time) error { sink.deadlines++; return nil }, time.Second)
-	n, err := dw.Write(make([]byte, 3*spool.WritePiece+1))
+	dw := coordinator.NewDeadlineWriter(sink, func(time.Time) error { sink.deadlines++; return nil }, time.Second)
+	n, err := dw.Write(make([]byte, 3*coordinator.WritePiece+1))
 	require.NoError(t, err)
-	require.Equal(t, 3*spool.WritePiece+1, n)
+	require.Equal(t, 3*coordinator.WritePiece+1, n)
 	require.Equal(t, 4, sink.writes)
 	require.Equal(t, 4, sink.deadlines, "a deadline before every piece")
-	require.Equal(t, spool.WritePiece, sink.max)
+	require.Equal(t, coordinator.WritePiece, sink.max)
 
 	path := filepath.Join(t.TempDir(), "chunk")
-	require.NoError(t, os.WriteFile(path, make([]byte, 2*spool.WritePiece+10), 0o600))
+	require.NoError(t, os.WriteFile(path, make([]byte, 2*coordinator.WritePiece+10), 0o600))
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	lr := &io.LimitedReader{R: f, N: 2*spool.WritePiece + 5}
+	lr := &io.LimitedReader{R: f, N: 2*coordinator.WritePiece + 5}
 	copied, err := io.Copy(dw, lr)
 	require.NoError(t, err)
-	require.Equal(t, int64(2*spool.WritePiece+5), copied)
+	require.Equal(t, int64(2*coordinator.WritePiece+5), copied)
 	require.Zero(t, lr.N)
 	require.Len(t, sink.sources, 3)
 	for _, src := range sink.sources {

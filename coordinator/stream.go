@@ -1,12 +1,12 @@
-package spool
+package coordinator
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/edgeindex/edgeindex"
@@ -14,15 +14,45 @@ import (
 	"github.com/edgeindex/edgeindex/corpus"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/spool"
 )
 
 // ErrWaitLimit means a chunk did not arrive within the stream's wait limit.
 var ErrWaitLimit = errors.New("chunk did not arrive within the wait limit")
 
+// FrameWriter is where a range stream writes its frames. The HTTP layer's
+// (see Server) flushes with http.ResponseController, bounds every write by
+// a deadline and sets Content-Length; NewFrameWriter makes one of any
+// io.Writer, for a program or a test.
+type FrameWriter interface {
+	io.Writer
+	// Flush pushes the frames written so far to the worker.
+	Flush() error
+	// SetLength is told the stream's exact length before its first byte
+	// when every chunk is stored already: the chunks then go straight to
+	// the writer, unbuffered, so the kernel may send the files.
+	SetLength(n int64)
+	// Hurry is called once the stream's context ends (Drain): the write in
+	// progress, and every later one, should end soon, so the error frame
+	// still reaches a worker that reads and a write blocked on one that
+	// does not ends. It may be called from another goroutine.
+	Hurry()
+}
+
+// NewFrameWriter returns w as a FrameWriter whose Flush, SetLength and
+// Hurry do nothing.
+func NewFrameWriter(w io.Writer) FrameWriter { return plainFrames{w} }
+
+type plainFrames struct{ io.Writer }
+
+func (plainFrames) Flush() error    { return nil }
+func (plainFrames) SetLength(int64) {}
+func (plainFrames) Hurry()          {}
+
 // StreamConfig configures Stream. Spool is required; the zero value of
 // every other field means its default.
 type StreamConfig struct {
-	Spool  Store
+	Spool  spool.Store
 	Corpus corpus.Store // read first, for capture ranges; nil: spool only
 	// Notify returns a channel closed when the next chunk is stored.
 	// Default: Spool.Notify. A coordinator whose prefetcher also fills the
@@ -45,22 +75,8 @@ type StreamConfig struct {
 	Keepalive time.Duration
 	// WaitLimit is how long the stream waits for one chunk. Default 1h.
 	WaitLimit time.Duration
-	// Flush pushes written frames to the worker (http.ResponseController's).
-	Flush func() error
-	// SetWriteDeadline, when set, is called before every write to the
-	// worker and before every Flush with WriteTimeout from now
-	// (http.ResponseController's): a worker that stops reading ends the
-	// stream within one WriteTimeout.
-	// Writes go out in pieces of at most WritePiece bytes, each with its
-	// own deadline, so a slow worker that keeps reading is never cut.
-	SetWriteDeadline func(time.Time) error
-	// WriteTimeout bounds one piece of a write. Default 30s.
-	WriteTimeout time.Duration
 	// Keepalives, when set, is called for every keepalive sent (metrics).
 	Keepalives func()
-	// SetLength, when set, is told the stream's exact length before the
-	// first byte when every chunk is stored already.
-	SetLength func(n int64)
 	// Clock times keepalives, lease checks and the wait limit; tests inject
 	// one. Default clock.Real.
 	Clock clock.Clock
@@ -75,16 +91,12 @@ func (c StreamConfig) withDefaults() StreamConfig {
 	if c.Check == nil {
 		c.Check = func(context.Context) error { return nil }
 	}
-	if c.Flush == nil {
-		c.Flush = func() error { return nil }
-	}
 	if c.Keepalives == nil {
 		c.Keepalives = func() {}
 	}
-	setDefault(&c.CheckEvery, 20*time.Second)
-	setDefault(&c.Keepalive, 20*time.Second)
-	setDefault(&c.WaitLimit, time.Hour)
-	setDefault(&c.WriteTimeout, 30*time.Second)
+	c.CheckEvery = cmp.Or(c.CheckEvery, 20*time.Second)
+	c.Keepalive = cmp.Or(c.Keepalive, 20*time.Second)
+	c.WaitLimit = cmp.Or(c.WaitLimit, time.Hour)
 	if c.Clock == nil {
 		c.Clock = clock.Real
 	}
@@ -105,14 +117,15 @@ func (c StreamConfig) validate() error {
 // already compressed.
 //
 // When every chunk is stored already, Stream opens them all, tells
-// SetLength the stream's exact size (so an HTTP handler can set
+// w.SetLength the stream's exact size (so the HTTP layer can set
 // Content-Length, and the kernel can send the files), and writes them
 // straight to w. Otherwise it buffers frames and flushes them before every
 // wait and at the end. While it waits it sends a keepalive at least every
 // Keepalive; it checks the lease as it goes. It ends with an end frame when
 // every chunk is sent, or with an error frame (and an error) when a chunk
-// misses the wait limit, the lease is lost, or ctx ends.
-func Stream(ctx context.Context, w io.Writer, r lease.Range, chunkSize int64, cfg StreamConfig) error {
+// misses the wait limit, the lease is lost, or ctx ends (then w.Hurry is
+// called first).
+func Stream(ctx context.Context, w FrameWriter, r lease.Range, chunkSize int64, cfg StreamConfig) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return err
@@ -121,38 +134,29 @@ func Stream(ctx context.Context, w io.Writer, r lease.Range, chunkSize int64, cf
 	if first, ok := lease.SpanAt(r.Start, r.End, chunkSize, r.Next); ok {
 		spans = lease.Spans(first.From, r.End, chunkSize)
 	}
-	if cfg.SetWriteDeadline != nil {
-		dw := NewDeadlineWriter(w, cfg.SetWriteDeadline, cfg.WriteTimeout)
-		// Once ctx ends (the coordinator drains), every write gets a short
-		// grace: the error frame still reaches a worker that reads, and a
-		// write blocked on one that does not ends soon.
-		stop := context.AfterFunc(ctx, func() { dw.Shorten(DrainGrace) })
-		defer stop()
-		w = dw
-		flush := cfg.Flush
-		cfg.Flush = func() error {
-			dw.Arm()
-			return flush()
-		}
-	}
+	defer context.AfterFunc(ctx, w.Hurry)()
 	now := cfg.Clock.Now()
-	s := &streamer{cfg: cfg, lastCheck: now, lastSent: now}
-	if cfg.SetLength != nil {
-		files, size, ok := s.openAll(r, spans)
-		if ok {
-			cfg.SetLength(size)
-			s.w = edgeframe.NewWriter(w)
-			return s.sendAll(ctx, spans, files)
-		}
-		closeAll(files)
+	s := &streamer{cfg: cfg, out: w, lastCheck: now, lastSent: now}
+	files, size, ok := s.openAll(r, spans)
+	if ok {
+		w.SetLength(size)
+		s.w = edgeframe.NewWriter(w)
+		return s.sendAll(ctx, spans, files)
 	}
-	bw := bufio.NewWriterSize(w, 256<<10)
+	closeAll(files)
+	return s.sendBuffered(ctx, r, spans)
+}
+
+// sendBuffered writes the chunks through a buffer, waiting for those not
+// stored yet, and flushes before every wait and at the end.
+func (s *streamer) sendBuffered(ctx context.Context, r lease.Range, spans []lease.Span) error {
+	bw := bufio.NewWriterSize(s.out, 256<<10)
 	s.w = edgeframe.NewWriter(bw)
 	s.flush = func() error {
 		if err := bw.Flush(); err != nil {
 			return err
 		}
-		return cfg.Flush()
+		return s.out.Flush()
 	}
 	for _, span := range spans {
 		if err := s.chunk(ctx, r, span); err != nil {
@@ -204,7 +208,7 @@ func (s *streamer) sendAll(ctx context.Context, spans []lease.Span, files []open
 			return err
 		}
 		// Nothing is buffered here; Flush lets the caller bound each write.
-		if err := s.cfg.Flush(); err != nil {
+		if err := s.out.Flush(); err != nil {
 			return err
 		}
 		if err := s.check(ctx); err != nil {
@@ -214,11 +218,12 @@ func (s *streamer) sendAll(ctx context.Context, spans []lease.Span, files []open
 	if err := s.w.End(); err != nil {
 		return err
 	}
-	return s.cfg.Flush()
+	return s.out.Flush()
 }
 
 type streamer struct {
 	cfg       StreamConfig
+	out       FrameWriter
 	w         *edgeframe.Writer
 	flush     func() error
 	lastCheck time.Time
@@ -268,7 +273,7 @@ func (s *streamer) open(r lease.Range, span lease.Span) (io.ReadCloser, int64, e
 		}
 	}
 	rc, n, err := s.cfg.Spool.Open(r.ID, span)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, spool.ErrNotFound) {
 		return nil, 0, nil
 	}
 	return rc, n, err
@@ -321,100 +326,4 @@ func (s *streamer) chunk(ctx context.Context, r lease.Range, span lease.Span) er
 		case <-s.cfg.Clock.After(wait):
 		}
 	}
-}
-
-// WritePiece is the most a DeadlineWriter writes under one deadline.
-const WritePiece = 256 << 10
-
-// DrainGrace is the write deadline of a stream whose context ended.
-const DrainGrace = time.Second
-
-// DeadlineWriter bounds every write to a peer that may stop reading. Before
-// each piece of at most WritePiece bytes it sets the write deadline Timeout
-// from now, so a peer that stops reading costs at most one Timeout, and one
-// that reads slowly but steadily is never cut. ReadFrom keeps the
-// underlying writer's ReadFrom (sendfile) for each piece. Errors from the
-// deadline setter are ignored: a writer that takes no deadline cannot be
-// bounded.
-type DeadlineWriter struct {
-	w       io.Writer
-	set     func(time.Time) error
-	timeout time.Duration
-
-	mu    sync.Mutex
-	grace time.Duration // > 0 once Shorten was called
-}
-
-// NewDeadlineWriter returns a DeadlineWriter that writes to w and sets
-// deadlines with set, timeout from the start of each piece.
-func NewDeadlineWriter(w io.Writer, set func(time.Time) error, timeout time.Duration) *DeadlineWriter {
-	return &DeadlineWriter{w: w, set: set, timeout: timeout}
-}
-
-// Arm sets the deadline of the next write: Timeout from now, or the grace
-// from now once Shorten was called.
-func (d *DeadlineWriter) Arm() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t := d.timeout
-	if d.grace > 0 {
-		t = min(t, d.grace)
-	}
-	d.set(time.Now().Add(t))
-}
-
-// Shorten makes the write in progress, and every later one, end within
-// grace from now. It is safe to call from another goroutine.
-func (d *DeadlineWriter) Shorten(grace time.Duration) {
-	d.mu.Lock()
-	d.grace = max(grace, time.Nanosecond)
-	d.mu.Unlock()
-	d.Arm()
-}
-
-// Write writes p in pieces, each under its own deadline.
-func (d *DeadlineWriter) Write(p []byte) (int, error) {
-	written := 0
-	for len(p) > 0 {
-		n := min(len(p), WritePiece)
-		d.Arm()
-		m, err := d.w.Write(p[:n])
-		written += m
-		if err != nil {
-			return written, err
-		}
-		p = p[n:]
-	}
-	return written, nil
-}
-
-// ReadFrom copies r in pieces, each under its own deadline. A limited
-// reader is unwrapped, so each piece is one *io.LimitedReader over the
-// source and the kernel can still send a file.
-func (d *DeadlineWriter) ReadFrom(r io.Reader) (int64, error) {
-	src, remain := r, int64(-1)
-	if lr, ok := r.(*io.LimitedReader); ok {
-		if lr.N <= 0 {
-			return 0, nil
-		}
-		src, remain = lr.R, lr.N
-		defer func() { lr.N = remain }()
-	}
-	var total int64
-	for remain != 0 {
-		n := int64(WritePiece)
-		if remain > 0 {
-			n = min(n, remain)
-		}
-		d.Arm()
-		m, err := io.Copy(d.w, &io.LimitedReader{R: src, N: n})
-		total += m
-		if remain > 0 {
-			remain -= m
-		}
-		if err != nil || m < n {
-			return total, err
-		}
-	}
-	return total, nil
 }

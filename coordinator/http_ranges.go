@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
@@ -44,29 +43,10 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request, n string) 
 	if err != nil {
 		return err
 	}
-	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", api.FramesType)
 	w.Header().Set("Cache-Control", "no-store")
-	rs.Send(r.Context(), StreamSink{W: w, Flush: rc.Flush, SetWriteDeadline: rc.SetWriteDeadline,
-		SetLength: func(n int64) { w.Header().Set("Content-Length", strconv.FormatInt(n, 10)) }})
+	rs.Send(r.Context(), newHTTPFrames(w, s.cfg.WriteTimeout))
 	return nil // the stream's frames said what happened
-}
-
-func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) error {
-	id, f, err := rangeCall(r, n)
-	if err != nil {
-		return err
-	}
-	then := r.URL.Query().Get("then")
-	if then != "" && then != api.ThenLease {
-		return edgeindex.Invalidf("batch: ?then= takes one value, %q", api.ThenLease)
-	}
-	post := s.svc.PostBatch
-	if then == api.ThenLease {
-		post = s.svc.PostBatchThenLease
-	}
-	res, err := post(r.Context(), id, f, r.ContentLength, r.Body)
-	return s.reply(w, res, err)
 }
 
 func (s *Server) handleHeartbeat(w http.ResponseWriter, r *http.Request, n string) error {

@@ -24,25 +24,20 @@ type Server struct {
 	svc       *Service
 	cfg       Config
 	mux       *http.ServeMux
+	patterns  []string // every pattern on mux, in the order routes adds them
 	adminHash [32]byte
+	batches   budget
 }
 
 var _ http.Handler = (*Server)(nil)
 
-// New checks cfg and returns a Server over a new Service.
-func New(cfg Config) (*Server, error) {
-	svc, err := NewService(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return NewServer(svc, cfg.AdminToken), nil
-}
-
-// NewServer returns the HTTP API over svc; adminToken guards the admin
-// routes (empty: they answer 401).
-func NewServer(svc *Service, adminToken string) *Server {
-	s := &Server{svc: svc, cfg: svc.cfg, mux: http.NewServeMux(), adminHash: sha256.Sum256([]byte(adminToken))}
-	s.cfg.AdminToken = adminToken
+// NewServer returns the HTTP API over svc, with the HTTP layer's settings
+// of the Service's Config: AdminToken guards the admin routes (empty: they
+// answer 401), MaxBody and MaxBatchBytes bound batch bodies, WriteTimeout
+// every write.
+func NewServer(svc *Service) *Server {
+	s := &Server{svc: svc, cfg: svc.cfg, mux: http.NewServeMux(), adminHash: sha256.Sum256([]byte(svc.cfg.AdminToken)),
+		batches: budget{max: svc.cfg.MaxBatchBytes}}
 	s.routes()
 	return s
 }
@@ -50,12 +45,18 @@ func NewServer(svc *Service, adminToken string) *Server {
 // Service is the Service the Server calls.
 func (s *Server) Service() *Service { return s.svc }
 
+// handle registers h for pattern on the mux.
+func (s *Server) handle(pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.Handle(pattern, h)
+}
+
 func (s *Server) routes() {
 	node := func(pattern string, h func(w http.ResponseWriter, r *http.Request, n string) error) {
-		s.mux.Handle(pattern, s.instrument(pattern, s.asNode(h)))
+		s.handle(pattern, s.instrument(pattern, s.asNode(h)))
 	}
 	admin := func(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
-		s.mux.Handle(pattern, s.instrument(pattern, s.asAdmin(h)))
+		s.handle(pattern, s.instrument(pattern, s.asAdmin(h)))
 	}
 	node("POST /v1/lease", s.handleLease)
 	node("GET /v1/ranges/{id}/stream", s.handleStream)
@@ -78,12 +79,12 @@ func (s *Server) routes() {
 	admin("GET /v1/releases", s.handleReleases)
 	admin("GET /v1/releases/{id}", s.handleReleaseByID)
 	admin("GET /v1/releases/{id}/nzb", s.handleNZB)
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	s.handle("GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.writeJSON(w, http.StatusOK, api.OK{OK: true})
-	})
-	s.mux.HandleFunc("GET /readyz", s.handleReady)
+	}))
+	s.handle("GET /readyz", http.HandlerFunc(s.handleReady))
 	if s.cfg.Metrics != nil {
-		s.mux.Handle("GET /metrics", s.cfg.Metrics.Handler())
+		s.handle("GET /metrics", s.cfg.Metrics.Handler())
 	}
 }
 
@@ -179,21 +180,19 @@ func (s *Server) asAdmin(h func(http.ResponseWriter, *http.Request) error) http.
 	})
 }
 
-// HTTPServer returns an http.Server for h with the coordinator's timeouts.
-// Its WriteTimeout is zero, as streams are long: the Server sets a write
-// deadline before each write it makes instead (Config.WriteTimeout).
-func HTTPServer(h http.Handler, log *slog.Logger) *http.Server {
-	srv := &http.Server{
-		Handler:           h,
+// HTTPServer returns an http.Server for s with the coordinator's timeouts,
+// logging to the Service's Logger. Its WriteTimeout is zero, as streams
+// are long: the Server sets a write deadline before each write it makes
+// instead (Config.WriteTimeout).
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
-	if log != nil {
-		srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	}
-	return srv
 }
 
 // Listen binds addr before serving, so a busy port is an error at once.
