@@ -12,16 +12,16 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// optimistic reports whether a group of Puts may be stored the optimistic
+// optimistic reports whether a round of Puts may be stored the optimistic
 // way (putOptimistic): on PostgreSQL, with few items, and no missing
 // articles, whose bookkeeping (putMissing) runs under the range's lock, as
 // a repair range's does (putOptimistic hands those back).
-func (s *Store) optimistic(group []*call[putReq, batch.Result]) bool {
+func (s *Store) optimistic(round []*call[putReq, batch.Result]) bool {
 	if s.d.name != "postgres" {
 		return false
 	}
 	n := 0
-	for _, c := range group {
+	for _, c := range round {
 		if len(c.req.b.Missing) > 0 {
 			return false
 		}
@@ -30,10 +30,10 @@ func (s *Store) optimistic(group []*call[putReq, batch.Result]) bool {
 	return n < copyAbove
 }
 
-// putOptimistic stores a group of Puts with at most two statements and no
+// putOptimistic stores a round of Puts with at most two statements and no
 // transaction of its own, the way River completes jobs (the fence in the
-// WHERE): it reads the group's ranges without locking them (unless it
-// knows them: decideHeld), decides every Put against them (decideGroup, as
+// WHERE): it reads the round's ranges without locking them (unless it
+// knows them: decideHeld), decides every Put against them (decideRound, as
 // putTx does), then writes with one statement whose range update holds only where each range is still as it
 // was read (its next, token and state), and whose batches, items and claim
 // deletions are written only for the ranges the update matched. A range
@@ -41,9 +41,9 @@ func (s *Store) optimistic(group []*call[putReq, batch.Result]) bool {
 // another coordinator) matched nothing, so nothing of its Puts was
 // written: those calls are returned, to be decided again under the range's
 // lock. The rest are answered. An error means nothing was written.
-func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.Result]) ([]*call[putReq, batch.Result], error) {
-	ids := groupIDs(group)
-	rows, w := s.decideHeld(group, ids)
+func (s *Store) putOptimistic(ctx context.Context, round []*call[putReq, batch.Result]) ([]*call[putReq, batch.Result], error) {
+	ids := roundIDs(round)
+	rows, w := s.decideHeld(round, ids)
 	if w == nil {
 		read, err := s.prepared(ctx, readRangesQuery)
 		if err != nil {
@@ -54,15 +54,15 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 		}
 		for _, r := range rows {
 			if r.Repair {
-				return group, nil // its stored spans are bookkept under its lock
+				return round, nil // its stored spans are bookkept under its lock
 			}
 		}
-		w = decideGroup(group, slices.Clone(rows))
+		w = decideRound(round, slices.Clone(rows))
 	}
 	if len(w.touched) == 0 {
 		return nil, nil // nothing to write: every answer stands
 	}
-	args, want := s.optimisticArgs(group, w, rows)
+	args, want := s.optimisticArgs(round, w, rows)
 	if s.testHookWrite != nil {
 		s.testHookWrite()
 	}
@@ -74,7 +74,7 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 	if err := write.SelectContext(ctx, &out, args...); err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
-	// Written: from here on nothing may fail the group.
+	// Written: from here on nothing may fail the round.
 	stale := make(map[int64]bool, len(w.touched))
 	for _, r := range w.touched {
 		stale[r.ID] = true
@@ -93,7 +93,7 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 	}
 	s.handOver(ctx, want, stale, out)
 	var rest []*call[putReq, batch.Result]
-	for _, c := range group {
+	for _, c := range round {
 		if stale[c.req.rangeID] {
 			rest = append(rest, c)
 		}
@@ -109,9 +109,9 @@ type writtenRow struct {
 }
 
 // optimisticArgs returns the arguments of optimisticPutQuery for the
-// decided writes w of group, whose ranges were rows before, and the Puts
+// decided writes w of round, whose ranges were rows before, and the Puts
 // that asked for their next lease and finish a range the write may match.
-func (s *Store) optimisticArgs(group []*call[putReq, batch.Result], w *putWrites, rows []rangeRow) ([]any, []*call[putReq, batch.Result]) {
+func (s *Store) optimisticArgs(round []*call[putReq, batch.Result], w *putWrites, rows []rangeRow) ([]any, []*call[putReq, batch.Result]) {
 	was := make(map[int64]rangeRow, len(rows))
 	for _, r := range rows {
 		was[r.ID] = r
@@ -148,8 +148,8 @@ func (s *Store) optimisticArgs(group []*call[putReq, batch.Result], w *putWrites
 		nodes        []string
 		ttls, ranges []int64
 	}
-	for _, c := range group {
-		// One lease per range: a retry in the same group is its duplicate.
+	for _, c := range round {
+		// One lease per range: a retry in the same round is its duplicate.
 		if c.req.then != nil && c.err == nil && c.res.Done && touched[c.req.rangeID] {
 			touched[c.req.rangeID] = false
 			want = append(want, c)
@@ -192,19 +192,19 @@ func (s *Store) handOver(ctx context.Context, want []*call[putReq, batch.Result]
 	}
 }
 
-// decideHeld decides a group against the ranges as this store last left
+// decideHeld decides a round against the ranges as this store last left
 // them (heldRanges), when it knows every one and each Put then writes:
 // putOptimistic's write checks that each range is still so, and hands back
 // the Puts of one that is not. An answer that writes nothing (a lost
 // lease, a duplicate, a refusal) would not be checked, so with any, or any
 // range unknown, it returns nil writes and the caller reads the ranges.
-func (s *Store) decideHeld(group []*call[putReq, batch.Result], ids []int64) ([]rangeRow, *putWrites) {
+func (s *Store) decideHeld(round []*call[putReq, batch.Result], ids []int64) ([]rangeRow, *putWrites) {
 	rows, ok := s.held.get(ids)
 	if !ok {
 		return nil, nil
 	}
-	w := decideGroup(group, slices.Clone(rows))
-	for _, c := range group {
+	w := decideRound(round, slices.Clone(rows))
+	for _, c := range round {
 		if c.err != nil || c.res.Duplicate {
 			return nil, nil
 		}
@@ -212,7 +212,7 @@ func (s *Store) decideHeld(group []*call[putReq, batch.Result], ids []int64) ([]
 	return rows, w
 }
 
-// readRangesQuery reads a group's ranges without locking them;
+// readRangesQuery reads a round's ranges without locking them;
 // lockRangesQuery locks them in id order.
 var (
 	readRangesQuery = "SELECT " + rangeCols + " FROM ranges WHERE id = ANY(CAST(? AS BIGINT[]))"
@@ -222,10 +222,10 @@ var (
 // optimisticPutQuery is putOptimistic's write: u updates each range still
 // as it was read; the batches, items and claim deletions follow only the
 // ranges it matched, and so do the grants made to the Puts that asked
-// (wanted, numbered anew: grantRanges), none of the group's ranges. It
+// (wanted, numbered anew: grantRanges), none of the round's ranges. It
 // returns the granted ranges with the ordinal of the Put in want (n), then
 // the ranges u matched (n = 0). Every list is an array, so the text is the
-// same for any group (prepared once).
+// same for any round (prepared once).
 var optimisticPutQuery = `
 	WITH v AS (
 		SELECT * FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]),
@@ -260,7 +260,7 @@ var optimisticPutQuery = `
 	UNION ALL SELECT id, 0, '', 0, 0, 0, FALSE, '', 0, 0, '', 0, NULL, 0, NULL, FALSE, 0 FROM u`
 
 // heldRanges remembers the ranges this store leased, as it last wrote them
-// (granted, or a batch stored), so that a group of Puts of ranges it knows
+// (granted, or a batch stored), so that a round of Puts of ranges it knows
 // needs no read (decideHeld). It is a guess, never trusted: the write
 // checks each range's next, token and state. Entries go when a range is
 // done, finished, released or reported corrupt, a check fails, or the map

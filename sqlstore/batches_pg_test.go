@@ -54,13 +54,13 @@ func TestOptimisticPutStaleRange(t *testing.T) {
 			f: lease.Fence{Node: "a", Token: l.Token}, b: batch.Batch{From: l.Range.Start, To: l.Range.End, Headers: 10,
 				Items: []batch.Item{{Key: "k", Value: []byte(`1`)}}, Final: true}}}
 	}
-	group := []*call[putReq, batch.Result]{put(a), put(b)}
-	require.True(t, s.optimistic(group))
-	s.putGroup(context.Background(), group)
+	round := []*call[putReq, batch.Result]{put(a), put(b)}
+	require.True(t, s.optimistic(round))
+	s.putRound(context.Background(), round)
 
-	require.NoError(t, group[0].err)
-	require.True(t, group[0].res.Done)
-	require.ErrorIs(t, group[1].err, edgeindex.ErrLeaseLost, "decided again under the lock")
+	require.NoError(t, round[0].err)
+	require.True(t, round[0].res.Done)
+	require.ErrorIs(t, round[1].err, edgeindex.ErrLeaseLost, "decided again under the lock")
 	ra, err := s.Range(ctx, a.Range.ID)
 	require.NoError(t, err)
 	require.Equal(t, lease.StateDone, ra.State)
@@ -131,14 +131,14 @@ func TestOptimisticPutRetryInGroup(t *testing.T) {
 				Items: []batch.Item{{Key: "k", Value: []byte(`1`)}}, Final: true},
 			then: &thenGrant{ttl: time.Minute, ttlUS: time.Minute.Microseconds()}}}
 	}
-	group := []*call[putReq, batch.Result]{put(), put()}
-	require.True(t, s.optimistic(group))
-	s.putGroup(context.Background(), group)
+	round := []*call[putReq, batch.Result]{put(), put()}
+	require.True(t, s.optimistic(round))
+	s.putRound(context.Background(), round)
 
-	require.NoError(t, group[0].err)
-	require.Equal(t, batch.Result{Next: 11, Done: true}, group[0].res)
-	require.NoError(t, group[1].err)
-	require.Equal(t, batch.Result{Next: 11, Duplicate: true, Done: true}, group[1].res)
+	require.NoError(t, round[0].err)
+	require.Equal(t, batch.Result{Next: 11, Done: true}, round[0].res)
+	require.NoError(t, round[1].err)
+	require.Equal(t, batch.Result{Next: 11, Duplicate: true, Done: true}, round[1].res)
 	var batches, items int
 	require.NoError(t, s.db.GetContext(ctx, &batches, "SELECT COUNT(*) FROM batches"))
 	require.NoError(t, s.db.GetContext(ctx, &items, "SELECT COUNT(*) FROM items"))
@@ -147,6 +147,6 @@ func TestOptimisticPutRetryInGroup(t *testing.T) {
 	r, err := s.Range(ctx, l.Range.ID)
 	require.NoError(t, err)
 	require.Equal(t, lease.StateDone, r.State)
-	require.NotNil(t, group[0].req.then.lease, "the next range, to the first")
-	require.Nil(t, group[1].req.then.lease, "one lease per range: none to its retry")
+	require.NotNil(t, round[0].req.then.lease, "the next range, to the first")
+	require.Nil(t, round[1].req.then.lease, "one lease per range: none to its retry")
 }

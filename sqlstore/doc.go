@@ -11,9 +11,9 @@
 // advisory lock so processes that start together do not race.
 //
 // Concurrent writes of the hot path (Put, Grant, ClaimChunk, ChunkFetched)
-// are written in groups, one loop per kind taking every call waiting when
+// are written in rounds, one loop per kind taking every call waiting when
 // it is free, each call answered as it would have been alone. On
-// PostgreSQL a group of small batches is written with one statement whose
+// PostgreSQL a round of small batches is written with one statement whose
 // range updates hold only where each range is still as it was read (the
 // fence in the WHERE), and which also grants the next ranges a
 // PutThenGrant asks for; a range that changed is decided again under its

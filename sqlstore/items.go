@@ -9,7 +9,7 @@ import (
 )
 
 // copyAbove is the fewest items PostgreSQL gets with a COPY: a COPY's
-// start costs more than a multi-row insert of a few rows (a group of small
+// start costs more than a multi-row insert of a few rows (a round of small
 // batches: 0.68 ms a COPY of ~7 rows in the lease-cycle bench).
 const copyAbove = 500
 

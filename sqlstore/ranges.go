@@ -135,26 +135,26 @@ func (s *Store) countAttempt(ctx context.Context, tx *sqlx.Tx, r *rangeRow, keep
 	return tx.GetContext(ctx, r, s.q("UPDATE ranges SET "+set+" WHERE id = ? RETURNING "+rangeCols), append(args, r.ID)...)
 }
 
-// grantGroup grants a group of Grants at once: on PostgreSQL with one
+// grantRound grants a round of Grants at once: on PostgreSQL with one
 // statement, on SQLite in one transaction. The earliest call gets the first
 // range in grant order (grantOrder); calls left without a range get
 // lease.ErrNoWork.
-func (s *Store) grantGroup(ctx context.Context, group []*call[grantReq, lease.Lease]) {
-	grouped(ctx, group, func(ctx context.Context, group []*call[grantReq, lease.Lease]) error {
+func (s *Store) grantRound(ctx context.Context, round []*call[grantReq, lease.Lease]) {
+	commitRound(ctx, round, func(ctx context.Context, round []*call[grantReq, lease.Lease]) error {
 		var rows []rangeRow
 		var err error
 		if s.d.name == "postgres" {
-			rows, err = s.grantPostgres(ctx, group)
+			rows, err = s.grantPostgres(ctx, round)
 		} else {
 			err = s.tx(ctx, func(tx *sqlx.Tx) error {
-				rows, err = s.grantSQLite(ctx, tx, group)
+				rows, err = s.grantSQLite(ctx, tx, round)
 				return err
 			})
 		}
 		if err != nil {
 			return fmt.Errorf("grant: %w", err)
 		}
-		for i, c := range group {
+		for i, c := range round {
 			c.res, c.err = lease.Lease{}, lease.ErrNoWork
 			if i < len(rows) {
 				c.res, c.err = s.toLease(ctx, s.rdb, rows[i], c.req.ttl)
@@ -170,10 +170,10 @@ func (s *Store) grantGroup(ctx context.Context, group []*call[grantReq, lease.Le
 // would rather search ranges_state by state and sort every eligible range
 // for each grant; the partial index holds only eligible states and is in
 // grant order, so the first row that passes the expiry check is the one.
-func (s *Store) grantSQLite(ctx context.Context, tx *sqlx.Tx, group []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
+func (s *Store) grantSQLite(ctx context.Context, tx *sqlx.Tx, round []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
 	now := s.now()
 	var rows []rangeRow
-	for _, c := range group {
+	for _, c := range round {
 		var r rangeRow
 		err := tx.GetContext(ctx, &r, s.q(`
 			UPDATE ranges SET state = 'leased', token = token + 1, node = ?, lane_token = 0, expires_us = {now} + ?
@@ -193,9 +193,9 @@ func (s *Store) grantSQLite(ctx context.Context, tx *sqlx.Tx, group []*call[gran
 // grantPostgres is grantSQLite in one statement: it locks as many eligible
 // ranges as there are calls, skipping those other transactions hold, and
 // gives the n-th to the n-th call.
-func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
-	nodes, ttls := make([]string, len(group)), make([]int64, len(group))
-	for i, c := range group {
+func (s *Store) grantPostgres(ctx context.Context, round []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
+	nodes, ttls := make([]string, len(round)), make([]int64, len(round))
+	for i, c := range round {
 		nodes[i], ttls[i] = c.req.node, c.req.ttlUS
 	}
 	var rows []struct {
@@ -203,11 +203,11 @@ func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease
 		N int64 `db:"n"`
 	}
 	now := s.now()
-	st, err := s.prepared(ctx, grantGroupQuery)
+	st, err := s.prepared(ctx, grantRoundQuery)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.SelectContext(ctx, &rows, pq.Array(nodes), pq.Array(ttls), now, len(group), now); err != nil {
+	if err := st.SelectContext(ctx, &rows, pq.Array(nodes), pq.Array(ttls), now, len(round), now); err != nil {
 		return nil, err
 	}
 	out := make([]rangeRow, len(rows))
@@ -218,8 +218,8 @@ func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease
 	return out, nil
 }
 
-// grantGroupQuery is grantPostgres' statement.
-var grantGroupQuery = `
+// grantRoundQuery is grantPostgres' statement.
+var grantRoundQuery = `
 	WITH wanted AS (
 		SELECT node, ttl_us, n, n AS ord FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, n)),
 	` + grantRanges("") + `

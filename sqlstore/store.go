@@ -148,7 +148,7 @@ type Store struct {
 	auth    map[string]authEntry // by token hash: tokens Authenticate found
 	authGen int64                // counts forgetAuth calls
 
-	// Concurrent Puts and Grants are written in groups (committer).
+	// Concurrent Puts and Grants are written in rounds (committer).
 	puts    *committer[putReq, batch.Result]
 	grants  *committer[grantReq, lease.Lease]
 	claims  *committer[chunkReq, bool]
@@ -254,16 +254,16 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 }
 
 // startCommitters starts the loops that write Puts, Grants and chunk
-// claims in groups, one of each: a second loop of a kind halves the
-// groups it makes, and measured slower (cd bench && go run . -only
+// claims in rounds, one of each: a second loop of a kind halves the
+// rounds it makes, and measured slower (cd bench && go run . -only
 // edgeindex).
 func (s *Store) startCommitters() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	s.puts = startCommitter(ctx, &s.loops, s.putGroup)
-	s.grants = startCommitter(ctx, &s.loops, s.grantGroup)
-	s.claims = startCommitter(ctx, &s.loops, s.claimGroup)
-	s.fetched = startCommitter(ctx, &s.loops, s.fetchedGroup)
+	s.puts = startCommitter(ctx, &s.loops, s.putRound)
+	s.grants = startCommitter(ctx, &s.loops, s.grantRound)
+	s.claims = startCommitter(ctx, &s.loops, s.claimRound)
+	s.fetched = startCommitter(ctx, &s.loops, s.fetchedRound)
 }
 
 // oneRoundTrip asks lib/pq to send a query with arguments in one round
@@ -309,7 +309,7 @@ func (s *Store) openSQLite(path string) error {
 	return nil
 }
 
-// Close stops the grouped writes (calls after it fail) and closes the
+// Close stops the committers (calls after it fail) and closes the
 // database.
 func (s *Store) Close() error {
 	if s.stop != nil {
