@@ -105,7 +105,7 @@ type putWrites struct {
 func (s *Store) putTx(ctx context.Context, tx *sqlx.Tx, round []*call[putReq, batch.Result]) error {
 	ids := roundIDs(round)
 	for _, id := range ids {
-		s.held.forget(id) // written here, under the lock, not as remembered
+		s.known.forget(id) // written here, under the lock, not as remembered
 	}
 	rows, err := s.lockRanges(ctx, tx, ids)
 	if err != nil {
@@ -163,7 +163,7 @@ func (s *Store) lockRanges(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]ran
 // decidePut applies the batch rule to one Put against r, the range as the
 // round's earlier Puts left it, updating r and adding the writes to w.
 func decidePut(r *rangeRow, q putReq, w *putWrites) (batch.Result, error) {
-	if !r.held(q.f) {
+	if !r.current(q.f) {
 		err := leaseLost("batch", *r, q.f)
 		if !q.b.Final {
 			return batch.Result{}, err

@@ -33,7 +33,7 @@ func (s *Store) optimistic(round []*call[putReq, batch.Result]) bool {
 // putOptimistic stores a round of Puts with at most two statements and no
 // transaction of its own, the way River completes jobs (the fence in the
 // WHERE): it reads the round's ranges without locking them (unless it
-// knows them: decideHeld), decides every Put against them (decideRound, as
+// knows them: decideKnown), decides every Put against them (decideRound, as
 // putTx does), then writes with one statement whose range update holds only where each range is still as it
 // was read (its next, token and state), and whose batches, items and claim
 // deletions are written only for the ranges the update matched. A range
@@ -43,7 +43,7 @@ func (s *Store) optimistic(round []*call[putReq, batch.Result]) bool {
 // lock. The rest are answered. An error means nothing was written.
 func (s *Store) putOptimistic(ctx context.Context, round []*call[putReq, batch.Result]) ([]*call[putReq, batch.Result], error) {
 	ids := roundIDs(round)
-	rows, w := s.decideHeld(round, ids)
+	rows, w := s.decideKnown(round, ids)
 	if w == nil {
 		read, err := s.prepared(ctx, readRangesQuery)
 		if err != nil {
@@ -86,9 +86,9 @@ func (s *Store) putOptimistic(ctx context.Context, round []*call[putReq, batch.R
 	}
 	for _, r := range w.touched {
 		if stale[r.ID] || r.State != string(lease.StateLeased) {
-			s.held.forget(r.ID)
+			s.known.forget(r.ID)
 		} else {
-			s.held.put(*r)
+			s.known.put(*r)
 		}
 	}
 	s.handOver(ctx, want, stale, out)
@@ -188,18 +188,18 @@ func (s *Store) handOver(ctx context.Context, want []*call[putReq, batch.Result]
 			continue
 		}
 		c.req.then.lease = &l
-		s.held.put(o.rangeRow)
+		s.known.put(o.rangeRow)
 	}
 }
 
-// decideHeld decides a round against the ranges as this store last left
-// them (heldRanges), when it knows every one and each Put then writes:
+// decideKnown decides a round against the ranges as this store last left
+// them (knownRanges), when it knows every one and each Put then writes:
 // putOptimistic's write checks that each range is still so, and hands back
 // the Puts of one that is not. An answer that writes nothing (a lost
 // lease, a duplicate, a refusal) would not be checked, so with any, or any
 // range unknown, it returns nil writes and the caller reads the ranges.
-func (s *Store) decideHeld(round []*call[putReq, batch.Result], ids []int64) ([]rangeRow, *putWrites) {
-	rows, ok := s.held.get(ids)
+func (s *Store) decideKnown(round []*call[putReq, batch.Result], ids []int64) ([]rangeRow, *putWrites) {
+	rows, ok := s.known.get(ids)
 	if !ok {
 		return nil, nil
 	}
@@ -259,23 +259,23 @@ var optimisticPutQuery = `
 	SELECT * FROM granted
 	UNION ALL SELECT id, 0, '', 0, 0, 0, FALSE, '', 0, 0, '', 0, NULL, 0, NULL, FALSE, 0 FROM u`
 
-// heldRanges remembers the ranges this store leased, as it last wrote them
+// knownRanges remembers the ranges this store leased, as it last wrote them
 // (granted, or a batch stored), so that a round of Puts of ranges it knows
-// needs no read (decideHeld). It is a guess, never trusted: the write
+// needs no read (decideKnown). It is a guess, never trusted: the write
 // checks each range's next, token and state. Entries go when a range is
 // done, finished, released or reported corrupt, a check fails, or the map
 // is full.
-type heldRanges struct {
+type knownRanges struct {
 	mu   sync.Mutex
 	rows map[int64]rangeRow
 }
 
-// maxHeld bounds heldRanges (about 250 bytes an entry); a full map is
+// maxKnown bounds knownRanges (about 250 bytes an entry); a full map is
 // emptied. An entry no write removes (a lease that expired and went to
 // another coordinator) stays until then.
-const maxHeld = 10_000
+const maxKnown = 10_000
 
-func (h *heldRanges) get(ids []int64) ([]rangeRow, bool) {
+func (h *knownRanges) get(ids []int64) ([]rangeRow, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	rows := make([]rangeRow, 0, len(ids))
@@ -289,16 +289,16 @@ func (h *heldRanges) get(ids []int64) ([]rangeRow, bool) {
 	return rows, true
 }
 
-func (h *heldRanges) put(r rangeRow) {
+func (h *knownRanges) put(r rangeRow) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.rows == nil || len(h.rows) >= maxHeld {
+	if h.rows == nil || len(h.rows) >= maxKnown {
 		h.rows = make(map[int64]rangeRow)
 	}
 	h.rows[r.ID] = r
 }
 
-func (h *heldRanges) forget(id int64) {
+func (h *knownRanges) forget(id int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.rows, id)

@@ -239,11 +239,11 @@ var _ spool.CorruptClaims = (*Store)(nil)
 // (pending, or leased to the worker waiting for the chunk) and is fetched
 // again at the next pass, until MaxAttempts: then it is failed, with
 // reason, and leased to no one. Owner's claim of the chunk is dropped; an
-// attempt is counted only when owner still held it (unexpired), so a
+// attempt is counted only when owner still owned it (unexpired), so a
 // fetch that outlived its claim counts nothing. A range that is neither
 // pending nor leased is returned as it is.
 func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span, owner, reason string) (lease.Range, error) {
-	defer s.held.forget(rangeID) // a failed range is no longer its holder's
+	defer s.known.forget(rangeID) // a failed range is no longer its holder's
 	var out lease.Range
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		var r rangeRow
@@ -261,11 +261,11 @@ func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span
 		if err != nil {
 			return fmt.Errorf("chunk corrupt: %w", err)
 		}
-		held, err := res.RowsAffected()
+		owned, err := res.RowsAffected()
 		if err != nil {
 			return fmt.Errorf("chunk corrupt: %w", err)
 		}
-		if held == 1 && (r.State == string(lease.StatePending) || r.State == string(lease.StateLeased)) {
+		if owned == 1 && (r.State == string(lease.StatePending) || r.State == string(lease.StateLeased)) {
 			if reason == "" {
 				reason = "the source refused the chunk"
 			}

@@ -52,9 +52,9 @@ const addSlotsQuery = `WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 F
 //
 // The provider's size is stored: the first take writes it (and the slots'
 // rows, once), and a take with another size changes it only while no slot
-// of the provider is held; while one is, it fails with an error wrapping
+// of the provider is taken; while one is, it fails with an error wrapping
 // edgeindex.ErrConflict. So coordinators told different sizes for one account
-// never hold the larger between them, and an operator resizes a budget by
+// never take slots of the larger between them, and an operator resizes a budget by
 // stopping its coordinators and starting them with the new size (or
 // waiting a TTL after a crash).
 func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Slot, bool, error) {
@@ -96,14 +96,14 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 			}
 		}
 		if cur != size {
-			var held int
-			if err := tx.GetContext(ctx, &held, s.q("SELECT COUNT(*) FROM conn_slots WHERE provider = ? AND expires_us > {now}"),
+			var taken int
+			if err := tx.GetContext(ctx, &taken, s.q("SELECT COUNT(*) FROM conn_slots WHERE provider = ? AND expires_us > {now}"),
 				provider, now); err != nil {
 				return fmt.Errorf("take slot: %w", err)
 			}
-			if held > 0 {
+			if taken > 0 {
 				return fmt.Errorf("take slot: the connection budget of %q is %d connections (%d held), not this coordinator's %d; "+
-					"stop its coordinators to change it: %w", provider, cur, held, size, edgeindex.ErrConflict)
+					"stop its coordinators to change it: %w", provider, cur, taken, size, edgeindex.ErrConflict)
 			}
 			if _, err := tx.ExecContext(ctx, s.q("UPDATE conn_budgets SET size = ? WHERE provider = ?"), size, provider); err != nil {
 				return fmt.Errorf("take slot: resize the budget: %w", err)
@@ -144,7 +144,7 @@ const wantsKept = time.Hour
 var _ [wantsKept - 3*connlease.MaxPoll]struct{}
 
 // want records, in the take's transaction, that holder found every slot
-// of provider held, and forgets the wants older than wantsKept.
+// of provider taken, and forgets the wants older than wantsKept.
 func (s *Store) want(ctx context.Context, tx *sqlx.Tx, provider, holder string, now any) error {
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO conn_wants (provider, holder, at_us) VALUES (?, ?, {now})
 		ON CONFLICT (provider, holder) DO UPDATE SET at_us = excluded.at_us`), provider, holder, now); err != nil {
@@ -169,10 +169,10 @@ func (s *Store) Demand(ctx context.Context, provider string, within time.Duratio
 	}
 	now := s.now()
 	var rows []connlease.Holding
-	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT holder, SUM(held) AS held, MAX(wants) AS wants FROM (
-			SELECT holder, 1 AS held, 0 AS wants FROM conn_slots WHERE provider = ? AND expires_us > {now}
+	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT holder, SUM(taken) AS held, MAX(wants) AS wants FROM (
+			SELECT holder, 1 AS taken, 0 AS wants FROM conn_slots WHERE provider = ? AND expires_us > {now}
 			UNION ALL
-			SELECT holder, 0 AS held, 1 AS wants FROM conn_wants WHERE provider = ? AND at_us >= {now} - ?
+			SELECT holder, 0 AS taken, 1 AS wants FROM conn_wants WHERE provider = ? AND at_us >= {now} - ?
 		) d GROUP BY holder ORDER BY holder`), provider, now, provider, now, within.Microseconds()); err != nil {
 		return nil, fmt.Errorf("demand: %w", err)
 	}

@@ -27,8 +27,8 @@
 // The results feed on PostgreSQL orders items by the transaction that stored
 // them and shows an item only once every transaction that started before it
 // has ended, so a reader paging by cursor never skips an item that commits
-// late. The price: a transaction held open anywhere in the database holds the
-// feed back until it ends.
+// late. The price: a transaction left open anywhere in the database delays the
+// feed until it ends.
 //
 // Releases (release.Store) are searched by the words of their names
 // (release.Searcher): a GIN index over the tsvector of the words as they

@@ -184,8 +184,9 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 		reply := grouplease.Watermarks{Low: low, High: high}
 		w, ok := trust(p, reply, s.highJump(g))
 		var pendingLow, pendingHigh sql.NullInt64
-		// Held: a part of the reply that planning does not use. An empty
-		// group's high counts only where it is below the trusted one.
+		// A reply that planning does not use whole waits (out.Held, pending_low
+		// and pending_high) for the next poll. An empty group's high counts
+		// only where it is below the trusted one.
 		if !ok || w.Low != low || w.High > high || (w.High < high && !reply.Empty()) {
 			out.Held = &reply
 			pendingLow = sql.NullInt64{Int64: low, Valid: true}
@@ -298,8 +299,8 @@ func (s *Store) SetHistoryStart(ctx context.Context, groupID int64, since time.T
 }
 
 // trust returns the watermarks planning uses for a GROUP reply, given the
-// plan's trusted ones (low and high) and the previous reply when it was
-// held back (pending_low and pending_high). It reports false when nothing
+// plan's trusted ones (low and high) and the previous reply when it
+// waits (pending_low and pending_high). It reports false when nothing
 // is trusted: the reply of an empty group before any other was trusted.
 //
 // A reply moves nothing for good on its own. A low that rises above the
@@ -328,7 +329,7 @@ func trust(p planRow, reply grouplease.Watermarks, bound int64) (grouplease.Wate
 		return reply, true
 	}
 	w := grouplease.Watermarks{Low: p.Low.Int64, High: p.High.Int64}
-	// The previous reply, as far as it is known: the one held back, or
+	// The previous reply, as far as it is known: the one that waits, or
 	// the trusted watermarks when it was trusted whole.
 	prev, prevEmpty := w, false
 	if p.PendingLow.Valid && p.PendingHigh.Valid {

@@ -156,7 +156,7 @@ type Store struct {
 	stop    context.CancelFunc
 	loops   sync.WaitGroup
 
-	held heldRanges // see putOptimistic
+	known knownRanges // see putOptimistic
 
 	testHookWrite func()        // tests: runs before putOptimistic's write
 	searchTimeout time.Duration // tests: a search's bound; 0: SearchTimeout
