@@ -148,7 +148,7 @@ func decideRound(round []*call[putReq, batch.Result], rows []rangeRow) *putWrite
 // PostgreSQL with a prepared statement.
 func (s *Store) lockRanges(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]rangeRow, error) {
 	var rows []rangeRow
-	if s.d.name != "postgres" {
+	if !s.d.takesArrays() {
 		err := tx.SelectContext(ctx, &rows, s.bind("SELECT "+rangeCols+" FROM ranges WHERE id IN ("+placeholders(len(ids))+") ORDER BY id"), anys(ids)...)
 		return rows, err
 	}
@@ -262,7 +262,7 @@ type part struct {
 // a data-modifying WITH query (one round trip; the parts touch different
 // rows, so their order does not matter), on SQLite one by one (in process).
 func (s *Store) execParts(ctx context.Context, tx *sqlx.Tx, parts []part) error {
-	if s.d.name != "postgres" || len(parts) == 1 {
+	if !s.d.writesInWith() || len(parts) == 1 {
 		for _, p := range parts {
 			if _, err := tx.ExecContext(ctx, s.bind(p.sql), p.args...); err != nil {
 				return err
@@ -292,7 +292,7 @@ func (s *Store) rangeUpdates(rows []*rangeRow) []part {
 	if len(rows) == 0 {
 		return nil
 	}
-	if s.d.name == "postgres" {
+	if s.d.takesArrays() {
 		ids, next, headers := make([]int64, len(rows)), make([]int64, len(rows)), make([]int64, len(rows))
 		states := make([]string, len(rows))
 		for i, r := range rows {

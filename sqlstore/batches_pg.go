@@ -17,7 +17,7 @@ import (
 // articles, whose bookkeeping (putMissing) runs under the range's lock, as
 // a repair range's does (putOptimistic hands those back).
 func (s *Store) optimistic(round []*call[putReq, batch.Result]) bool {
-	if s.d.name != "postgres" {
+	if !s.d.optimisticPuts() {
 		return false
 	}
 	n := 0

@@ -62,7 +62,7 @@ const claimSet = `ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.
 // transaction.
 func (s *Store) claimRound(ctx context.Context, round []*call[chunkReq, bool]) {
 	commitRound(ctx, round, func(ctx context.Context, round []*call[chunkReq, bool]) error {
-		if s.d.name == "postgres" && !repeatsChunk(round) {
+		if s.d.takesArrays() && !repeatsChunk(round) {
 			return s.claimPostgres(ctx, round)
 		}
 		return s.tx(ctx, func(tx *sqlx.Tx) error {

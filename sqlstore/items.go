@@ -25,7 +25,7 @@ func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, puts []storedBatch
 	if n == 0 {
 		return nil, nil
 	}
-	if s.d.name == "postgres" && n >= copyAbove {
+	if s.d.copies() && n >= copyAbove {
 		var xid int64
 		if err := tx.GetContext(ctx, &xid, s.q("SELECT {xid}")); err != nil {
 			return nil, err

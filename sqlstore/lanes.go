@@ -115,7 +115,7 @@ func (s *Store) GrantLane(ctx context.Context, node string, lane lease.Lane, ttl
 // does not skip a lane because its group's row is locked (by range add, by
 // planning, or by the grant of the group's other lane).
 func (s *Store) skipLockedOf(alias string) string {
-	if s.d.skip == "" {
+	if !s.d.skipsLocked() {
 		return ""
 	}
 	return "FOR NO KEY UPDATE OF " + alias + " SKIP LOCKED"

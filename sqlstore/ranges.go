@@ -145,7 +145,7 @@ func (s *Store) grantRound(ctx context.Context, round []*call[grantReq, lease.Le
 	commitRound(ctx, round, func(ctx context.Context, round []*call[grantReq, lease.Lease]) error {
 		var rows []rangeRow
 		var err error
-		if s.d.name == "postgres" {
+		if s.d.takesArrays() {
 			rows, err = s.grantPostgres(ctx, round)
 		} else {
 			err = s.tx(ctx, func(tx *sqlx.Tx) error {

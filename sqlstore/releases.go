@@ -108,7 +108,7 @@ func (s *Store) PutReleases(ctx context.Context, u release.Update) (release.Appl
 	}
 	now := s.nowMicros()
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		if s.d.name == "postgres" {
+		if s.d.advisoryLocks() {
 			if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.releases'))"); err != nil {
 				return err
 			}
@@ -600,11 +600,7 @@ func prefixed(p, cols string) string {
 // and their items in one read transaction (repeatable read on
 // PostgreSQL), so the totals and the files agree.
 func (s *Store) ReleaseByID(ctx context.Context, id int64) (release.Release, error) {
-	opts := &sql.TxOptions{ReadOnly: true}
-	if s.d.name == "postgres" {
-		opts.Isolation = sql.LevelRepeatableRead
-	}
-	tx, err := s.rdb.BeginTxx(ctx, opts)
+	tx, err := s.rdb.BeginTxx(ctx, s.d.snapshotRead())
 	if err != nil {
 		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
 	}

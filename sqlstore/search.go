@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,16 +46,12 @@ func (s *Store) search(ctx context.Context, q release.Search, wordsFirst, catego
 	if err != nil {
 		return release.Found{}, err
 	}
-	opts := &sql.TxOptions{ReadOnly: true}
-	if s.d.name == "postgres" {
-		opts.Isolation = sql.LevelRepeatableRead
-	}
-	tx, err := s.rdb.BeginTxx(ctx, opts)
+	tx, err := s.rdb.BeginTxx(ctx, s.d.snapshotRead())
 	if err != nil {
 		return release.Found{}, searchErr(ctx, "", err)
 	}
 	defer tx.Rollback()
-	if s.d.name == "postgres" {
+	if s.d.statementTimeouts() {
 		// A search reads a few thousand rows at most: starting parallel
 		// workers cost more than they save (19 ms of a 23 ms search).
 		// One that reads more stops at SearchTimeout.
@@ -70,7 +65,7 @@ func (s *Store) search(ctx context.Context, q release.Search, wordsFirst, catego
 		}
 	}
 	plan := sqlitePlan{}
-	if s.d.name == "sqlite" {
+	if s.d.hintsPlans() {
 		if plan, err = chooseSQLitePlan(ctx, tx, q, wordsFirst, categoryFirst); err != nil {
 			return release.Found{}, searchErr(ctx, "", err)
 		}
@@ -235,7 +230,7 @@ func (s *Store) searchFrom(q release.Search, plan sqlitePlan) (string, []any) {
 	var args []any
 	if len(q.Words) > 0 {
 		switch {
-		case s.d.name == "postgres":
+		case !s.d.fts5():
 			// The expression of the index releases_search, and the
 			// words as lexemes: no parser splits or drops them.
 			conds = append(conds, "array_to_tsvector(string_to_array(search_words, ' ')) @@ CAST(? AS tsquery)")
@@ -251,7 +246,7 @@ func (s *Store) searchFrom(q release.Search, plan sqlitePlan) (string, []any) {
 	}
 	if len(q.Categories) > 0 {
 		prefix := ""
-		if s.d.name == "sqlite" && plan.categoryUnindexed {
+		if s.d.hintsPlans() && plan.categoryUnindexed {
 			prefix = "+"
 		}
 		cond, cargs := categoryCond(q.Categories, prefix)
