@@ -31,7 +31,7 @@ func pgRanges(t *testing.T, to int64) *Store {
 // A range that changes between putOptimistic's read and its write (here
 // released and granted to another node) has nothing of its Put written:
 // the Put is decided again under the range's lock and refused, while the
-// other Put of the group is stored.
+// other Put of the round is stored.
 func TestOptimisticPutStaleRange(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -76,7 +76,7 @@ func TestOptimisticPutStaleRange(t *testing.T) {
 }
 
 // PutThenGrant grants the sender its next range in the statement that
-// stores its final batch: never a range of the group, never one another
+// stores its final batch: never a range of the round, never one another
 // node holds; a batch that does not finish its range, or whose range
 // changed since it was read, gets no lease there; with no work left it is
 // tried and there is none.
@@ -115,11 +115,11 @@ func TestPutThenGrant(t *testing.T) {
 	require.Nil(t, l2, "no work left")
 }
 
-// A final batch and its retry in one group (a worker that timed out and
+// A final batch and its retry in one round (a worker that timed out and
 // posted again while the first was queued): the first stores and finishes
 // the range, the retry is its duplicate, one batch is stored, and only the
 // first is handed the next range.
-func TestOptimisticPutRetryInGroup(t *testing.T) {
+func TestOptimisticPutRetryInRound(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := pgRanges(t, 30) // two ranges left to hand over
