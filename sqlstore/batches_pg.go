@@ -38,11 +38,11 @@ func (s *Store) optimistic(round []*call[putReq, batch.Result]) bool {
 // (optimisticWrite) whose range update holds only where each range is
 // still as it was read (its next, token and state), and whose batches,
 // items and claim deletions are written only for the ranges the update
-// matched. A range
-// that changed in between (a grant, a release, a lane's fence, a Put of
-// another coordinator) matched nothing, so nothing of its Puts was
-// written: those calls are returned, to be decided again under the range's
-// lock. The rest are answered. An error means nothing was written.
+// matched. A range that changed in between (a grant, a release, a lane's
+// fence, a Put of another coordinator) matched nothing, so nothing of its
+// Puts was written: those calls are returned, to be decided again under
+// the range's lock. The rest are answered. An error means nothing was
+// written.
 func (s *Store) putOptimistic(ctx context.Context, round []*call[putReq, batch.Result]) ([]*call[putReq, batch.Result], error) {
 	rows, w, err := s.readRound(ctx, round)
 	switch {
