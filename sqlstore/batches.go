@@ -314,11 +314,11 @@ func (s *Store) rangeUpdates(rows []*rangeRow) []part {
 	return parts
 }
 
-// anys converts ids to query arguments.
-func anys(ids []int64) []any {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
+// anys converts values to query arguments.
+func anys[T any](values []T) []any {
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
 	}
 	return args
 }

@@ -112,11 +112,7 @@ func (s *Store) lockCursor(ctx context.Context, tx *sqlx.Tx, u release.Update, n
 func (s *Store) releaseFiles(ctx context.Context, tx *sqlx.Tx, keys []string) (map[string]release.Stored, error) {
 	var found []release.Stored
 	for part := range slices.Chunk(keys, inChunk) {
-		args := make([]any, len(part))
-		for i, k := range part {
-			args[i] = k
-		}
-		rows, err := tx.QueryContext(ctx, s.bind("SELECT key, release_id, value FROM release_files WHERE key IN ("+placeholders(len(part))+")"), args...)
+		rows, err := tx.QueryContext(ctx, s.bind("SELECT key, release_id, value FROM release_files WHERE key IN ("+placeholders(len(part))+")"), anys(part)...)
 		if err != nil {
 			return nil, err
 		}
@@ -183,11 +179,7 @@ func (s *Store) releaseCandidates(ctx context.Context, tx *sqlx.Tx, need release
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	for part := range slices.Chunk(ids, inChunk) {
-		args := make([]any, len(part))
-		for i, id := range part {
-			args[i] = id
-		}
-		if err := scan("SELECT "+releaseCols+" FROM releases WHERE id IN ("+placeholders(len(part))+")", args); err != nil {
+		if err := scan("SELECT "+releaseCols+" FROM releases WHERE id IN ("+placeholders(len(part))+")", anys(part)); err != nil {
 			return nil, err
 		}
 	}

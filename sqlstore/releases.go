@@ -116,11 +116,7 @@ func (s *Store) fillParts(ctx context.Context, q sqlx.QueryerContext, files []*r
 	slices.Sort(ids)
 	merged := make(map[*release.File]*usenet.Binary, len(files))
 	for part := range slices.Chunk(ids, inChunk) {
-		args := make([]any, len(part))
-		for i, id := range part {
-			args[i] = id
-		}
-		rows, err := q.QueryContext(ctx, s.bind("SELECT id, value FROM items WHERE id IN ("+placeholders(len(part))+") ORDER BY id"), args...)
+		rows, err := q.QueryContext(ctx, s.bind("SELECT id, value FROM items WHERE id IN ("+placeholders(len(part))+") ORDER BY id"), anys(part)...)
 		if err != nil {
 			return err
 		}
