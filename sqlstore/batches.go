@@ -20,7 +20,7 @@ import (
 )
 
 // Put implements batch.Store. Concurrent Puts are stored together, one
-// commit for all of them (see committer and putGroup), each with the
+// commit for all of them (see committer and putRound), each with the
 // outcome it would have had alone, in the order they were taken. A final
 // batch finishes its range in the same commit, so a range's last chunk
 // costs no commit of its own.
@@ -64,23 +64,23 @@ type thenGrant struct {
 	tried bool         // the grant was tried: no lease means no work
 }
 
-// putGroup stores a group of Puts: with putOptimistic's statement where it
+// putRound stores a round of Puts: with putOptimistic's statement where it
 // can, else in one transaction under the ranges' locks (putTx).
-func (s *Store) putGroup(ctx context.Context, group []*call[putReq, batch.Result]) {
-	locked := func(ctx context.Context, group []*call[putReq, batch.Result]) error {
-		return s.tx(ctx, func(tx *sqlx.Tx) error { return s.putTx(ctx, tx, group) })
+func (s *Store) putRound(ctx context.Context, round []*call[putReq, batch.Result]) {
+	locked := func(ctx context.Context, round []*call[putReq, batch.Result]) error {
+		return s.tx(ctx, func(tx *sqlx.Tx) error { return s.putTx(ctx, tx, round) })
 	}
-	grouped(ctx, group, func(ctx context.Context, group []*call[putReq, batch.Result]) error {
-		if !s.optimistic(group) {
-			return locked(ctx, group)
+	commitRound(ctx, round, func(ctx context.Context, round []*call[putReq, batch.Result]) error {
+		if !s.optimistic(round) {
+			return locked(ctx, round)
 		}
-		rest, err := s.putOptimistic(ctx, group)
+		rest, err := s.putOptimistic(ctx, round)
 		if err != nil {
 			return err // nothing was written
 		}
 		// The others' answers are final: the ranges these name changed
 		// since they were read, and are decided again under their locks.
-		grouped(ctx, rest, locked)
+		commitRound(ctx, rest, locked)
 		return nil
 	})
 }
@@ -92,47 +92,47 @@ type storedBatch struct {
 	node string
 }
 
-// putWrites collects what a group of Puts writes.
+// putWrites collects what a round of Puts writes.
 type putWrites struct {
 	stored   []storedBatch
 	touched  []*rangeRow // in the order first touched
 	finished []int64
 }
 
-// putTx locks the group's ranges in id order, decides each Put against its
+// putTx locks the round's ranges in id order, decides each Put against its
 // range as the Puts before it left it (decidePut), then writes every
 // stored batch, item, range and finish with a few statements.
-func (s *Store) putTx(ctx context.Context, tx *sqlx.Tx, group []*call[putReq, batch.Result]) error {
-	ids := groupIDs(group)
+func (s *Store) putTx(ctx context.Context, tx *sqlx.Tx, round []*call[putReq, batch.Result]) error {
+	ids := roundIDs(round)
 	for _, id := range ids {
-		s.held.forget(id) // written here, under the lock, not as remembered
+		s.known.forget(id) // written here, under the lock, not as remembered
 	}
 	rows, err := s.lockRanges(ctx, tx, ids)
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	return s.writePuts(ctx, tx, decideGroup(group, rows))
+	return s.writePuts(ctx, tx, decideRound(round, rows))
 }
 
-// groupIDs returns the ranges a group of Puts names, sorted, once each.
-func groupIDs(group []*call[putReq, batch.Result]) []int64 {
-	ids := make([]int64, 0, len(group))
-	for _, c := range group {
+// roundIDs returns the ranges a round of Puts names, sorted, once each.
+func roundIDs(round []*call[putReq, batch.Result]) []int64 {
+	ids := make([]int64, 0, len(round))
+	for _, c := range round {
 		ids = append(ids, c.req.rangeID)
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
 }
 
-// decideGroup answers each Put of group against rows, its ranges, in the
+// decideRound answers each Put of round against rows, its ranges, in the
 // order taken (decidePut), and returns what they write.
-func decideGroup(group []*call[putReq, batch.Result], rows []rangeRow) *putWrites {
+func decideRound(round []*call[putReq, batch.Result], rows []rangeRow) *putWrites {
 	byID := make(map[int64]*rangeRow, len(rows))
 	for i := range rows {
 		byID[rows[i].ID] = &rows[i]
 	}
 	var w putWrites
-	for _, c := range group {
+	for _, c := range round {
 		c.res, c.err = batch.Result{}, nil
 		r, ok := byID[c.req.rangeID]
 		if !ok {
@@ -148,7 +148,7 @@ func decideGroup(group []*call[putReq, batch.Result], rows []rangeRow) *putWrite
 // PostgreSQL with a prepared statement.
 func (s *Store) lockRanges(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]rangeRow, error) {
 	var rows []rangeRow
-	if s.d.name != "postgres" {
+	if !s.d.takesArrays() {
 		err := tx.SelectContext(ctx, &rows, s.bind("SELECT "+rangeCols+" FROM ranges WHERE id IN ("+placeholders(len(ids))+") ORDER BY id"), anys(ids)...)
 		return rows, err
 	}
@@ -161,9 +161,9 @@ func (s *Store) lockRanges(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]ran
 }
 
 // decidePut applies the batch rule to one Put against r, the range as the
-// group's earlier Puts left it, updating r and adding the writes to w.
+// round's earlier Puts left it, updating r and adding the writes to w.
 func decidePut(r *rangeRow, q putReq, w *putWrites) (batch.Result, error) {
-	if !r.held(q.f) {
+	if !r.current(q.f) {
 		err := leaseLost("batch", *r, q.f)
 		if !q.b.Final {
 			return batch.Result{}, err
@@ -211,9 +211,9 @@ func (w *putWrites) finish(r *rangeRow) {
 	w.finished = append(w.finished, r.ID)
 }
 
-// writePuts writes what a group of Puts decided: the batches, their items,
+// writePuts writes what a round of Puts decided: the batches, their items,
 // the ranges and the finished ranges' claims, as statement parts that
-// PostgreSQL runs as one statement (execParts); a group of many items
+// PostgreSQL runs as one statement (execParts); a round of many items
 // COPYs them first. The missing articles, rare, follow.
 func (s *Store) writePuts(ctx context.Context, tx *sqlx.Tx, w *putWrites) error {
 	var parts []part
@@ -262,7 +262,7 @@ type part struct {
 // a data-modifying WITH query (one round trip; the parts touch different
 // rows, so their order does not matter), on SQLite one by one (in process).
 func (s *Store) execParts(ctx context.Context, tx *sqlx.Tx, parts []part) error {
-	if s.d.name != "postgres" || len(parts) == 1 {
+	if !s.d.writesInWith() || len(parts) == 1 {
 		for _, p := range parts {
 			if _, err := tx.ExecContext(ctx, s.bind(p.sql), p.args...); err != nil {
 				return err
@@ -292,7 +292,7 @@ func (s *Store) rangeUpdates(rows []*rangeRow) []part {
 	if len(rows) == 0 {
 		return nil
 	}
-	if s.d.name == "postgres" {
+	if s.d.takesArrays() {
 		ids, next, headers := make([]int64, len(rows)), make([]int64, len(rows)), make([]int64, len(rows))
 		states := make([]string, len(rows))
 		for i, r := range rows {
@@ -314,11 +314,11 @@ func (s *Store) rangeUpdates(rows []*rangeRow) []part {
 	return parts
 }
 
-// anys converts ids to query arguments.
-func anys(ids []int64) []any {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
+// anys converts values to query arguments.
+func anys[T any](values []T) []any {
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
 	}
 	return args
 }

@@ -12,16 +12,16 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// optimistic reports whether a group of Puts may be stored the optimistic
+// optimistic reports whether a round of Puts may be stored the optimistic
 // way (putOptimistic): on PostgreSQL, with few items, and no missing
 // articles, whose bookkeeping (putMissing) runs under the range's lock, as
 // a repair range's does (putOptimistic hands those back).
-func (s *Store) optimistic(group []*call[putReq, batch.Result]) bool {
-	if s.d.name != "postgres" {
+func (s *Store) optimistic(round []*call[putReq, batch.Result]) bool {
+	if !s.d.optimisticPuts() {
 		return false
 	}
 	n := 0
-	for _, c := range group {
+	for _, c := range round {
 		if len(c.req.b.Missing) > 0 {
 			return false
 		}
@@ -30,39 +30,31 @@ func (s *Store) optimistic(group []*call[putReq, batch.Result]) bool {
 	return n < copyAbove
 }
 
-// putOptimistic stores a group of Puts with at most two statements and no
+// putOptimistic stores a round of Puts with at most two statements and no
 // transaction of its own, the way River completes jobs (the fence in the
-// WHERE): it reads the group's ranges without locking them (unless it
-// knows them: decideHeld), decides every Put against them (decideGroup, as
-// putTx does), then writes with one statement whose range update holds only where each range is still as it
-// was read (its next, token and state), and whose batches, items and claim
-// deletions are written only for the ranges the update matched. A range
-// that changed in between (a grant, a release, a lane's fence, a Put of
-// another coordinator) matched nothing, so nothing of its Puts was
-// written: those calls are returned, to be decided again under the range's
-// lock. The rest are answered. An error means nothing was written.
-func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.Result]) ([]*call[putReq, batch.Result], error) {
-	ids := groupIDs(group)
-	rows, w := s.decideHeld(group, ids)
-	if w == nil {
-		read, err := s.prepared(ctx, readRangesQuery)
-		if err != nil {
-			return nil, fmt.Errorf("batch: %w", err)
-		}
-		if err := read.SelectContext(ctx, &rows, pq.Array(ids)); err != nil {
-			return nil, fmt.Errorf("batch: %w", err)
-		}
-		for _, r := range rows {
-			if r.Repair {
-				return group, nil // its stored spans are bookkept under its lock
-			}
-		}
-		w = decideGroup(group, slices.Clone(rows))
+// WHERE): it reads the round's ranges without locking them (readRound;
+// none when it knows them: decideKnown), decides every Put against them
+// (decideRound, as putTx does), then writes with one statement
+// (optimisticWrite) whose range update holds only where each range is
+// still as it was read (its next, token and state), and whose batches,
+// items and claim deletions are written only for the ranges the update
+// matched. A range that changed in between (a grant, a release, a lane's
+// fence, a Put of another coordinator) matched nothing, so nothing of its
+// Puts was written: those calls are returned, to be decided again under
+// the range's lock. The rest are answered. An error means nothing was
+// written.
+func (s *Store) putOptimistic(ctx context.Context, round []*call[putReq, batch.Result]) ([]*call[putReq, batch.Result], error) {
+	rows, w, err := s.readRound(ctx, round)
+	switch {
+	case err != nil:
+		return nil, err
+	case w == nil:
+		return round, nil // a repair range: its stored spans are bookkept under its lock
 	}
 	if len(w.touched) == 0 {
 		return nil, nil // nothing to write: every answer stands
 	}
-	args, want := s.optimisticArgs(group, w, rows)
+	ow := s.optimisticWrite(round, w, rows)
 	if s.testHookWrite != nil {
 		s.testHookWrite()
 	}
@@ -71,10 +63,50 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 		return nil, fmt.Errorf("batch: %w", err)
 	}
 	var out []writtenRow
-	if err := write.SelectContext(ctx, &out, args...); err != nil {
+	if err := write.SelectContext(ctx, &out, ow.args()...); err != nil {
 		return nil, fmt.Errorf("batch: %w", err)
 	}
-	// Written: from here on nothing may fail the group.
+	// Written: from here on nothing may fail the round.
+	stale := s.staleRanges(w, out)
+	s.handOver(ctx, ow.want, stale, out)
+	var rest []*call[putReq, batch.Result]
+	for _, c := range round {
+		if stale[c.req.rangeID] {
+			rest = append(rest, c)
+		}
+	}
+	return rest, nil
+}
+
+// readRound decides round against its ranges as this store knows them
+// (decideKnown), or else as it reads them, unlocked, and returns the
+// ranges as they were before the round and its writes. It returns nil
+// writes, and no error, when a range is a repair range.
+func (s *Store) readRound(ctx context.Context, round []*call[putReq, batch.Result]) ([]rangeRow, *putWrites, error) {
+	ids := roundIDs(round)
+	if rows, w := s.decideKnown(round, ids); w != nil {
+		return rows, w, nil
+	}
+	read, err := s.prepared(ctx, readRangesQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("batch: %w", err)
+	}
+	var rows []rangeRow
+	if err := read.SelectContext(ctx, &rows, pq.Array(ids)); err != nil {
+		return nil, nil, fmt.Errorf("batch: %w", err)
+	}
+	for _, r := range rows {
+		if r.Repair {
+			return nil, nil, nil
+		}
+	}
+	return rows, decideRound(round, slices.Clone(rows)), nil
+}
+
+// staleRanges returns the ranges w touched that the write, whose rows are
+// out, did not match, and updates what this store knows: a range matched
+// and still leased is known as w left it, any other is forgotten.
+func (s *Store) staleRanges(w *putWrites, out []writtenRow) map[int64]bool {
 	stale := make(map[int64]bool, len(w.touched))
 	for _, r := range w.touched {
 		stale[r.ID] = true
@@ -86,19 +118,12 @@ func (s *Store) putOptimistic(ctx context.Context, group []*call[putReq, batch.R
 	}
 	for _, r := range w.touched {
 		if stale[r.ID] || r.State != string(lease.StateLeased) {
-			s.held.forget(r.ID)
+			s.known.forget(r.ID)
 		} else {
-			s.held.put(*r)
+			s.known.put(*r)
 		}
 	}
-	s.handOver(ctx, want, stale, out)
-	var rest []*call[putReq, batch.Result]
-	for _, c := range group {
-		if stale[c.req.rangeID] {
-			rest = append(rest, c)
-		}
-	}
-	return rest, nil
+	return stale
 }
 
 // writtenRow is a row optimisticPutQuery returns: a range granted to the
@@ -108,34 +133,75 @@ type writtenRow struct {
 	N int64 `db:"n"`
 }
 
-// optimisticArgs returns the arguments of optimisticPutQuery for the
-// decided writes w of group, whose ranges were rows before, and the Puts
-// that asked for their next lease and finish a range the write may match.
-func (s *Store) optimisticArgs(group []*call[putReq, batch.Result], w *putWrites, rows []rangeRow) ([]any, []*call[putReq, batch.Result]) {
+// optimisticWrite is what optimisticPutQuery writes, a list a column
+// (args puts them in the statement's order).
+type optimisticWrite struct {
+	ranges   fencedUpdates
+	batches  batchColumns
+	items    itemColumns
+	finished []int64 // the ranges whose claims go
+	grants   grantWants
+	want     []*call[putReq, batch.Result] // the Puts that asked for a grant, in grants' order
+	at       int64                         // the batches' at_us
+	now      any                           // the {now} argument
+}
+
+// fencedUpdates are the ranges' new values, and the values each was read
+// with, which the update requires still (the fence).
+type fencedUpdates struct {
+	ids, next, headers, oldNext, oldToken []int64
+	state, oldState                       []string
+}
+
+// batchColumns are the batches' rows.
+type batchColumns struct {
+	ranges, from, to, headers, items []int64
+	nodes                            []string
+}
+
+// itemColumns are the items' rows.
+type itemColumns struct {
+	groups, ranges, from, to []int64
+	keys, values             []string
+}
+
+// grantWants are the grants asked for: wanted's rows.
+type grantWants struct {
+	nodes        []string
+	ttls, ranges []int64
+}
+
+// optimisticWrite returns the write of the decided writes w of round,
+// whose ranges were rows before.
+func (s *Store) optimisticWrite(round []*call[putReq, batch.Result], w *putWrites, rows []rangeRow) optimisticWrite {
+	ow := optimisticWrite{finished: w.finished, at: s.nowMicros(), now: s.now()}
+	ow.ranges = fenceUpdates(w.touched, rows)
+	ow.batches, ow.items = storedColumns(w.stored)
+	ow.grants, ow.want = wantedGrants(round, w.touched)
+	return ow
+}
+
+// fenceUpdates returns the updates of the ranges touched, each fenced by
+// the values it had in rows.
+func fenceUpdates(touched []*rangeRow, rows []rangeRow) fencedUpdates {
 	was := make(map[int64]rangeRow, len(rows))
 	for _, r := range rows {
 		was[r.ID] = r
 	}
-	var u struct {
-		ids, next, headers, oldNext, oldToken []int64
-		state, oldState                       []string
-	}
-	touched := make(map[int64]bool, len(w.touched))
-	for _, r := range w.touched {
+	var u fencedUpdates
+	for _, r := range touched {
 		o := was[r.ID]
-		touched[r.ID] = true
 		u.ids, u.next, u.headers, u.state = append(u.ids, r.ID), append(u.next, r.Next), append(u.headers, r.Headers), append(u.state, r.State)
 		u.oldNext, u.oldToken, u.oldState = append(u.oldNext, o.Next), append(u.oldToken, o.Token), append(u.oldState, o.State)
 	}
-	var b struct {
-		ranges, from, to, headers, items []int64
-		nodes                            []string
-	}
-	var it struct {
-		groups, ranges, from, to []int64
-		keys, values             []string
-	}
-	for _, p := range w.stored {
+	return u
+}
+
+// storedColumns returns the rows of the batches stored and of their items.
+func storedColumns(stored []storedBatch) (batchColumns, itemColumns) {
+	var b batchColumns
+	var it itemColumns
+	for _, p := range stored {
 		b.ranges, b.nodes, b.from, b.to = append(b.ranges, p.r.ID), append(b.nodes, p.node), append(b.from, p.b.From), append(b.to, p.b.To)
 		b.headers, b.items = append(b.headers, p.b.Headers), append(b.items, int64(len(p.b.Items)))
 		for _, item := range p.b.Items {
@@ -143,29 +209,44 @@ func (s *Store) optimisticArgs(group []*call[putReq, batch.Result], w *putWrites
 			it.keys, it.values = append(it.keys, item.Key), append(it.values, jsonValue(item.Value))
 		}
 	}
-	var want []*call[putReq, batch.Result]
-	var g struct {
-		nodes        []string
-		ttls, ranges []int64
+	return b, it
+}
+
+// wantedGrants returns the grants asked for by the Puts of round that
+// asked for their next lease and finish a range the write touches, and
+// those Puts.
+func wantedGrants(round []*call[putReq, batch.Result], touchedRows []*rangeRow) (grantWants, []*call[putReq, batch.Result]) {
+	touched := make(map[int64]bool, len(touchedRows))
+	for _, r := range touchedRows {
+		touched[r.ID] = true
 	}
-	for _, c := range group {
-		// One lease per range: a retry in the same group is its duplicate.
+	var g grantWants
+	var want []*call[putReq, batch.Result]
+	for _, c := range round {
+		// One lease per range: a retry in the same round is its duplicate.
 		if c.req.then != nil && c.err == nil && c.res.Done && touched[c.req.rangeID] {
 			touched[c.req.rangeID] = false
 			want = append(want, c)
 			g.nodes, g.ttls, g.ranges = append(g.nodes, c.req.f.Node), append(g.ttls, c.req.then.ttlUS), append(g.ranges, c.req.rangeID)
 		}
 	}
-	now := s.now()
+	return g, want
+}
+
+// args returns the arguments of optimisticPutQuery, in its order: v's
+// lists, b's time and lists, i's lists, d's, wanted's, then granted's
+// (grantRanges: {now}, the ranges excluded, the limit, {now}).
+func (ow optimisticWrite) args() []any {
+	u, b, it, g := ow.ranges, ow.batches, ow.items, ow.grants
 	return []any{
 		pq.Array(u.ids), pq.Array(u.next), pq.Array(u.headers), pq.Array(u.state),
 		pq.Array(u.oldNext), pq.Array(u.oldToken), pq.Array(u.oldState),
-		s.nowMicros(), pq.Array(b.ranges), pq.Array(b.nodes), pq.Array(b.from), pq.Array(b.to), pq.Array(b.headers), pq.Array(b.items),
+		ow.at, pq.Array(b.ranges), pq.Array(b.nodes), pq.Array(b.from), pq.Array(b.to), pq.Array(b.headers), pq.Array(b.items),
 		pq.Array(it.groups), pq.Array(it.ranges), pq.Array(it.from), pq.Array(it.to), pq.Array(it.keys), pq.Array(it.values),
-		pq.Array(w.finished),
+		pq.Array(ow.finished),
 		pq.Array(g.nodes), pq.Array(g.ttls), pq.Array(g.ranges),
-		now, pq.Array(u.ids), len(want), now,
-	}, want
+		ow.now, pq.Array(u.ids), len(ow.want), ow.now,
+	}
 }
 
 // handOver gives each Put of want whose range the write matched (not
@@ -188,23 +269,23 @@ func (s *Store) handOver(ctx context.Context, want []*call[putReq, batch.Result]
 			continue
 		}
 		c.req.then.lease = &l
-		s.held.put(o.rangeRow)
+		s.known.put(o.rangeRow)
 	}
 }
 
-// decideHeld decides a group against the ranges as this store last left
-// them (heldRanges), when it knows every one and each Put then writes:
+// decideKnown decides a round against the ranges as this store last left
+// them (knownRanges), when it knows every one and each Put then writes:
 // putOptimistic's write checks that each range is still so, and hands back
 // the Puts of one that is not. An answer that writes nothing (a lost
 // lease, a duplicate, a refusal) would not be checked, so with any, or any
 // range unknown, it returns nil writes and the caller reads the ranges.
-func (s *Store) decideHeld(group []*call[putReq, batch.Result], ids []int64) ([]rangeRow, *putWrites) {
-	rows, ok := s.held.get(ids)
+func (s *Store) decideKnown(round []*call[putReq, batch.Result], ids []int64) ([]rangeRow, *putWrites) {
+	rows, ok := s.known.get(ids)
 	if !ok {
 		return nil, nil
 	}
-	w := decideGroup(group, slices.Clone(rows))
-	for _, c := range group {
+	w := decideRound(round, slices.Clone(rows))
+	for _, c := range round {
 		if c.err != nil || c.res.Duplicate {
 			return nil, nil
 		}
@@ -212,7 +293,7 @@ func (s *Store) decideHeld(group []*call[putReq, batch.Result], ids []int64) ([]
 	return rows, w
 }
 
-// readRangesQuery reads a group's ranges without locking them;
+// readRangesQuery reads a round's ranges without locking them;
 // lockRangesQuery locks them in id order.
 var (
 	readRangesQuery = "SELECT " + rangeCols + " FROM ranges WHERE id = ANY(CAST(? AS BIGINT[]))"
@@ -222,10 +303,10 @@ var (
 // optimisticPutQuery is putOptimistic's write: u updates each range still
 // as it was read; the batches, items and claim deletions follow only the
 // ranges it matched, and so do the grants made to the Puts that asked
-// (wanted, numbered anew: grantRanges), none of the group's ranges. It
+// (wanted, numbered anew: grantRanges), none of the round's ranges. It
 // returns the granted ranges with the ordinal of the Put in want (n), then
 // the ranges u matched (n = 0). Every list is an array, so the text is the
-// same for any group (prepared once).
+// same for any round (prepared once).
 var optimisticPutQuery = `
 	WITH v AS (
 		SELECT * FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]),
@@ -259,23 +340,23 @@ var optimisticPutQuery = `
 	SELECT * FROM granted
 	UNION ALL SELECT id, 0, '', 0, 0, 0, FALSE, '', 0, 0, '', 0, NULL, 0, NULL, FALSE, 0 FROM u`
 
-// heldRanges remembers the ranges this store leased, as it last wrote them
-// (granted, or a batch stored), so that a group of Puts of ranges it knows
-// needs no read (decideHeld). It is a guess, never trusted: the write
+// knownRanges remembers the ranges this store leased, as it last wrote them
+// (granted, or a batch stored), so that a round of Puts of ranges it knows
+// needs no read (decideKnown). It is a guess, never trusted: the write
 // checks each range's next, token and state. Entries go when a range is
 // done, finished, released or reported corrupt, a check fails, or the map
 // is full.
-type heldRanges struct {
+type knownRanges struct {
 	mu   sync.Mutex
 	rows map[int64]rangeRow
 }
 
-// maxHeld bounds heldRanges (about 250 bytes an entry); a full map is
+// maxKnown bounds knownRanges (about 250 bytes an entry); a full map is
 // emptied. An entry no write removes (a lease that expired and went to
 // another coordinator) stays until then.
-const maxHeld = 10_000
+const maxKnown = 10_000
 
-func (h *heldRanges) get(ids []int64) ([]rangeRow, bool) {
+func (h *knownRanges) get(ids []int64) ([]rangeRow, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	rows := make([]rangeRow, 0, len(ids))
@@ -289,16 +370,16 @@ func (h *heldRanges) get(ids []int64) ([]rangeRow, bool) {
 	return rows, true
 }
 
-func (h *heldRanges) put(r rangeRow) {
+func (h *knownRanges) put(r rangeRow) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.rows == nil || len(h.rows) >= maxHeld {
+	if h.rows == nil || len(h.rows) >= maxKnown {
 		h.rows = make(map[int64]rangeRow)
 	}
 	h.rows[r.ID] = r
 }
 
-func (h *heldRanges) forget(id int64) {
+func (h *knownRanges) forget(id int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.rows, id)

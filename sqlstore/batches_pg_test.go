@@ -31,7 +31,7 @@ func pgRanges(t *testing.T, to int64) *Store {
 // A range that changes between putOptimistic's read and its write (here
 // released and granted to another node) has nothing of its Put written:
 // the Put is decided again under the range's lock and refused, while the
-// other Put of the group is stored.
+// other Put of the round is stored.
 func TestOptimisticPutStaleRange(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -54,13 +54,13 @@ func TestOptimisticPutStaleRange(t *testing.T) {
 			f: lease.Fence{Node: "a", Token: l.Token}, b: batch.Batch{From: l.Range.Start, To: l.Range.End, Headers: 10,
 				Items: []batch.Item{{Key: "k", Value: []byte(`1`)}}, Final: true}}}
 	}
-	group := []*call[putReq, batch.Result]{put(a), put(b)}
-	require.True(t, s.optimistic(group))
-	s.putGroup(context.Background(), group)
+	round := []*call[putReq, batch.Result]{put(a), put(b)}
+	require.True(t, s.optimistic(round))
+	s.putRound(context.Background(), round)
 
-	require.NoError(t, group[0].err)
-	require.True(t, group[0].res.Done)
-	require.ErrorIs(t, group[1].err, edgeindex.ErrLeaseLost, "decided again under the lock")
+	require.NoError(t, round[0].err)
+	require.True(t, round[0].res.Done)
+	require.ErrorIs(t, round[1].err, edgeindex.ErrLeaseLost, "decided again under the lock")
 	ra, err := s.Range(ctx, a.Range.ID)
 	require.NoError(t, err)
 	require.Equal(t, lease.StateDone, ra.State)
@@ -76,7 +76,7 @@ func TestOptimisticPutStaleRange(t *testing.T) {
 }
 
 // PutThenGrant grants the sender its next range in the statement that
-// stores its final batch: never a range of the group, never one another
+// stores its final batch: never a range of the round, never one another
 // node holds; a batch that does not finish its range, or whose range
 // changed since it was read, gets no lease there; with no work left it is
 // tried and there is none.
@@ -115,11 +115,11 @@ func TestPutThenGrant(t *testing.T) {
 	require.Nil(t, l2, "no work left")
 }
 
-// A final batch and its retry in one group (a worker that timed out and
+// A final batch and its retry in one round (a worker that timed out and
 // posted again while the first was queued): the first stores and finishes
 // the range, the retry is its duplicate, one batch is stored, and only the
 // first is handed the next range.
-func TestOptimisticPutRetryInGroup(t *testing.T) {
+func TestOptimisticPutRetryInRound(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := pgRanges(t, 30) // two ranges left to hand over
@@ -131,14 +131,14 @@ func TestOptimisticPutRetryInGroup(t *testing.T) {
 				Items: []batch.Item{{Key: "k", Value: []byte(`1`)}}, Final: true},
 			then: &thenGrant{ttl: time.Minute, ttlUS: time.Minute.Microseconds()}}}
 	}
-	group := []*call[putReq, batch.Result]{put(), put()}
-	require.True(t, s.optimistic(group))
-	s.putGroup(context.Background(), group)
+	round := []*call[putReq, batch.Result]{put(), put()}
+	require.True(t, s.optimistic(round))
+	s.putRound(context.Background(), round)
 
-	require.NoError(t, group[0].err)
-	require.Equal(t, batch.Result{Next: 11, Done: true}, group[0].res)
-	require.NoError(t, group[1].err)
-	require.Equal(t, batch.Result{Next: 11, Duplicate: true, Done: true}, group[1].res)
+	require.NoError(t, round[0].err)
+	require.Equal(t, batch.Result{Next: 11, Done: true}, round[0].res)
+	require.NoError(t, round[1].err)
+	require.Equal(t, batch.Result{Next: 11, Duplicate: true, Done: true}, round[1].res)
 	var batches, items int
 	require.NoError(t, s.db.GetContext(ctx, &batches, "SELECT COUNT(*) FROM batches"))
 	require.NoError(t, s.db.GetContext(ctx, &items, "SELECT COUNT(*) FROM items"))
@@ -147,6 +147,6 @@ func TestOptimisticPutRetryInGroup(t *testing.T) {
 	r, err := s.Range(ctx, l.Range.ID)
 	require.NoError(t, err)
 	require.Equal(t, lease.StateDone, r.State)
-	require.NotNil(t, group[0].req.then.lease, "the next range, to the first")
-	require.Nil(t, group[1].req.then.lease, "one lease per range: none to its retry")
+	require.NotNil(t, round[0].req.then.lease, "the next range, to the first")
+	require.Nil(t, round[1].req.then.lease, "one lease per range: none to its retry")
 }

@@ -29,7 +29,7 @@ var _ spool.Claims = (*Store)(nil)
 // share (a bucket), and is not fetched twice. The fetched flag decides
 // nothing any more; it only tells which claims were completed.
 //
-// Concurrent claims are written in groups (see committer).
+// Concurrent claims are written in rounds (see committer).
 func (s *Store) ClaimChunk(ctx context.Context, rangeID int64, span lease.Span, owner string, ttl time.Duration) (bool, error) {
 	if owner == "" || span.From > span.To {
 		return false, edgeindex.Invalidf("claim chunk: an owner and a span with from <= to are required")
@@ -58,17 +58,17 @@ const claimSet = `ON CONFLICT (range_id, from_n) DO UPDATE SET owner = excluded.
 		since_us = CASE WHEN chunk_claims.owner = excluded.owner AND NOT chunk_claims.fetched THEN chunk_claims.since_us ELSE excluded.since_us END
 	WHERE chunk_claims.owner = excluded.owner OR chunk_claims.expires_us < {now}`
 
-// claimGroup writes a group of claims: on PostgreSQL with one statement,
+// claimRound writes a round of claims: on PostgreSQL with one statement,
 // unless two claim one chunk (then one by one, in order); on SQLite in one
 // transaction.
-func (s *Store) claimGroup(ctx context.Context, group []*call[chunkReq, bool]) {
-	grouped(ctx, group, func(ctx context.Context, group []*call[chunkReq, bool]) error {
-		if s.d.name == "postgres" && !repeatsChunk(group) {
-			return s.claimPostgres(ctx, group)
+func (s *Store) claimRound(ctx context.Context, round []*call[chunkReq, bool]) {
+	commitRound(ctx, round, func(ctx context.Context, round []*call[chunkReq, bool]) error {
+		if s.d.takesArrays() && !repeatsChunk(round) {
+			return s.claimPostgres(ctx, round)
 		}
 		return s.tx(ctx, func(tx *sqlx.Tx) error {
 			now := s.now()
-			for _, c := range group {
+			for _, c := range round {
 				q := c.req
 				var got string
 				err := tx.GetContext(ctx, &got, s.q(`INSERT INTO chunk_claims (range_id, from_n, to_n, owner, expires_us, since_us)
@@ -83,10 +83,10 @@ func (s *Store) claimGroup(ctx context.Context, group []*call[chunkReq, bool]) {
 	})
 }
 
-// repeatsChunk reports whether two calls of group name one chunk.
-func repeatsChunk(group []*call[chunkReq, bool]) bool {
-	seen := make(map[chunkKey]bool, len(group))
-	for _, c := range group {
+// repeatsChunk reports whether two calls of round name one chunk.
+func repeatsChunk(round []*call[chunkReq, bool]) bool {
+	seen := make(map[chunkKey]bool, len(round))
+	for _, c := range round {
 		k := chunkKey{c.req.rangeID, c.req.span.From}
 		if seen[k] {
 			return true
@@ -96,12 +96,12 @@ func repeatsChunk(group []*call[chunkReq, bool]) bool {
 	return false
 }
 
-// claimPostgres writes a group of claims of distinct chunks with one
+// claimPostgres writes a round of claims of distinct chunks with one
 // statement.
-func (s *Store) claimPostgres(ctx context.Context, group []*call[chunkReq, bool]) error {
-	n := len(group)
+func (s *Store) claimPostgres(ctx context.Context, round []*call[chunkReq, bool]) error {
+	n := len(round)
 	ids, froms, tos, ttls, owners := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]string, n)
-	for i, c := range group {
+	for i, c := range round {
 		ids[i], froms[i], tos[i], ttls[i], owners[i] = c.req.rangeID, c.req.span.From, c.req.span.To, c.req.ttlUS, c.req.owner
 	}
 	now := s.now()
@@ -121,7 +121,7 @@ func (s *Store) claimPostgres(ctx context.Context, group []*call[chunkReq, bool]
 	for _, g := range got {
 		claimed[chunkKey{g.RangeID, g.From}] = true
 	}
-	for _, c := range group {
+	for _, c := range round {
 		c.res, c.err = claimed[chunkKey{c.req.rangeID, c.req.span.From}], nil
 	}
 	return nil
@@ -129,25 +129,25 @@ func (s *Store) claimPostgres(ctx context.Context, group []*call[chunkReq, bool]
 
 // ChunkFetched implements spool.Claims. On PostgreSQL it also notifies the
 // coordinators sharing the database, in the same statement, that the chunk
-// is stored (see ListenChunks). Concurrent calls are written in groups (see
+// is stored (see ListenChunks). Concurrent calls are written in rounds (see
 // committer).
 func (s *Store) ChunkFetched(ctx context.Context, rangeID int64, span lease.Span, owner string) error {
 	_, err := s.fetched.do(ctx, chunkReq{rangeID: rangeID, span: span, owner: owner})
 	return err
 }
 
-// fetchedGroup marks a group of claims fetched with one statement; on
+// fetchedRound marks a round of claims fetched with one statement; on
 // PostgreSQL the same statement notifies the other coordinators of each
 // claim it marked, and the notes go out on commit.
-func (s *Store) fetchedGroup(ctx context.Context, group []*call[chunkReq, struct{}]) {
-	grouped(ctx, group, func(ctx context.Context, group []*call[chunkReq, struct{}]) error {
+func (s *Store) fetchedRound(ctx context.Context, round []*call[chunkReq, struct{}]) {
+	commitRound(ctx, round, func(ctx context.Context, round []*call[chunkReq, struct{}]) error {
 		var sb strings.Builder
 		var args []any
 		if s.channel != "" {
 			sb.WriteString("WITH u AS (")
 		}
 		sb.WriteString("UPDATE chunk_claims SET fetched = TRUE WHERE ")
-		for i, c := range group {
+		for i, c := range round {
 			if i > 0 {
 				sb.WriteString(" OR ")
 			}
@@ -164,7 +164,7 @@ func (s *Store) fetchedGroup(ctx context.Context, group []*call[chunkReq, struct
 			return fmt.Errorf("chunk fetched: %w", err)
 		}
 		defer rows.Close()
-		marked := make(map[chunkKey]bool, len(group))
+		marked := make(map[chunkKey]bool, len(round))
 		for rows.Next() {
 			var id, from, to int64
 			dest := []any{&id, &from, &to}
@@ -179,7 +179,7 @@ func (s *Store) fetchedGroup(ctx context.Context, group []*call[chunkReq, struct
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("chunk fetched: %w", err)
 		}
-		for _, c := range group {
+		for _, c := range round {
 			q := c.req
 			c.err = nil
 			if !marked[chunkKey{q.rangeID, q.span.From}] {
@@ -240,11 +240,11 @@ var _ spool.CorruptClaims = (*Store)(nil)
 // (pending, or leased to the worker waiting for the chunk) and is fetched
 // again at the next pass, until MaxAttempts: then it is failed, with
 // reason, and leased to no one. Owner's claim of the chunk is dropped; an
-// attempt is counted only when owner still held it (unexpired), so a
+// attempt is counted only when owner still owned it (unexpired), so a
 // fetch that outlived its claim counts nothing. A range that is neither
 // pending nor leased is returned as it is.
 func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span, owner, reason string) (lease.Range, error) {
-	defer s.held.forget(rangeID) // a failed range is no longer its holder's
+	defer s.known.forget(rangeID) // a failed range is no longer its holder's
 	var out lease.Range
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
 		var r rangeRow
@@ -262,11 +262,11 @@ func (s *Store) ChunkCorrupt(ctx context.Context, rangeID int64, span lease.Span
 		if err != nil {
 			return fmt.Errorf("chunk corrupt: %w", err)
 		}
-		held, err := res.RowsAffected()
+		owned, err := res.RowsAffected()
 		if err != nil {
 			return fmt.Errorf("chunk corrupt: %w", err)
 		}
-		if held == 1 && (r.State == string(lease.StatePending) || r.State == string(lease.StateLeased)) {
+		if owned == 1 && (r.State == string(lease.StatePending) || r.State == string(lease.StateLeased)) {
 			if reason == "" {
 				reason = "the source refused the chunk"
 			}

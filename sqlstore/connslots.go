@@ -52,9 +52,9 @@ const addSlotsQuery = `WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 F
 //
 // The provider's size is stored: the first take writes it (and the slots'
 // rows, once), and a take with another size changes it only while no slot
-// of the provider is held; while one is, it fails with an error wrapping
+// of the provider is taken; while one is, it fails with an error wrapping
 // edgeindex.ErrConflict. So coordinators told different sizes for one account
-// never hold the larger between them, and an operator resizes a budget by
+// never take slots of the larger between them, and an operator resizes a budget by
 // stopping its coordinators and starting them with the new size (or
 // waiting a TTL after a crash).
 func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Slot, bool, error) {
@@ -72,51 +72,11 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 	var ok bool
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
 		now := s.now()
-		cur, err := s.budgetSize(ctx, tx, provider)
-		if err != nil {
+		if err := s.fitBudget(ctx, tx, provider, size, now); err != nil {
 			return err
 		}
-		add := false
-		if cur == 0 {
-			res, err := tx.ExecContext(ctx, s.q("INSERT INTO conn_budgets (provider, size) VALUES (?, ?) ON CONFLICT (provider) DO NOTHING"),
-				provider, size)
-			if err != nil {
-				return fmt.Errorf("take slot: write the budget's size: %w", err)
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return fmt.Errorf("take slot: write the budget's size: %w", err)
-			}
-			if add = n == 1; !add { // another taker wrote it first
-				if cur, err = s.budgetSize(ctx, tx, provider); err != nil {
-					return err
-				}
-			} else {
-				cur = size
-			}
-		}
-		if cur != size {
-			var held int
-			if err := tx.GetContext(ctx, &held, s.q("SELECT COUNT(*) FROM conn_slots WHERE provider = ? AND expires_us > {now}"),
-				provider, now); err != nil {
-				return fmt.Errorf("take slot: %w", err)
-			}
-			if held > 0 {
-				return fmt.Errorf("take slot: the connection budget of %q is %d connections (%d held), not this coordinator's %d; "+
-					"stop its coordinators to change it: %w", provider, cur, held, size, edgeindex.ErrConflict)
-			}
-			if _, err := tx.ExecContext(ctx, s.q("UPDATE conn_budgets SET size = ? WHERE provider = ?"), size, provider); err != nil {
-				return fmt.Errorf("take slot: resize the budget: %w", err)
-			}
-			add = true
-		}
-		if add {
-			if _, err := tx.ExecContext(ctx, s.q(addSlotsQuery), size, provider); err != nil {
-				return fmt.Errorf("take slot: add the slots: %w", err)
-			}
-		}
 		var r slotRow
-		err = tx.GetContext(ctx, &r, s.q(takeSlotQuery), holder, now, ttlUS, provider, provider, size, now)
+		err := tx.GetContext(ctx, &r, s.q(takeSlotQuery), holder, now, ttlUS, provider, provider, size, now)
 		if errors.Is(err, sql.ErrNoRows) {
 			return s.want(ctx, tx, provider, holder, now)
 		}
@@ -135,6 +95,75 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 	return out, ok, nil
 }
 
+// fitBudget makes provider's stored budget size, in the take's
+// transaction, under the budget row's lock: it writes the size when none
+// is stored, resizes the budget when it is another and no slot is taken
+// (resizeBudget), and adds the rows of the slots below size that are
+// missing when it wrote either.
+func (s *Store) fitBudget(ctx context.Context, tx *sqlx.Tx, provider string, size int, now any) error {
+	cur, err := s.budgetSize(ctx, tx, provider)
+	if err != nil {
+		return err
+	}
+	add := false
+	if cur == 0 {
+		if add, err = s.firstBudget(ctx, tx, provider, size); err != nil {
+			return err
+		}
+		if cur = size; !add { // another taker wrote it first
+			if cur, err = s.budgetSize(ctx, tx, provider); err != nil {
+				return err
+			}
+		}
+	}
+	if cur != size {
+		if err := s.resizeBudget(ctx, tx, provider, cur, size, now); err != nil {
+			return err
+		}
+		add = true
+	}
+	if add {
+		if _, err := tx.ExecContext(ctx, s.q(addSlotsQuery), size, provider); err != nil {
+			return fmt.Errorf("take slot: add the slots: %w", err)
+		}
+	}
+	return nil
+}
+
+// firstBudget writes provider's budget size, unless another taker wrote
+// one first; it reports whether it wrote it.
+func (s *Store) firstBudget(ctx context.Context, tx *sqlx.Tx, provider string, size int) (bool, error) {
+	res, err := tx.ExecContext(ctx, s.q("INSERT INTO conn_budgets (provider, size) VALUES (?, ?) ON CONFLICT (provider) DO NOTHING"),
+		provider, size)
+	if err != nil {
+		return false, fmt.Errorf("take slot: write the budget's size: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("take slot: write the budget's size: %w", err)
+	}
+	return n == 1, nil
+}
+
+// resizeBudget changes provider's budget from cur to size, while none of
+// its slots is taken; while one is, it fails with an error wrapping
+// edgeindex.ErrConflict.
+func (s *Store) resizeBudget(ctx context.Context, tx *sqlx.Tx, provider string, cur, size int, now any) error {
+	var taken int
+	if err := tx.GetContext(ctx, &taken, s.q("SELECT COUNT(*) FROM conn_slots WHERE provider = ? AND expires_us > {now}"),
+		provider, now); err != nil {
+		return fmt.Errorf("take slot: %w", err)
+	}
+	if taken > 0 {
+		return fmt.Errorf("take slot: the connection budget of %q is %d connections (%d held), not this coordinator's %d; "+
+			"stop its coordinators to change it: %w", provider, cur, taken, size, edgeindex.ErrConflict)
+	}
+	if _, err := tx.ExecContext(ctx, s.q("UPDATE conn_budgets SET size = ? WHERE provider = ?"), size, provider); err != nil {
+		return fmt.Errorf("take slot: resize the budget: %w", err)
+	}
+	return nil
+}
+
 // wantsKept is how long a want is kept: far past any holder's Poll, so a
 // holder that stopped (or was renamed) leaves no row for long.
 const wantsKept = time.Hour
@@ -144,7 +173,7 @@ const wantsKept = time.Hour
 var _ [wantsKept - 3*connlease.MaxPoll]struct{}
 
 // want records, in the take's transaction, that holder found every slot
-// of provider held, and forgets the wants older than wantsKept.
+// of provider taken, and forgets the wants older than wantsKept.
 func (s *Store) want(ctx context.Context, tx *sqlx.Tx, provider, holder string, now any) error {
 	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO conn_wants (provider, holder, at_us) VALUES (?, ?, {now})
 		ON CONFLICT (provider, holder) DO UPDATE SET at_us = excluded.at_us`), provider, holder, now); err != nil {
@@ -169,10 +198,10 @@ func (s *Store) Demand(ctx context.Context, provider string, within time.Duratio
 	}
 	now := s.now()
 	var rows []connlease.Holding
-	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT holder, SUM(held) AS held, MAX(wants) AS wants FROM (
-			SELECT holder, 1 AS held, 0 AS wants FROM conn_slots WHERE provider = ? AND expires_us > {now}
+	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT holder, SUM(taken) AS held, MAX(wants) AS wants FROM (
+			SELECT holder, 1 AS taken, 0 AS wants FROM conn_slots WHERE provider = ? AND expires_us > {now}
 			UNION ALL
-			SELECT holder, 0 AS held, 1 AS wants FROM conn_wants WHERE provider = ? AND at_us >= {now} - ?
+			SELECT holder, 0 AS taken, 1 AS wants FROM conn_wants WHERE provider = ? AND at_us >= {now} - ?
 		) d GROUP BY holder ORDER BY holder`), provider, now, provider, now, within.Microseconds()); err != nil {
 		return nil, fmt.Errorf("demand: %w", err)
 	}

@@ -11,9 +11,9 @@
 // advisory lock so processes that start together do not race.
 //
 // Concurrent writes of the hot path (Put, Grant, ClaimChunk, ChunkFetched)
-// are written in groups, one loop per kind taking every call waiting when
+// are written in rounds, one loop per kind taking every call waiting when
 // it is free, each call answered as it would have been alone. On
-// PostgreSQL a group of small batches is written with one statement whose
+// PostgreSQL a round of small batches is written with one statement whose
 // range updates hold only where each range is still as it was read (the
 // fence in the WHERE), and which also grants the next ranges a
 // PutThenGrant asks for; a range that changed is decided again under its
@@ -27,8 +27,8 @@
 // The results feed on PostgreSQL orders items by the transaction that stored
 // them and shows an item only once every transaction that started before it
 // has ended, so a reader paging by cursor never skips an item that commits
-// late. The price: a transaction held open anywhere in the database holds the
-// feed back until it ends.
+// late. The price: a transaction left open anywhere in the database delays the
+// feed until it ends.
 //
 // Releases (release.Store) are searched by the words of their names
 // (release.Searcher): a GIN index over the tsvector of the words as they

@@ -9,7 +9,7 @@ import (
 )
 
 // copyAbove is the fewest items PostgreSQL gets with a COPY: a COPY's
-// start costs more than a multi-row insert of a few rows (a group of small
+// start costs more than a multi-row insert of a few rows (a round of small
 // batches: 0.68 ms a COPY of ~7 rows in the lease-cycle bench).
 const copyAbove = 500
 
@@ -25,7 +25,7 @@ func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, puts []storedBatch
 	if n == 0 {
 		return nil, nil
 	}
-	if s.d.name == "postgres" && n >= copyAbove {
+	if s.d.copies() && n >= copyAbove {
 		var xid int64
 		if err := tx.GetContext(ctx, &xid, s.q("SELECT {xid}")); err != nil {
 			return nil, err

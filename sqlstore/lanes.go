@@ -37,7 +37,9 @@ func (l laneRow) snapshot() *grouplease.Snapshot {
 	return &grouplease.Snapshot{Next: l.SnapNext.Int64, Size: l.SnapSize.Int64, Token: l.SnapToken.Int64}
 }
 
-func (l laneRow) held(f lease.Fence) bool {
+// current reports whether f is the lane's current lease: granted to
+// f.Node under f.Token (its expiry is not checked).
+func (l laneRow) current(f lease.Fence) bool {
 	return l.Node.Valid && l.Node.String == f.Node && l.Token == f.Token
 }
 
@@ -113,7 +115,7 @@ func (s *Store) GrantLane(ctx context.Context, node string, lane lease.Lane, ttl
 // does not skip a lane because its group's row is locked (by range add, by
 // planning, or by the grant of the group's other lane).
 func (s *Store) skipLockedOf(alias string) string {
-	if s.d.skip == "" {
+	if !s.d.skipsLocked() {
 		return ""
 	}
 	return "FOR NO KEY UPDATE OF " + alias + " SKIP LOCKED"
@@ -133,7 +135,7 @@ func (s *Store) lockLane(ctx context.Context, tx *sqlx.Tx, op string, groupID in
 	if err != nil {
 		return l, fmt.Errorf("%s: %w", op, err)
 	}
-	if !l.held(f) {
+	if !l.current(f) {
 		why := "it is free"
 		if l.Node.Valid && l.Node.String != f.Node {
 			why = "another node holds it"

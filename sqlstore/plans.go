@@ -5,13 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/edgeindex/edgeindex"
-	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -85,13 +83,66 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 	if err := s.rdb.SelectContext(ctx, &rows, "SELECT "+planCols+" FROM plans ORDER BY group_id"); err != nil {
 		return nil, fmt.Errorf("plans: %w", err)
 	}
+	missing, err := s.missingCounts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plans: %w", err)
+	}
+	tailHeads, err := s.tailHeads(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plans: %w", err)
+	}
+	out := make([]grouplease.PlanStatus, 0, len(rows))
+	for _, r := range rows {
+		g, err := s.groupByID(ctx, s.rdb, r.GroupID)
+		if err != nil {
+			return nil, err
+		}
+		st := planStatus(r, g)
+		if m := missing[r.GroupID]; m != nil {
+			st.Missing = *m
+		}
+		if r.TailNext.Valid {
+			stored, ok := tailHeads[r.GroupID]
+			if !ok {
+				stored = st.TailNext
+			}
+			st.Lag = max(0, st.High-stored+1)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// planStatus is the status of group g's plan r, without its missing
+// articles and its lag.
+func planStatus(r planRow, g grouplease.Group) grouplease.PlanStatus {
+	st := grouplease.PlanStatus{
+		GroupID: r.GroupID, Group: g.Name,
+		GroupPlan: grouplease.GroupPlan{Tail: r.Tail, History: r.History, HistoryBack: r.HistoryBack, Margin: r.Margin,
+			HistorySince: sinceTime(r.Since)},
+		Polled: r.Low.Valid,
+		Low:    r.Low.Int64, High: r.High.Int64,
+		TailNext: r.TailNext.Int64, HistoryNext: r.HistoryNext.Int64, HistoryEnd: r.HistoryEnd.Int64,
+		HistoryFrom: r.From.Int64, HistoryFromDate: fromMicros(r.FromDate),
+	}
+	if r.PendingLow.Valid {
+		st.Held = &grouplease.Watermarks{Low: r.PendingLow.Int64, High: r.PendingHigh.Int64}
+	}
+	if r.Polled.Valid {
+		st.PolledAt = time.UnixMicro(r.Polled.Int64).UTC()
+	}
+	return st
+}
+
+// missingCounts counts the missing articles of each group by state.
+func (s *Store) missingCounts(ctx context.Context) (map[int64]*grouplease.Missing, error) {
 	var counts []struct {
 		Group int64  `db:"group_id"`
 		State string `db:"state"`
 		N     int64  `db:"n"`
 	}
 	if err := s.rdb.SelectContext(ctx, &counts, "SELECT group_id, state, COUNT(*) AS n FROM missing GROUP BY group_id, state"); err != nil {
-		return nil, fmt.Errorf("plans: %w", err)
+		return nil, err
 	}
 	missing := map[int64]*grouplease.Missing{}
 	for _, c := range counts {
@@ -111,52 +162,24 @@ func (s *Store) Plans(ctx context.Context) ([]grouplease.PlanStatus, error) {
 			m.Lost = c.N
 		}
 	}
-	// The tail's first article not stored: the next of its first
-	// unfinished range, or the cursor when every planned range is done.
+	return missing, nil
+}
+
+// tailHeads returns, by group, the tail's first article not stored: the
+// next of its first unfinished range. A group missing from it has every
+// planned range done: its first article not stored is its cursor.
+func (s *Store) tailHeads(ctx context.Context) (map[int64]int64, error) {
 	var heads []struct {
 		Group int64 `db:"group_id"`
 		Next  int64 `db:"next_n"`
 	}
 	if err := s.rdb.SelectContext(ctx, &heads, `SELECT group_id, MIN(next_n) AS next_n FROM ranges
 		WHERE lane = 'tail' AND state <> 'done' AND NOT repair GROUP BY group_id`); err != nil {
-		return nil, fmt.Errorf("plans: %w", err)
+		return nil, err
 	}
-	tailHead := map[int64]int64{}
+	out := make(map[int64]int64, len(heads))
 	for _, h := range heads {
-		tailHead[h.Group] = h.Next
-	}
-	out := make([]grouplease.PlanStatus, 0, len(rows))
-	for _, r := range rows {
-		g, err := s.groupByID(ctx, s.rdb, r.GroupID)
-		if err != nil {
-			return nil, err
-		}
-		st := grouplease.PlanStatus{
-			GroupID: r.GroupID, Group: g.Name,
-			GroupPlan: grouplease.GroupPlan{Tail: r.Tail, History: r.History, HistoryBack: r.HistoryBack, Margin: r.Margin,
-				HistorySince: sinceTime(r.Since)},
-			Polled: r.Low.Valid,
-			Low:    r.Low.Int64, High: r.High.Int64,
-			TailNext: r.TailNext.Int64, HistoryNext: r.HistoryNext.Int64, HistoryEnd: r.HistoryEnd.Int64,
-			HistoryFrom: r.From.Int64, HistoryFromDate: fromMicros(r.FromDate),
-		}
-		if m := missing[r.GroupID]; m != nil {
-			st.Missing = *m
-		}
-		if r.PendingLow.Valid {
-			st.Held = &grouplease.Watermarks{Low: r.PendingLow.Int64, High: r.PendingHigh.Int64}
-		}
-		if r.Polled.Valid {
-			st.PolledAt = time.UnixMicro(r.Polled.Int64).UTC()
-		}
-		if r.TailNext.Valid {
-			stored, ok := tailHead[r.GroupID]
-			if !ok {
-				stored = st.TailNext
-			}
-			st.Lag = max(0, st.High-stored+1)
-		}
-		out = append(out, st)
+		out[h.Group] = h.Next
 	}
 	return out, nil
 }
@@ -172,70 +195,100 @@ func (s *Store) PlanRanges(ctx context.Context, groupID int64, low, high int64) 
 	}
 	var out grouplease.Planned
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
-		out = grouplease.Planned{}
-		now, err := s.clock(ctx, tx)
-		if err != nil {
-			return err
-		}
-		p, err := s.lockPlan(ctx, tx, g)
-		if err != nil {
-			return err
-		}
-		reply := grouplease.Watermarks{Low: low, High: high}
-		w, ok := trust(p, reply, s.highJump(g))
-		var pendingLow, pendingHigh sql.NullInt64
-		// Held: a part of the reply that planning does not use. An empty
-		// group's high counts only where it is below the trusted one.
-		if !ok || w.Low != low || w.High > high || (w.High < high && !reply.Empty()) {
-			out.Held = &reply
-			pendingLow = sql.NullInt64{Int64: low, Valid: true}
-			pendingHigh = sql.NullInt64{Int64: high, Valid: true}
-		}
-		if !ok {
-			// An empty group's reply, and nothing trusted yet: no split,
-			// no cursor, until a poll reports articles.
-			_, err = tx.ExecContext(ctx, s.q(`UPDATE plans SET polled_us = ?, pending_low = ?, pending_high = ? WHERE group_id = ?`),
-				now, pendingLow, pendingHigh, g.ID)
-			return err
-		}
-		out.Trusted = w
-		first := max(w.Low, 1) // article 0 does not exist; below low they expired
-		if !p.TailNext.Valid {
-			start := max(first, w.High-p.Margin+1)
-			p.TailNext = sql.NullInt64{Int64: start, Valid: true}
-			p.HistoryEnd = sql.NullInt64{Int64: start - 1, Valid: true}
-			p.HistoryNext = sql.NullInt64{}
-		}
-		if !p.HistoryNext.Valid && (p.Since == 0 || p.From.Valid) {
-			// The history target: at the split, or, for a date not found
-			// by then, as soon as it is.
-			target, err := s.historyTarget(ctx, tx, g, p, first)
-			if err != nil {
-				return err
-			}
-			p.HistoryNext = sql.NullInt64{Int64: target, Valid: true}
-		}
-		if p.Tail {
-			added, next, err := s.planLane(ctx, tx, g, lease.LaneTail, max(p.TailNext.Int64, first), w.High-p.Margin)
-			if err != nil {
-				return err
-			}
-			out.Ranges, p.TailNext.Int64 = append(out.Ranges, added...), next
-		}
-		if p.History && p.HistoryNext.Valid {
-			added, next, err := s.planLane(ctx, tx, g, lease.LaneHistory, max(p.HistoryNext.Int64, first), p.HistoryEnd.Int64)
-			if err != nil {
-				return err
-			}
-			out.Ranges, p.HistoryNext.Int64 = append(out.Ranges, added...), next
-		}
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE plans SET low = ?, high = ?, polled_us = ?, tail_next = ?, history_next = ?, history_end = ?,
-			pending_low = ?, pending_high = ? WHERE group_id = ?`),
-			w.Low, w.High, now, p.TailNext, p.HistoryNext, p.HistoryEnd, pendingLow, pendingHigh, g.ID)
+		var err error
+		out, err = s.planRanges(ctx, tx, g, grouplease.Watermarks{Low: low, High: high})
 		return err
 	})
 	if err != nil {
 		return grouplease.Planned{}, fmt.Errorf("plan ranges: %w", err)
+	}
+	return out, nil
+}
+
+// planRanges is PlanRanges in tx: it trusts what it can of the reply
+// (trust), keeps the reply waiting for the next poll when it does not
+// trust it whole, sets the cursors of a plan that has none
+// (startCursors), plans the lanes (planLanes) and writes the plan back.
+func (s *Store) planRanges(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, reply grouplease.Watermarks) (grouplease.Planned, error) {
+	var out grouplease.Planned
+	now, err := s.clock(ctx, tx)
+	if err != nil {
+		return out, err
+	}
+	p, err := s.lockPlan(ctx, tx, g)
+	if err != nil {
+		return out, err
+	}
+	w, ok := trust(p, reply, s.highJump(g))
+	var pendingLow, pendingHigh sql.NullInt64
+	// A reply that planning does not use whole waits (out.Held, pending_low
+	// and pending_high) for the next poll. An empty group's high counts
+	// only where it is below the trusted one.
+	if !ok || w.Low != reply.Low || w.High > reply.High || (w.High < reply.High && !reply.Empty()) {
+		out.Held = &reply
+		pendingLow = sql.NullInt64{Int64: reply.Low, Valid: true}
+		pendingHigh = sql.NullInt64{Int64: reply.High, Valid: true}
+	}
+	if !ok {
+		// An empty group's reply, and nothing trusted yet: no split,
+		// no cursor, until a poll reports articles.
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE plans SET polled_us = ?, pending_low = ?, pending_high = ? WHERE group_id = ?`),
+			now, pendingLow, pendingHigh, g.ID)
+		return out, err
+	}
+	out.Trusted = w
+	first := max(w.Low, 1) // article 0 does not exist; below low they expired
+	if err := s.startCursors(ctx, tx, g, &p, w, first); err != nil {
+		return out, err
+	}
+	if out.Ranges, err = s.planLanes(ctx, tx, g, &p, w, first); err != nil {
+		return out, err
+	}
+	_, err = tx.ExecContext(ctx, s.q(`UPDATE plans SET low = ?, high = ?, polled_us = ?, tail_next = ?, history_next = ?, history_end = ?,
+		pending_low = ?, pending_high = ? WHERE group_id = ?`),
+		w.Low, w.High, now, p.TailNext, p.HistoryNext, p.HistoryEnd, pendingLow, pendingHigh, g.ID)
+	return out, err
+}
+
+// startCursors sets the cursors p lacks, given the trusted watermarks w
+// and the first article not expired: the split between tail and history
+// at the first trusted reply, and the history's target at the split, or,
+// for a date not found by then, as soon as it is.
+func (s *Store) startCursors(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, p *planRow, w grouplease.Watermarks, first int64) error {
+	if !p.TailNext.Valid {
+		start := max(first, w.High-p.Margin+1)
+		p.TailNext = sql.NullInt64{Int64: start, Valid: true}
+		p.HistoryEnd = sql.NullInt64{Int64: start - 1, Valid: true}
+		p.HistoryNext = sql.NullInt64{}
+	}
+	if !p.HistoryNext.Valid && (p.Since == 0 || p.From.Valid) {
+		target, err := s.historyTarget(ctx, tx, g, *p, first)
+		if err != nil {
+			return err
+		}
+		p.HistoryNext = sql.NullInt64{Int64: target, Valid: true}
+	}
+	return nil
+}
+
+// planLanes plans the lanes p plans (planLane), the tail up to the trusted
+// high less the margin, the history down from its cursor, and moves p's
+// cursors past what they planned.
+func (s *Store) planLanes(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, p *planRow, w grouplease.Watermarks, first int64) ([]lease.Range, error) {
+	var out []lease.Range
+	if p.Tail {
+		added, next, err := s.planLane(ctx, tx, g, lease.LaneTail, max(p.TailNext.Int64, first), w.High-p.Margin)
+		if err != nil {
+			return nil, err
+		}
+		out, p.TailNext.Int64 = append(out, added...), next
+	}
+	if p.History && p.HistoryNext.Valid {
+		added, next, err := s.planLane(ctx, tx, g, lease.LaneHistory, max(p.HistoryNext.Int64, first), p.HistoryEnd.Int64)
+		if err != nil {
+			return nil, err
+		}
+		out, p.HistoryNext.Int64 = append(out, added...), next
 	}
 	return out, nil
 }
@@ -295,98 +348,6 @@ func (s *Store) SetHistoryStart(ctx context.Context, groupID int64, since time.T
 		return fmt.Errorf("set history start: %w", err)
 	}
 	return nil
-}
-
-// trust returns the watermarks planning uses for a GROUP reply, given the
-// plan's trusted ones (low and high) and the previous reply when it was
-// held back (pending_low and pending_high). It reports false when nothing
-// is trusted: the reply of an empty group before any other was trusted.
-//
-// A reply moves nothing for good on its own. A low that rises above the
-// trusted one is trusted only as far as the previous reply rose too; a
-// high that jumps more than bound above the trusted one likewise. An
-// empty group's reply (grouplease.Watermarks.Empty) never moves the high
-// and never lowers the low: its numbers say only where articles would
-// start. So the trusted value is the one two polls in a row agree on,
-// and one odd reply, or replies that alternate, move no cursor and
-// expire nothing. A low or high that falls in a reply with articles is
-// trusted at once: cursors never go back, and a lower low expires less.
-func trust(p planRow, reply grouplease.Watermarks, bound int64) (grouplease.Watermarks, bool) {
-	if !p.Low.Valid || !p.High.Valid {
-		// The first poll has nothing to compare against: it is trusted,
-		// unless the group is empty now. After a reset the watermarks
-		// trusted before it wait as the previous reply: a first reply
-		// more than bound from their high waits for the next poll to
-		// agree with it, so one odd reply does not undo the reset.
-		if reply.Empty() {
-			return reply, false
-		}
-		prev := grouplease.Watermarks{Low: p.PendingLow.Int64, High: p.PendingHigh.Int64}
-		if p.PendingLow.Valid && p.PendingHigh.Valid && !prev.Empty() && (reply.High-prev.High > bound || prev.High-reply.High > bound) {
-			return reply, false
-		}
-		return reply, true
-	}
-	w := grouplease.Watermarks{Low: p.Low.Int64, High: p.High.Int64}
-	// The previous reply, as far as it is known: the one held back, or
-	// the trusted watermarks when it was trusted whole.
-	prev, prevEmpty := w, false
-	if p.PendingLow.Valid && p.PendingHigh.Valid {
-		prev = grouplease.Watermarks{Low: p.PendingLow.Int64, High: p.PendingHigh.Int64}
-		prevEmpty = prev.Empty()
-	}
-	switch {
-	case max(reply.Low, 1) > max(w.Low, 1): // article 0 does not exist
-		w.Low = max(w.Low, min(reply.Low, prev.Low))
-	case !reply.Empty():
-		w.Low = reply.Low
-	}
-	// The jump is measured from the highest high the plan has relied on:
-	// the trusted one, the one the tail has planned up to, or below the
-	// trusted low, whichever is higher. A lower high trusted since (a
-	// lagging server behind a balancer) does not make the real high look
-	// like a jump.
-	from := max(w.High, w.Low-1, reached(p))
-	switch {
-	case reply.Empty():
-		// The high stays.
-	case reply.High-from <= bound: // both in -1..MaxArticle: no overflow
-		w.High = reply.High
-	case !prevEmpty && reply.High-prev.High <= bound && prev.High-reply.High <= bound:
-		// Two replies in a row that agree confirm the jump as far as
-		// both go; two odd ones that differ by more than the bound
-		// confirm nothing.
-		w.High = max(w.High, min(reply.High, prev.High))
-	}
-	return w, true
-}
-
-// reached is the highest high the tail has planned from: it plans up to
-// high − Margin, and its cursor is one past that. 0 before the first split.
-func reached(p planRow) int64 {
-	if !p.TailNext.Valid {
-		return 0
-	}
-	planned := min(p.TailNext.Int64-1, grouplease.MaxArticle)
-	return planned + min(p.Margin, grouplease.MaxArticle-planned) // at most MaxArticle
-}
-
-// highJump is how far above the trusted high one GROUP reply's high is
-// trusted: Config.HighJump, or by default 10 × the group's range size ×
-// PlanAhead, at most MaxArticle.
-func (s *Store) highJump(g grouplease.Group) int64 {
-	if s.cfg.HighJump > 0 {
-		return min(s.cfg.HighJump, grouplease.MaxArticle)
-	}
-	ahead := int64(s.cfg.PlanAhead) // at least 1 (validate)
-	if ahead > grouplease.MaxArticle/10 {
-		return grouplease.MaxArticle
-	}
-	per := 10 * ahead
-	if g.RangeSize <= 0 || g.RangeSize > grouplease.MaxArticle/per {
-		return grouplease.MaxArticle
-	}
-	return g.RangeSize * per
 }
 
 // ResetPlan implements grouplease.PlanStore.
@@ -503,196 +464,4 @@ func (s *Store) planLane(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, l
 	}
 	added, err := s.insertRanges(ctx, tx, g, lane, spans, false, false)
 	return added, cur, err
-}
-
-// PlanRepairs implements grouplease.PlanStore. Each group is planned in a
-// transaction of its own that locks the group.
-func (s *Store) PlanRepairs(ctx context.Context) ([]lease.Range, error) {
-	var groups []int64
-	if err := s.rdb.SelectContext(ctx, &groups,
-		"SELECT DISTINCT group_id FROM missing WHERE state IN ('waiting', 'repairing') ORDER BY group_id"); err != nil {
-		return nil, fmt.Errorf("plan repairs: %w", err)
-	}
-	var out []lease.Range
-	for _, id := range groups {
-		added, err := s.planRepairs(ctx, id)
-		if err != nil {
-			return out, fmt.Errorf("plan repairs: %w", err)
-		}
-		out = append(out, added...)
-	}
-	return out, nil
-}
-
-func (s *Store) planRepairs(ctx context.Context, groupID int64) ([]lease.Range, error) {
-	g, err := s.groupByID(ctx, s.rdb, groupID)
-	if err != nil {
-		return nil, err
-	}
-	var out []lease.Range
-	err = s.tx(ctx, func(tx *sqlx.Tx) error {
-		out = nil
-		if _, err := tx.ExecContext(ctx, s.q("SELECT id FROM groups WHERE id = ? {forupdate}"), g.ID); err != nil {
-			return err
-		}
-		now, err := s.clock(ctx, tx)
-		if err != nil {
-			return err
-		}
-		if err := s.settleMissing(ctx, tx, g.ID, now); err != nil {
-			return err
-		}
-		var open int
-		if err := tx.GetContext(ctx, &open, s.q(`SELECT COUNT(*) FROM ranges
-			WHERE group_id = ? AND repair AND state IN ('pending', 'leased')`), g.ID); err != nil {
-			return err
-		}
-		budget := s.cfg.PlanAhead - open
-		if budget <= 0 {
-			return nil
-		}
-		var due []dueArticle
-		// Enough numbers for budget runs of a chunk, at most maxDue a pass.
-		limit := int64(maxDue)
-		if g.ChunkSize < limit/int64(budget) {
-			limit = int64(budget) * g.ChunkSize
-		}
-		if err := tx.SelectContext(ctx, &due, s.q(`SELECT number, lane FROM missing
-			WHERE group_id = ? AND state = 'waiting' AND due_us <= ? ORDER BY number LIMIT ?`),
-			g.ID, now, limit); err != nil {
-			return err
-		}
-		out, err = s.addRepairs(ctx, tx, g, repairRuns(due, g.ChunkSize, budget))
-		return err
-	})
-	return out, err
-}
-
-// settleMissing marks lost the missing articles of a group that fell below
-// its trusted low watermark, and counts a try of those whose repair range
-// failed.
-func (s *Store) settleMissing(ctx context.Context, tx *sqlx.Tx, groupID int64, now int64) error {
-	// Below the low watermark an article has expired: it never comes.
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'lost'
-		WHERE group_id = ? AND state = 'waiting' AND number < (SELECT COALESCE(low, 0) FROM plans WHERE group_id = ?)`),
-		groupID, groupID); err != nil {
-		return err
-	}
-	// A repair range that failed counts as one try of its articles, due
-	// at once: the range's own attempts took their time.
-	_, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET `+retrySet+`
-		WHERE group_id = ? AND state = 'repairing'
-		  AND range_id IN (SELECT id FROM ranges WHERE group_id = ? AND repair AND state = 'failed')`),
-		s.cfg.RepairTries, now, groupID, groupID)
-	return err
-}
-
-// dueArticle is a missing article due for a repair.
-type dueArticle struct {
-	Number int64  `db:"number"`
-	Lane   string `db:"lane"`
-}
-
-// repairRuns groups due articles, in ascending order, into runs of
-// consecutive numbers of one lane, a chunk at most each, budget runs at most.
-func repairRuns(due []dueArticle, chunkSize int64, budget int) map[lease.Lane][]lease.Span {
-	runs := map[lease.Lane][]lease.Span{}
-	var last *lease.Span
-	lastLane := lease.Lane("")
-	n := 0
-	for _, d := range due {
-		lane := lease.Lane(d.Lane)
-		if last != nil && lane == lastLane && d.Number == last.To+1 && d.Number-last.From < chunkSize {
-			last.To = d.Number
-			continue
-		}
-		if n == budget {
-			break
-		}
-		runs[lane] = append(runs[lane], lease.Span{From: d.Number, To: d.Number})
-		last, lastLane = &runs[lane][len(runs[lane])-1], lane
-		n++
-	}
-	return runs
-}
-
-// addRepairs adds a repair range for each run, tail lane first, and marks
-// its articles repairing under it.
-func (s *Store) addRepairs(ctx context.Context, tx *sqlx.Tx, g grouplease.Group, runs map[lease.Lane][]lease.Span) ([]lease.Range, error) {
-	var out []lease.Range
-	for _, lane := range []lease.Lane{lease.LaneTail, lease.LaneHistory} {
-		if len(runs[lane]) == 0 {
-			continue
-		}
-		added, err := s.insertRanges(ctx, tx, g, lane, runs[lane], false, true)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range added {
-			if _, err := tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'repairing', range_id = ?
-				WHERE group_id = ? AND state = 'waiting' AND number BETWEEN ? AND ?`), r.ID, g.ID, r.Start, r.End); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, added...)
-	}
-	return out, nil
-}
-
-// maxDue bounds the missing articles one repair pass of a group reads.
-const maxDue = 100_000
-
-// retrySet counts one more try of a missing article: it waits for the next,
-// or is lost after the last. Its arguments are the tries and the due time.
-const retrySet = `state = CASE WHEN tries + 1 >= ? THEN 'lost' ELSE 'waiting' END, tries = tries + 1, range_id = NULL, due_us = ?`
-
-// putMissing records a stored batch's missing articles, inside its
-// transaction. On a plain range they wait for repair; on a repair range the
-// ones named again count a try, and the rest of the span arrived.
-func (s *Store) putMissing(ctx context.Context, tx *sqlx.Tx, r rangeRow, b batch.Batch) error {
-	if len(b.Missing) == 0 && !r.Repair {
-		return nil
-	}
-	now, err := s.clock(ctx, tx)
-	if err != nil {
-		return err
-	}
-	due := now + s.cfg.RepairDelay.Microseconds()
-	const perStatement = 500
-	for rest := b.Missing; len(rest) > 0; {
-		part := rest[:min(perStatement, len(rest))]
-		rest = rest[len(part):]
-		var sb strings.Builder
-		var args []any
-		if r.Repair {
-			sb.WriteString("UPDATE missing SET " + retrySet + " WHERE group_id = ? AND range_id = ? AND number IN (")
-			args = append(args, s.cfg.RepairTries, due, r.GroupID, r.ID)
-			for i, n := range part {
-				if i > 0 {
-					sb.WriteString(", ")
-				}
-				sb.WriteString("?")
-				args = append(args, n)
-			}
-			sb.WriteString(")")
-		} else {
-			sb.WriteString("INSERT INTO missing (group_id, number, lane, state, due_us) VALUES ")
-			for i, n := range part {
-				if i > 0 {
-					sb.WriteString(", ")
-				}
-				sb.WriteString("(?, ?, ?, 'waiting', ?)")
-				args = append(args, r.GroupID, n, r.Lane, due)
-			}
-			sb.WriteString(" ON CONFLICT (group_id, number) DO NOTHING")
-		}
-		if _, err := tx.ExecContext(ctx, s.bind(sb.String()), args...); err != nil {
-			return err
-		}
-	}
-	if r.Repair {
-		_, err = tx.ExecContext(ctx, s.q(`UPDATE missing SET state = 'repaired', range_id = NULL
-			WHERE range_id = ? AND state = 'repairing' AND number BETWEEN ? AND ?`), r.ID, b.From, b.To)
-	}
-	return err
 }

@@ -37,7 +37,9 @@ type rangeRow struct {
 	Repair    bool           `db:"repair"`
 }
 
-func (r rangeRow) held(f lease.Fence) bool {
+// current reports whether f is the range's current lease: the range is
+// leased, to f.Node, under f.Token (its expiry is not checked).
+func (r rangeRow) current(f lease.Fence) bool {
 	return r.State == string(lease.StateLeased) && r.Node.Valid && r.Node.String == f.Node && r.Token == f.Token
 }
 
@@ -135,26 +137,26 @@ func (s *Store) countAttempt(ctx context.Context, tx *sqlx.Tx, r *rangeRow, keep
 	return tx.GetContext(ctx, r, s.q("UPDATE ranges SET "+set+" WHERE id = ? RETURNING "+rangeCols), append(args, r.ID)...)
 }
 
-// grantGroup grants a group of Grants at once: on PostgreSQL with one
+// grantRound grants a round of Grants at once: on PostgreSQL with one
 // statement, on SQLite in one transaction. The earliest call gets the first
 // range in grant order (grantOrder); calls left without a range get
 // lease.ErrNoWork.
-func (s *Store) grantGroup(ctx context.Context, group []*call[grantReq, lease.Lease]) {
-	grouped(ctx, group, func(ctx context.Context, group []*call[grantReq, lease.Lease]) error {
+func (s *Store) grantRound(ctx context.Context, round []*call[grantReq, lease.Lease]) {
+	commitRound(ctx, round, func(ctx context.Context, round []*call[grantReq, lease.Lease]) error {
 		var rows []rangeRow
 		var err error
-		if s.d.name == "postgres" {
-			rows, err = s.grantPostgres(ctx, group)
+		if s.d.takesArrays() {
+			rows, err = s.grantPostgres(ctx, round)
 		} else {
 			err = s.tx(ctx, func(tx *sqlx.Tx) error {
-				rows, err = s.grantSQLite(ctx, tx, group)
+				rows, err = s.grantSQLite(ctx, tx, round)
 				return err
 			})
 		}
 		if err != nil {
 			return fmt.Errorf("grant: %w", err)
 		}
-		for i, c := range group {
+		for i, c := range round {
 			c.res, c.err = lease.Lease{}, lease.ErrNoWork
 			if i < len(rows) {
 				c.res, c.err = s.toLease(ctx, s.rdb, rows[i], c.req.ttl)
@@ -170,10 +172,10 @@ func (s *Store) grantGroup(ctx context.Context, group []*call[grantReq, lease.Le
 // would rather search ranges_state by state and sort every eligible range
 // for each grant; the partial index holds only eligible states and is in
 // grant order, so the first row that passes the expiry check is the one.
-func (s *Store) grantSQLite(ctx context.Context, tx *sqlx.Tx, group []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
+func (s *Store) grantSQLite(ctx context.Context, tx *sqlx.Tx, round []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
 	now := s.now()
 	var rows []rangeRow
-	for _, c := range group {
+	for _, c := range round {
 		var r rangeRow
 		err := tx.GetContext(ctx, &r, s.q(`
 			UPDATE ranges SET state = 'leased', token = token + 1, node = ?, lane_token = 0, expires_us = {now} + ?
@@ -191,11 +193,11 @@ func (s *Store) grantSQLite(ctx context.Context, tx *sqlx.Tx, group []*call[gran
 }
 
 // grantPostgres is grantSQLite in one statement: it locks as many eligible
-// ranges as there are calls, skipping those other transactions hold, and
+// ranges as there are calls, skipping those other transactions have locked, and
 // gives the n-th to the n-th call.
-func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
-	nodes, ttls := make([]string, len(group)), make([]int64, len(group))
-	for i, c := range group {
+func (s *Store) grantPostgres(ctx context.Context, round []*call[grantReq, lease.Lease]) ([]rangeRow, error) {
+	nodes, ttls := make([]string, len(round)), make([]int64, len(round))
+	for i, c := range round {
 		nodes[i], ttls[i] = c.req.node, c.req.ttlUS
 	}
 	var rows []struct {
@@ -203,23 +205,23 @@ func (s *Store) grantPostgres(ctx context.Context, group []*call[grantReq, lease
 		N int64 `db:"n"`
 	}
 	now := s.now()
-	st, err := s.prepared(ctx, grantGroupQuery)
+	st, err := s.prepared(ctx, grantRoundQuery)
 	if err != nil {
 		return nil, err
 	}
-	if err := st.SelectContext(ctx, &rows, pq.Array(nodes), pq.Array(ttls), now, len(group), now); err != nil {
+	if err := st.SelectContext(ctx, &rows, pq.Array(nodes), pq.Array(ttls), now, len(round), now); err != nil {
 		return nil, err
 	}
 	out := make([]rangeRow, len(rows))
 	for _, r := range rows {
 		out[r.N-1] = r.rangeRow
-		s.held.put(r.rangeRow)
+		s.known.put(r.rangeRow)
 	}
 	return out, nil
 }
 
-// grantGroupQuery is grantPostgres' statement.
-var grantGroupQuery = `
+// grantRoundQuery is grantPostgres' statement.
+var grantRoundQuery = `
 	WITH wanted AS (
 		SELECT node, ttl_us, n, n AS ord FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, n)),
 	` + grantRanges("") + `
@@ -228,7 +230,7 @@ var grantGroupQuery = `
 // grantRanges is the part of a statement that leases ranges as Grant does
 // to the rows of a WITH query named wanted (node, ttl_us, n = 1, 2, ...,
 // ord): granted locks up to ? eligible ranges in grant order, skipping
-// those other transactions hold and those exclude (SQL) rules out, gives
+// those other transactions have locked and those exclude (SQL) rules out, gives
 // the n-th to wanted's n-th, and returns each with its wanted's ord as n.
 // The one grant rule of grantPostgres and putOptimistic.
 func grantRanges(exclude string) string {
@@ -246,15 +248,15 @@ func grantRanges(exclude string) string {
 // fenceError explains why a fenced write changed no row: no such range, or
 // the fence is stale.
 func (s *Store) fenceError(ctx context.Context, q sqlx.QueryerContext, op string, rangeID int64, f lease.Fence) error {
-	_, err := s.heldRange(ctx, q, op, rangeID, f, "")
+	_, err := s.currentRange(ctx, q, op, rangeID, f, "")
 	return err
 }
 
-// heldRange reads range rangeID, its SELECT ending in lock ("" or
-// " {forupdate}" in a transaction that writes it), and checks that f holds
-// it. Its errors start with op and wrap edgeindex.ErrNotFound or
+// currentRange reads range rangeID, its SELECT ending in lock ("" or
+// " {forupdate}" in a transaction that writes it), and checks that f is
+// its current lease. Its errors start with op and wrap edgeindex.ErrNotFound or
 // edgeindex.ErrLeaseLost.
-func (s *Store) heldRange(ctx context.Context, q sqlx.QueryerContext, op string, rangeID int64, f lease.Fence, lock string) (rangeRow, error) {
+func (s *Store) currentRange(ctx context.Context, q sqlx.QueryerContext, op string, rangeID int64, f lease.Fence, lock string) (rangeRow, error) {
 	var r rangeRow
 	err := sqlx.GetContext(ctx, q, &r, s.q("SELECT "+rangeCols+" FROM ranges WHERE id = ?"+lock), rangeID)
 	switch {
@@ -262,7 +264,7 @@ func (s *Store) heldRange(ctx context.Context, q sqlx.QueryerContext, op string,
 		return r, fmt.Errorf("%s: range %d: %w", op, rangeID, edgeindex.ErrNotFound)
 	case err != nil:
 		return r, fmt.Errorf("%s: %w", op, err)
-	case !r.held(f):
+	case !r.current(f):
 		return r, leaseLost(op, r, f)
 	}
 	return r, nil
@@ -310,9 +312,9 @@ func (s *Store) Heartbeat(ctx context.Context, rangeID int64, f lease.Fence, ttl
 // row every finish of the lane queues on; on PostgreSQL it would also take
 // the lane's lock after the range's, the reverse of GrantLane, which fences
 // the lane's ranges under the lane's lock (a deadlock), and a lane grant
-// would skip the lane while a finish holds its row (no work, spuriously).
+// would skip the lane while a finish has its row locked (no work, spuriously).
 func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error {
-	defer s.held.forget(rangeID) // no longer the holder's as last written
+	defer s.known.forget(rangeID) // no longer the holder's as last written
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
 		var id int64
 		err := tx.GetContext(ctx, &id, s.q(`
@@ -332,15 +334,15 @@ func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error 
 		if err != nil {
 			return fmt.Errorf("finish: %w", err)
 		}
-		return s.finishHeld(ctx, tx, "finish", rangeID, true)
+		return s.finishChecked(ctx, tx, "finish", rangeID, true)
 	})
 }
 
-// finishHeld finishes, in tx, range rangeID whose lease the caller checked
+// finishChecked finishes, in tx, range rangeID whose lease the caller checked
 // under the row's lock and whose next is past its end. When marked, the
 // caller has set it done already; otherwise it is set done here. Its chunk
 // claims go: nobody fetches its chunks again.
-func (s *Store) finishHeld(ctx context.Context, tx *sqlx.Tx, op string, rangeID int64, marked bool) error {
+func (s *Store) finishChecked(ctx context.Context, tx *sqlx.Tx, op string, rangeID int64, marked bool) error {
 	if !marked {
 		if _, err := tx.ExecContext(ctx, s.q("UPDATE ranges SET state = 'done', node = NULL, expires_us = NULL WHERE id = ?"), rangeID); err != nil {
 			return fmt.Errorf("%s: %w", op, err)
@@ -355,7 +357,7 @@ func (s *Store) finishHeld(ctx context.Context, tx *sqlx.Tx, op string, rangeID 
 
 // Release implements lease.Store.
 func (s *Store) Release(ctx context.Context, rangeID int64, f lease.Fence) error {
-	defer s.held.forget(rangeID) // no longer the holder's as last written
+	defer s.known.forget(rangeID) // no longer the holder's as last written
 	res, err := s.db.ExecContext(ctx, s.q(`
 		UPDATE ranges SET state = 'pending', node = NULL, expires_us = NULL
 		WHERE id = ? AND state = 'leased' AND node = ? AND token = ?`), rangeID, f.Node, f.Token)
@@ -370,10 +372,10 @@ func (s *Store) Release(ctx context.Context, rangeID int64, f lease.Fence) error
 
 // Corrupt implements lease.Store.
 func (s *Store) Corrupt(ctx context.Context, rangeID int64, f lease.Fence, from int64, reason string) (lease.Range, error) {
-	defer s.held.forget(rangeID) // no longer the holder's as last written
+	defer s.known.forget(rangeID) // no longer the holder's as last written
 	var out lease.Range
 	err := s.tx(ctx, func(tx *sqlx.Tx) error {
-		r, err := s.heldRange(ctx, tx, "corrupt", rangeID, f, " {forupdate}")
+		r, err := s.currentRange(ctx, tx, "corrupt", rangeID, f, " {forupdate}")
 		if err != nil {
 			return err
 		}
@@ -411,7 +413,7 @@ func (s *Store) Check(ctx context.Context, rangeID int64, f lease.Fence) (lease.
 	if err != nil {
 		return lease.Lease{}, fmt.Errorf("check: %w", err)
 	}
-	if !r.held(f) {
+	if !r.current(f) {
 		return lease.Lease{}, leaseLost("check", r, f)
 	}
 	return s.toLease(ctx, s.db, r, 0) // the TTL is not stored per range

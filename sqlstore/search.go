@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,16 +46,12 @@ func (s *Store) search(ctx context.Context, q release.Search, wordsFirst, catego
 	if err != nil {
 		return release.Found{}, err
 	}
-	opts := &sql.TxOptions{ReadOnly: true}
-	if s.d.name == "postgres" {
-		opts.Isolation = sql.LevelRepeatableRead
-	}
-	tx, err := s.rdb.BeginTxx(ctx, opts)
+	tx, err := s.rdb.BeginTxx(ctx, s.d.snapshotRead())
 	if err != nil {
 		return release.Found{}, searchErr(ctx, "", err)
 	}
 	defer tx.Rollback()
-	if s.d.name == "postgres" {
+	if s.d.statementTimeouts() {
 		// A search reads a few thousand rows at most: starting parallel
 		// workers cost more than they save (19 ms of a 23 ms search).
 		// One that reads more stops at SearchTimeout.
@@ -70,7 +65,7 @@ func (s *Store) search(ctx context.Context, q release.Search, wordsFirst, catego
 		}
 	}
 	plan := sqlitePlan{}
-	if s.d.name == "sqlite" {
+	if s.d.hintsPlans() {
 		if plan, err = chooseSQLitePlan(ctx, tx, q, wordsFirst, categoryFirst); err != nil {
 			return release.Found{}, searchErr(ctx, "", err)
 		}
@@ -229,35 +224,46 @@ func categoryCond(cats []int, prefix string) (string, []any) {
 // searchFrom returns the FROM and WHERE clauses of a checked search, with
 // their arguments, for plan (on SQLite; PostgreSQL's planner chooses).
 func (s *Store) searchFrom(q release.Search, plan sqlitePlan) (string, []any) {
-	newestFirst := plan.newestFirst
 	from := " FROM releases"
 	var conds []string
 	var args []any
 	if len(q.Words) > 0 {
-		switch {
-		case s.d.name == "postgres":
-			// The expression of the index releases_search, and the
-			// words as lexemes: no parser splits or drops them.
-			conds = append(conds, "array_to_tsvector(string_to_array(search_words, ' ')) @@ CAST(? AS tsquery)")
-			args = append(args, tsQuery(q.Words))
-		case newestFirst:
-			conds = append(conds, "+id IN (SELECT rowid FROM release_search WHERE release_search MATCH ?)")
-			args = append(args, ftsMatch(q.Words))
-		default:
-			from = " FROM release_search CROSS JOIN releases ON releases.id = release_search.rowid"
-			conds = append(conds, "release_search MATCH ?")
-			args = append(args, ftsMatch(q.Words))
-		}
+		var cond string
+		from, cond, args = s.wordsFrom(q.Words, plan.newestFirst)
+		conds = append(conds, cond)
 	}
 	if len(q.Categories) > 0 {
 		prefix := ""
-		if s.d.name == "sqlite" && plan.categoryUnindexed {
+		if s.d.hintsPlans() && plan.categoryUnindexed {
 			prefix = "+"
 		}
 		cond, cargs := categoryCond(q.Categories, prefix)
 		conds = append(conds, cond)
 		args = append(args, cargs...)
 	}
+	conds, args = filterConds(q, conds, args)
+	return from + " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// wordsFrom returns the FROM clause and the condition of a search's
+// words, with its arguments: the index of the words drives the query on
+// SQLite unless newestFirst.
+func (s *Store) wordsFrom(words []string, newestFirst bool) (from, cond string, args []any) {
+	switch {
+	case !s.d.fts5():
+		// The expression of the index releases_search, and the
+		// words as lexemes: no parser splits or drops them.
+		return " FROM releases", "array_to_tsvector(string_to_array(search_words, ' ')) @@ CAST(? AS tsquery)", []any{tsQuery(words)}
+	case newestFirst:
+		return " FROM releases", "+id IN (SELECT rowid FROM release_search WHERE release_search MATCH ?)", []any{ftsMatch(words)}
+	default:
+		return " FROM release_search CROSS JOIN releases ON releases.id = release_search.rowid", "release_search MATCH ?", []any{ftsMatch(words)}
+	}
+}
+
+// filterConds appends to conds and args the conditions of a search's
+// episode, date, sizes and completion, which no plan changes.
+func filterConds(q release.Search, conds []string, args []any) ([]string, []any) {
 	if q.Episode != nil {
 		// Daily or not, a season and an episode are numbers: a daily
 		// show's year and month*100+day match as they are.
@@ -287,7 +293,7 @@ func (s *Store) searchFrom(q release.Search, plan sqlitePlan) (string, []any) {
 		conds = append(conds, "parts_seen > 0 AND parts_seen * 100 >= parts_expected * ?")
 		args = append(args, q.MinCompletion)
 	}
-	return from + " WHERE " + strings.Join(conds, " AND "), args
+	return conds, args
 }
 
 // indexChunk bounds the releases indexOld classifies in one transaction.

@@ -174,10 +174,10 @@ func TestGrantNotHiddenByClaims(t *testing.T) {
 	require.Equal(t, rs[0].ID, l.Range.ID)
 }
 
-// Concurrent Puts are stored in groups. A batch the database refuses (a
+// Concurrent Puts are stored in rounds. A batch the database refuses (a
 // NUL byte, which PostgreSQL's TEXT cannot hold) fails alone: every other
-// batch of its group is stored, and nothing of the bad one is.
-func TestGroupedPutFailsAlone(t *testing.T) {
+// batch of its round is stored, and nothing of the bad one is.
+func TestRoundPutFailsAlone(t *testing.T) {
 	t.Parallel()
 	s := open(t, pgtest.URL(t), sqlstore.Config{})
 	ctx := t.Context()

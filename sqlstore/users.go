@@ -164,7 +164,7 @@ func (s *Store) Accounts(ctx context.Context, now time.Time) ([]newznab.Account,
 // transaction skips the wait, and it is still atomic.
 func (s *Store) countTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
-		if s.d.name == "postgres" {
+		if s.d.asyncCommits() {
 			if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
 				return err
 			}

@@ -10,8 +10,8 @@ import (
 // errClosed answers a call made after Close.
 var errClosed = errors.New("sqlstore: the store is closed")
 
-// maxGroup bounds the calls one transaction takes.
-const maxGroup = 128
+// maxRound bounds the calls one transaction takes.
+const maxRound = 128
 
 // call is one caller's request to a committer, and its answer.
 type call[Req, Res any] struct {
@@ -22,23 +22,23 @@ type call[Req, Res any] struct {
 	done chan struct{}
 }
 
-// committer runs concurrent calls of one kind in groups, a transaction and
-// a commit per group, the way River's completer stores completions: its
-// loop takes every call waiting when it is free (up to maxGroup) and hands
-// them to run. Nothing waits for a group to fill: a call alone runs at
-// once; under load, the calls that arrive while a group's transaction runs
-// make the next group, so commits per call fall as load rises.
+// committer runs concurrent calls of one kind in rounds, a transaction and
+// a commit per round, the way River's completer stores completions: its
+// loop takes every call waiting when it is free (up to maxRound) and hands
+// them to run. Nothing waits for a round to fill: a call alone runs at
+// once; under load, the calls that arrive while a round's transaction runs
+// make the next round, so commits per call fall as load rises.
 //
-// run answers every call it is given (res or err). A group's transaction
+// run answers every call it is given (res or err). A round's transaction
 // runs under the store's context, not a caller's: one caller giving up must
-// not undo the others' writes. A caller whose context ends before its group
+// not undo the others' writes. A caller whose context ends before its round
 // starts is answered with the context's error and never written; one whose
 // context ends later is answered with it at once, and its write, like a
 // write whose answer is lost on the wire, may or may not have committed.
 type committer[Req, Res any] struct {
 	calls chan *call[Req, Res]
 	stop  <-chan struct{} // closed by Close
-	run   func(ctx context.Context, group []*call[Req, Res])
+	run   func(ctx context.Context, round []*call[Req, Res])
 }
 
 // startCommitter starts run's loop, which stops when ctx ends.
@@ -72,26 +72,26 @@ func (c *committer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
 }
 
 func (c *committer[Req, Res]) loop(ctx context.Context) {
-	group := make([]*call[Req, Res], 0, maxGroup)
+	round := make([]*call[Req, Res], 0, maxRound)
 	for {
-		group = group[:0]
+		round = round[:0]
 		select {
 		case cl := <-c.calls:
-			group = append(group, cl)
+			round = append(round, cl)
 		case <-ctx.Done():
 			return
 		}
 	more:
-		for len(group) < maxGroup {
+		for len(round) < maxRound {
 			select {
 			case cl := <-c.calls:
-				group = append(group, cl)
+				round = append(round, cl)
 			default:
 				break more
 			}
 		}
-		live := group[:0:0]
-		for _, cl := range group {
+		live := round[:0:0]
+		for _, cl := range round {
 			if err := cl.ctx.Err(); err != nil {
 				cl.err = err
 				close(cl.done)
@@ -108,39 +108,39 @@ func (c *committer[Req, Res]) loop(ctx context.Context) {
 	}
 }
 
-// runSafely runs a group, answering every call with an error if run panics,
+// runSafely runs a round, answering every call with an error if run panics,
 // so that no caller waits for ever and the loop goes on.
-func (c *committer[Req, Res]) runSafely(ctx context.Context, group []*call[Req, Res]) {
+func (c *committer[Req, Res]) runSafely(ctx context.Context, round []*call[Req, Res]) {
 	defer func() {
 		if p := recover(); p != nil {
-			for _, cl := range group {
-				cl.err = fmt.Errorf("sqlstore: a grouped write panicked: %v", p)
+			for _, cl := range round {
+				cl.err = fmt.Errorf("sqlstore: a round's write panicked: %v", p)
 			}
 		}
 	}()
-	c.run(ctx, group)
+	c.run(ctx, round)
 }
 
-// grouped runs a group's write with tx, and when it fails runs each call
+// commitRound runs a round's write with tx, and when it fails runs each call
 // alone (its answer cleared first), so one call the database refuses (a
-// value it cannot store) fails alone and a group never answers for
+// value it cannot store) fails alone and a round never answers for
 // another's fault. tx must have written nothing when it fails.
-func grouped[Req, Res any](ctx context.Context, group []*call[Req, Res], tx func(context.Context, []*call[Req, Res]) error) {
-	if len(group) == 0 {
+func commitRound[Req, Res any](ctx context.Context, round []*call[Req, Res], tx func(context.Context, []*call[Req, Res]) error) {
+	if len(round) == 0 {
 		return
 	}
-	err := tx(ctx, group)
+	err := tx(ctx, round)
 	if err == nil {
 		return
 	}
-	if len(group) == 1 {
+	if len(round) == 1 {
 		var zero Res
-		group[0].res, group[0].err = zero, err
+		round[0].res, round[0].err = zero, err
 		return
 	}
-	for i := range group {
+	for i := range round {
 		var zero Res
-		group[i].res, group[i].err = zero, nil
-		grouped(ctx, group[i:i+1], tx)
+		round[i].res, round[i].err = zero, nil
+		commitRound(ctx, round[i:i+1], tx)
 	}
 }

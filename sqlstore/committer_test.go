@@ -14,9 +14,9 @@ import (
 
 var errBad = errors.New("bad value")
 
-// A committer runs the calls waiting together as one group; when the
-// group's write fails, each call runs alone, so only the bad one fails.
-func TestCommitterGroupsAndIsolatesFailures(t *testing.T) {
+// A committer runs the calls waiting together as one round; when the
+// round's write fails, each call runs alone, so only the bad one fails.
+func TestCommitterRoundsAndIsolatesFailures(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -24,15 +24,15 @@ func TestCommitterGroupsAndIsolatesFailures(t *testing.T) {
 	var mu sync.Mutex
 	var sizes []int
 	release := make(chan struct{})
-	c := startCommitter(ctx, &wg, func(ctx context.Context, group []*call[int, int]) {
-		grouped(ctx, group, func(_ context.Context, group []*call[int, int]) error {
+	c := startCommitter(ctx, &wg, func(ctx context.Context, round []*call[int, int]) {
+		commitRound(ctx, round, func(_ context.Context, round []*call[int, int]) error {
 			mu.Lock()
-			sizes = append(sizes, len(group))
+			sizes = append(sizes, len(round))
 			mu.Unlock()
-			if group[0].req == 0 {
-				<-release // hold the first group while the others queue
+			if round[0].req == 0 {
+				<-release // hold the first round while the others queue
 			}
-			for _, c := range group {
+			for _, c := range round {
 				if c.req == 13 {
 					return errBad
 				}
@@ -96,17 +96,17 @@ func TestCommitterGroupsAndIsolatesFailures(t *testing.T) {
 	require.ErrorIs(t, failed[0], errBad)
 	mu.Lock()
 	defer mu.Unlock()
-	require.Greater(t, slices.Max(sizes[1:]), 1, "calls that queued while a group ran were grouped: %v", sizes)
+	require.Greater(t, slices.Max(sizes[1:]), 1, "calls that queued while a round ran shared a round: %v", sizes)
 }
 
 // A call whose context ends while it waits is answered at once; a panic
-// answers its group's calls with an error, and the loop goes on; after
+// answers its round's calls with an error, and the loop goes on; after
 // the store closes, calls fail with errClosed.
 func TestCommitterCancelPanicClose(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	c := startCommitter(ctx, &wg, func(ctx context.Context, group []*call[int, int]) {
-		for _, cl := range group {
+	c := startCommitter(ctx, &wg, func(ctx context.Context, round []*call[int, int]) {
+		for _, cl := range round {
 			if cl.req < 0 {
 				panic("negative")
 			}
