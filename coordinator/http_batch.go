@@ -64,16 +64,16 @@ func (s *Server) readBatch(ctx context.Context, rangeID int64, f lease.Fence, r 
 	if size > s.cfg.MaxBody {
 		return api.Batch{}, nil, fmt.Errorf("%w: a batch of at most %d bytes", api.ErrTooLarge, s.cfg.MaxBody)
 	}
-	held := size
+	reserved := size
 	if size < 0 { // unknown length: the most it may be
-		held = s.cfg.MaxBody
+		reserved = s.cfg.MaxBody
 	}
-	if !s.batches.take(held) {
+	if !s.batches.take(reserved) {
 		return api.Batch{}, nil, errBatchBusy
 	}
 	b, err = edgeframe.DecodeBatchSize(r.Body, size, s.cfg.MaxBody)
 	if err != nil {
-		s.batches.give(held)
+		s.batches.give(reserved)
 		if small {
 			if ferr := s.svc.CheckBatch(ctx, rangeID, f); ferr != nil {
 				err = ferr // a stale holder hears that first, as it would have
@@ -81,7 +81,7 @@ func (s *Server) readBatch(ctx context.Context, rangeID int64, f lease.Fence, r 
 		}
 		return api.Batch{}, nil, err
 	}
-	return b, func() { s.batches.give(held) }, nil
+	return b, func() { s.batches.give(reserved) }, nil
 }
 
 // errBatchBusy is the answer to a batch the budget has no room for.
