@@ -10,9 +10,9 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// Sentinel errors, tested with errors.Is. ErrMalformed and ErrConflict wrap
-// the lease package's ErrInvalid and ErrConflict, so a caller that maps those
-// to HTTP statuses maps these too.
+// Sentinel errors, tested with errors.Is. ErrMalformed wraps
+// edgeindex.ErrInvalid, and ErrGap and ErrOverlap wrap edgeindex.ErrConflict,
+// so a caller that maps those to HTTP statuses maps these too.
 var (
 	// ErrMalformed means the batch itself is wrong: from > to, to past the
 	// range's end, an item without a key. HTTP answers 400.

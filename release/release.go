@@ -15,7 +15,7 @@ import (
 	"github.com/edgeindex/edgeindex/usenet"
 )
 
-// Sentinel errors, tested with errors.Is. They wrap the lease package's, so
+// Sentinel errors, tested with errors.Is. They wrap the edgeindex package's, so
 // a caller that maps those to HTTP statuses maps these too.
 var (
 	// ErrCursorMoved means the consumer's cursor is no longer the one the
