@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -94,6 +95,15 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 	c.api = coordinator.NewServer(svc)
 	c.http = c.api.HTTPServer()
 	c.url = "http://" + l.Addr().String()
+	c.run(ctx, l, pf, cfg.Shared != nil)
+	return c, nil
+}
+
+// run starts, on a context of their own, the prefetcher when there is one
+// and the listening for other coordinators' chunks when the spool is
+// shared, each sending its end to c.bg (nil at once when not started), and
+// serves l.
+func (c *coord) run(ctx context.Context, l net.Listener, pf *prefetch.Prefetcher, shared bool) {
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
 	if pf != nil {
@@ -101,13 +111,12 @@ func startCoord(ctx context.Context, cfg coordConfig) (_ *coord, err error) {
 	} else {
 		c.bg <- nil
 	}
-	if cfg.Shared != nil {
+	if shared {
 		go func() { c.bg <- c.api.Service().ListenChunks(pctx) }()
 	} else {
 		c.bg <- nil
 	}
 	go func() { c.served <- c.http.Serve(l) }()
-	return c, nil
 }
 
 // Close stops the server and the prefetcher and closes the spool and store.
