@@ -15,9 +15,11 @@ import (
 // removal is what RemoveGroup finds of a group.
 type removal struct {
 	group grouplease.Group
-	// ranges are the group's ranges, repair ranges too; held counts its
-	// ranges and lanes leased now and its chunks being fetched now.
-	ranges, held int64
+	// ranges are the ids of the group's ranges, repair ranges too; held
+	// counts its ranges and lanes leased now and its chunks being fetched
+	// now.
+	ranges []int64
+	held   int64
 	// results are the items of the results feed its workers stored.
 	results int64
 }
@@ -30,9 +32,11 @@ type removal struct {
 // results, it fails with an error wrapping edgeindex.ErrConflict that says
 // how many, unless force is set. A group that is not there fails with
 // edgeindex.ErrNotFound. Releases built from its results, and the files
-// its snapshots and chunks were kept in, are not touched. It returns how
-// many ranges and results went.
-func (s *Store) RemoveGroup(ctx context.Context, name string, force bool) (ranges, results int64, err error) {
+// its snapshots and chunks were kept in, are not touched. It returns the
+// ids of the ranges that went, so that their spooled chunks can be
+// dropped (SQLite gives a removed range's id to the next range added),
+// and how many results went.
+func (s *Store) RemoveGroup(ctx context.Context, name string, force bool) (ranges []int64, results int64, err error) {
 	var out removal
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
 		var row groupRow
@@ -55,7 +59,7 @@ func (s *Store) RemoveGroup(ctx context.Context, name string, force bool) (range
 		return s.deleteGroup(ctx, tx, row.ID)
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("remove group: %w", err)
+		return nil, 0, fmt.Errorf("remove group: %w", err)
 	}
 	s.groupsMu.Lock()
 	delete(s.groups, out.group.ID)
@@ -77,7 +81,6 @@ func (s *Store) countRemoval(ctx context.Context, tx *sqlx.Tx, out *removal) err
 		query string
 		args  []any
 	}{
-		{&out.ranges, "SELECT COUNT(*) FROM ranges WHERE group_id = ?", []any{id}},
 		{&leased, "SELECT COUNT(*) FROM ranges WHERE group_id = ? AND state = 'leased' AND expires_us >= ?", []any{id, now}},
 		{&lanes, "SELECT COUNT(*) FROM lanes WHERE group_id = ? AND node IS NOT NULL AND expires_us >= ?", []any{id, now}},
 		{&claims, "SELECT COUNT(*) FROM chunk_claims WHERE expires_us >= ? AND range_id IN (SELECT id FROM ranges WHERE group_id = ?)", []any{now, id}},
@@ -88,7 +91,7 @@ func (s *Store) countRemoval(ctx context.Context, tx *sqlx.Tx, out *removal) err
 		}
 	}
 	out.held = leased + lanes + claims
-	return nil
+	return tx.SelectContext(ctx, &out.ranges, s.q("SELECT id FROM ranges WHERE group_id = ? ORDER BY id"), id)
 }
 
 // deleteGroup deletes the group's rows, those that refer to others first.

@@ -16,7 +16,7 @@ import (
 // operator undoes a mistyped group (coordinator group rm, group plan
 // --plan none).
 type groupRemover interface {
-	RemoveGroup(ctx context.Context, name string, force bool) (ranges, results int64, err error)
+	RemoveGroup(ctx context.Context, name string, force bool) (ranges []int64, results int64, err error)
 	RemovePlan(ctx context.Context, group string) error
 }
 
@@ -33,9 +33,10 @@ func remover(t *testing.T, e *env) groupRemover {
 // when nothing of it is leased and it has no results, unless forced.
 func testGroupRemove(t *testing.T, e *env) {
 	rm := remover(t, e)
-	e.group(t, "gone", false)
+	g := e.group(t, "gone", false)
 	gone := e.ranges(t, "gone", 1, 300, lease.LaneHistory)
 	require.NoError(t, e.SetPlan(e.ctx, "gone", grouplease.GroupPlan{Tail: true}))
+	require.NoError(t, e.SetPlanError(e.ctx, g.ID, "411 No such group", e.clock.Now()))
 	e.group(t, "kept", false)
 	kept := e.ranges(t, "kept", 1000, 1099, lease.LaneHistory)
 
@@ -49,7 +50,7 @@ func testGroupRemove(t *testing.T, e *env) {
 
 	ranges, results, err := rm.RemoveGroup(e.ctx, "gone", true)
 	require.NoError(t, err)
-	require.Equal(t, int64(3), ranges)
+	require.Equal(t, []int64{gone[0].ID, gone[1].ID, gone[2].ID}, ranges)
 	require.Equal(t, int64(1), results)
 	_, err = e.Group(e.ctx, "gone")
 	require.ErrorIs(t, err, edgeindex.ErrNotFound)
@@ -60,6 +61,9 @@ func testGroupRemove(t *testing.T, e *env) {
 	plans, err := e.Plans(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, plans, "the plan went with it")
+	errs, err := e.PlanErrors(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, errs, "and the planner's last error")
 	lanes, err := e.Lanes(e.ctx, "")
 	require.NoError(t, err)
 	require.Len(t, lanes, 1)
@@ -82,20 +86,25 @@ func testGroupRemove(t *testing.T, e *env) {
 	e.clock.Advance(2 * ttl)
 	ranges, results, err = rm.RemoveGroup(e.ctx, "gone", false)
 	require.NoError(t, err, "the lease expired")
-	require.Equal(t, [2]int64{1, 0}, [2]int64{ranges, results})
+	require.Equal(t, []int64{again[0].ID}, ranges)
+	require.Zero(t, results)
 }
 
 // testGroupRemovePlan: removing a plan stops the planning; the group and
 // its ranges stay.
 func testGroupRemovePlan(t *testing.T, e *env) {
 	rm := remover(t, e)
-	e.group(t, "g", false)
+	g := e.group(t, "g", false)
 	rs := e.ranges(t, "g", 1, 100, lease.LaneTail)
 	require.NoError(t, e.SetPlan(e.ctx, "g", grouplease.GroupPlan{Tail: true, History: true}))
+	require.NoError(t, e.SetPlanError(e.ctx, g.ID, "411 No such group", e.clock.Now()))
 	require.NoError(t, rm.RemovePlan(e.ctx, "g"))
 	plans, err := e.Plans(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, plans)
+	errs, err := e.PlanErrors(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, errs, "the planner's last error goes with the plan")
 	require.Equal(t, rs[0], e.get(t, rs[0].ID))
 	_, err = e.Group(e.ctx, "g")
 	require.NoError(t, err)

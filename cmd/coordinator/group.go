@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/nntp"
+	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
@@ -220,6 +223,7 @@ func (m *Main) removePlan(ctx context.Context, name string) error {
 
 func (m *Main) groupRmFlags(fs *flag.FlagSet) func(context.Context, []string) error {
 	m.commonFlags(fs)
+	m.storageFlag(fs)
 	provider := providerFlag(fs)
 	force := fs.Bool("force", false, "remove the group even while it is leased or has results (they go too)")
 	return func(ctx context.Context, pos []string) error {
@@ -241,9 +245,32 @@ func (m *Main) groupRmFlags(fs *flag.FlagSet) func(context.Context, []string) er
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(m.Stdout, "group %s removed, with its %d ranges and %d results\n", name, ranges, results)
+		fmt.Fprintf(m.Stdout, "group %s removed, with its %d ranges and %d results\n", name, len(ranges), results)
+		return m.dropChunks(ranges)
+	}
+}
+
+// dropChunks drops the spooled chunks of removed ranges from the data
+// directory's spool, if there is one, so that a range that gets one of
+// their ids later (SQLite reuses them) is never served one of them. A
+// spool in --storage's bucket is left as it is: that is the setup of a
+// shared PostgreSQL database, which never reuses an id.
+func (m *Main) dropChunks(ranges []int64) error {
+	dir := filepath.Join(m.Data, "spool")
+	if _, err := os.Stat(dir); m.Storage != "" || len(ranges) == 0 || err != nil {
 		return nil
 	}
+	sp, err := spool.Open(dir, spool.Config{})
+	if err != nil {
+		return fmt.Errorf("drop the removed ranges' chunks: %w", err)
+	}
+	for _, id := range ranges {
+		err = errors.Join(err, sp.Drop(id))
+	}
+	if err = errors.Join(err, sp.Close()); err != nil {
+		return fmt.Errorf("drop the removed ranges' chunks: %w", err)
+	}
+	return nil
 }
 
 // checkOnProvider asks the group's provider, when --source names it as an

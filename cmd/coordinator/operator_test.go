@@ -15,7 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
+	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
@@ -173,14 +175,23 @@ func TestGroupRm(t *testing.T) {
 		defer st.Close()
 		_, err = st.AddNode(t.Context(), "edge-1", []byte("hash-of-a-token-of-32-bytes....."))
 		require.NoError(t, err)
-		_, err = st.Grant(t.Context(), "edge-1", time.Minute)
+		l, err := st.Grant(t.Context(), "edge-1", time.Minute)
 		require.NoError(t, err)
+		sp, err := spool.Open(filepath.Join(data, "spool"), spool.Config{})
+		require.NoError(t, err)
+		span := lease.Span{From: l.Range.Start, To: l.Range.Start + 9}
+		require.NoError(t, sp.Put(l.Range.ID, span, []byte("a chunk")))
+		require.NoError(t, sp.Close())
 		_, err = cli("group", "rm", "alt.binaries.tset")
 		require.ErrorIs(t, err, edgeindex.ErrConflict, "a range is leased")
 		require.ErrorContains(t, err, "--force")
 		out, err = cli("group", "rm", "alt.binaries.tset", "--force")
 		require.NoError(t, err)
 		require.Contains(t, out, "3 ranges")
+		sp, err = spool.Open(filepath.Join(data, "spool"), spool.Config{})
+		require.NoError(t, err)
+		require.False(t, sp.Has(l.Range.ID, span), "the removed range's chunks are dropped: SQLite may give its id to a new range")
+		require.NoError(t, sp.Close())
 		out, err = cli("status")
 		require.NoError(t, err)
 		require.NotContains(t, out, "alt.binaries.tset")
