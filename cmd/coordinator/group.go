@@ -55,11 +55,14 @@ func addPlanFlags(fs *flag.FlagSet) planFlags {
 	}
 }
 
-// plan parses the flags into a plan.
-func (f planFlags) plan(now time.Time) (grouplease.GroupPlan, error) {
+// plan parses the flags into a plan; nil when --plan is not given.
+func (f planFlags) plan(now time.Time) (*grouplease.GroupPlan, error) {
+	if *f.lanes == "" {
+		return nil, nil
+	}
 	back, since, err := parseHistory(*f.history, now)
 	if err != nil {
-		return grouplease.GroupPlan{}, usagef("%v", err)
+		return nil, usagef("%v", err)
 	}
 	p := grouplease.GroupPlan{HistoryBack: back, HistorySince: since, Margin: *f.margin}
 	for _, lane := range strings.Split(*f.lanes, ",") {
@@ -69,13 +72,13 @@ func (f planFlags) plan(now time.Time) (grouplease.GroupPlan, error) {
 		case "history":
 			p.History = true
 		default:
-			return p, usagef("--plan %q: tail, history or tail,history", *f.lanes)
+			return nil, usagef("--plan %q: tail, history or tail,history", *f.lanes)
 		}
 	}
 	if err := p.Check(); err != nil {
-		return p, usagef("%v", err)
+		return nil, usagef("%v", err)
 	}
-	return p, nil
+	return &p, nil
 }
 
 func (m *Main) groupAddFlags(fs *flag.FlagSet) func(context.Context, []string) error {
@@ -87,21 +90,14 @@ func (m *Main) groupAddFlags(fs *flag.FlagSet) func(context.Context, []string) e
 	provider := providerFlag(fs)
 	m.addSourceFlags(fs)
 	return func(ctx context.Context, pos []string) error {
-		name, err := oneArg("group add", "NAME", pos)
+		name, err := groupArg("group add", "NAME", pos, *provider)
 		if err != nil {
 			return err
 		}
-		g := grouplease.Group{Ordered: *ordered, RangeSize: *rangeSize, ChunkSize: *chunkSize}
-		if g.Name, err = groupName(name, *provider); err != nil {
+		g := grouplease.Group{Name: name, Ordered: *ordered, RangeSize: *rangeSize, ChunkSize: *chunkSize}
+		plan, err := pf.plan(time.Now())
+		if err != nil {
 			return err
-		}
-		var plan *grouplease.GroupPlan
-		if *pf.lanes != "" {
-			p, err := pf.plan(time.Now())
-			if err != nil {
-				return err
-			}
-			plan = &p
 		}
 		return m.groupAdd(ctx, g, plan)
 	}
@@ -139,11 +135,8 @@ func (m *Main) groupPlanFlags(fs *flag.FlagSet) func(context.Context, []string) 
 	provider := providerFlag(fs)
 	m.addSourceFlags(fs)
 	return func(ctx context.Context, pos []string) error {
-		name, err := oneArg("group plan", "NAME", pos)
+		name, err := groupArg("group plan", "NAME", pos, *provider)
 		if err != nil {
-			return err
-		}
-		if name, err = groupName(name, *provider); err != nil {
 			return err
 		}
 		switch {
@@ -161,13 +154,9 @@ func (m *Main) groupPlanFlags(fs *flag.FlagSet) func(context.Context, []string) 
 // groupPlan sets the group's plan, when --plan names one, then resets its
 // cursors, with --reset.
 func (m *Main) groupPlan(ctx context.Context, name string, pf planFlags, reset bool) error {
-	var plan *grouplease.GroupPlan
-	if *pf.lanes != "" {
-		p, err := pf.plan(time.Now())
-		if err != nil {
-			return err
-		}
-		plan = &p
+	plan, err := pf.plan(time.Now())
+	if err != nil {
+		return err
 	}
 	store, err := m.open(ctx)
 	if err != nil {
@@ -227,11 +216,8 @@ func (m *Main) groupRmFlags(fs *flag.FlagSet) func(context.Context, []string) er
 	provider := providerFlag(fs)
 	force := fs.Bool("force", false, "remove the group even while it is leased or has results (they go too)")
 	return func(ctx context.Context, pos []string) error {
-		name, err := oneArg("group rm", "NAME", pos)
+		name, err := groupArg("group rm", "NAME", pos, *provider)
 		if err != nil {
-			return err
-		}
-		if name, err = groupName(name, *provider); err != nil {
 			return err
 		}
 		store, err := m.open(ctx)

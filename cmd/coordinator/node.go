@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/node"
+	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
 var (
@@ -48,7 +49,12 @@ func (m *Main) nodeAdd(ctx context.Context, pos []string) error {
 }
 
 func (m *Main) nodeRm(ctx context.Context, pos []string) error {
-	name, err := oneArg("node rm", "NAME", pos)
+	return m.onName(ctx, "node rm", pos, func(store *sqlstore.Store, name string) error { return store.RemoveNode(ctx, name) })
+}
+
+// onName runs fn on the database and the one argument, NAME, of cmd.
+func (m *Main) onName(ctx context.Context, cmd string, pos []string, fn func(store *sqlstore.Store, name string) error) error {
+	name, err := oneArg(cmd, "NAME", pos)
 	if err != nil {
 		return err
 	}
@@ -56,7 +62,7 @@ func (m *Main) nodeRm(ctx context.Context, pos []string) error {
 	if err != nil {
 		return err
 	}
-	return store.RemoveNode(ctx, name)
+	return fn(store, name)
 }
 
 func (m *Main) nodeList(ctx context.Context, pos []string) error {

@@ -18,11 +18,8 @@ func (m *Main) snapshotResetFlags(fs *flag.FlagSet) func(context.Context, []stri
 	laneName := fs.String("lane", "history", "history or tail")
 	provider := providerFlag(fs)
 	return func(ctx context.Context, pos []string) error {
-		name, err := oneArg("snapshot reset", "GROUP", pos)
+		name, err := groupArg("snapshot reset", "GROUP", pos, *provider)
 		if err != nil {
-			return err
-		}
-		if name, err = groupName(name, *provider); err != nil {
 			return err
 		}
 		ln, err := lease.ParseLane(*laneName)

@@ -236,3 +236,13 @@ func (m *Main) addSourceFlags(fs *flag.FlagSet) {
 	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "the NNTP account's connections in all, shared by the coordinators on one database, "+
 		"for each --source URL without ?conns=N (a URL's conns wins over this flag; default 4)")
 }
+
+// groupArg returns the stored name of the group that is cmd's one
+// argument, read from provider (see groupName).
+func groupArg(cmd, what string, pos []string, provider string) (string, error) {
+	name, err := oneArg(cmd, what, pos)
+	if err != nil {
+		return "", err
+	}
+	return groupName(name, provider)
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/newznab"
+	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
 var (
@@ -55,28 +56,12 @@ func (m *Main) userAddFlags(fs *flag.FlagSet) func(context.Context, []string) er
 }
 
 func (m *Main) userRm(ctx context.Context, pos []string) error {
-	name, err := oneArg("user rm", "NAME", pos)
-	if err != nil {
-		return err
-	}
-	store, err := m.open(ctx)
-	if err != nil {
-		return err
-	}
-	return store.RemoveUser(ctx, name)
+	return m.onName(ctx, "user rm", pos, func(store *sqlstore.Store, name string) error { return store.RemoveUser(ctx, name) })
 }
 
 // userSuspend suspends the user, or resumes it.
 func (m *Main) userSuspend(ctx context.Context, cmd string, pos []string, suspend bool) error {
-	name, err := oneArg(cmd, "NAME", pos)
-	if err != nil {
-		return err
-	}
-	store, err := m.open(ctx)
-	if err != nil {
-		return err
-	}
-	return store.SuspendUser(ctx, name, suspend)
+	return m.onName(ctx, cmd, pos, func(store *sqlstore.Store, name string) error { return store.SuspendUser(ctx, name, suspend) })
 }
 
 func (m *Main) userListFlags(fs *flag.FlagSet) func(context.Context, []string) error {
