@@ -276,3 +276,14 @@ func TestSourceErrorNamesBothSchemes(t *testing.T) {
 	require.ErrorContains(t, err, "nntp://[user:pass@]host:port")
 	require.ErrorContains(t, err, "nntps://[user:pass@]host:port")
 }
+
+// docs/operating.md lists the commands as -h does.
+func TestOperatingDocListsCommands(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operating.md"))
+	require.NoError(t, err)
+	_, list, _ := runExit(t, "-h")
+	_, commandList, _ := strings.Cut(list, "Commands:\n")
+	commandList, _, _ = strings.Cut(commandList, "\n\n")
+	require.Contains(t, string(doc), commandList+"\n", "docs/operating.md's list is coordinator -h's")
+}
