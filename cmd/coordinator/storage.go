@@ -14,6 +14,7 @@ import (
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/corpus"
+	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -61,7 +62,7 @@ func (m *Main) openDB(ctx context.Context) (*sqlstore.Store, error) {
 	db := m.dbURL()
 	s, err := sqlstore.Open(ctx, db, m.Store)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("database %s (%s): %w", redact.URL(db), m.whereFrom(), err)
 	}
 	m.DB, m.store = db, s
 	if path, ok := strings.CutPrefix(db, "sqlite://"); ok {
