@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/edgeindex/edgeindex/internal/redact"
 )
@@ -29,6 +30,10 @@ func (m *Main) initDB(ctx context.Context, pos []string) error {
 	}
 	if _, err := m.create(ctx); err != nil {
 		return err
+	}
+	if !strings.HasPrefix(m.DB, "sqlite://") {
+		fmt.Fprintf(m.Stdout, "database ready: %s\n", redact.URL(m.DB))
+		return nil
 	}
 	fmt.Fprintf(m.Stdout, "database ready: %s (data directory %s)\n", redact.URL(m.DB), m.Data)
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
 	"github.com/edgeindex/edgeindex/spool"
@@ -294,4 +295,20 @@ func TestOperatingDocListsCommands(t *testing.T) {
 	_, commandList, _ := strings.Cut(list, "Commands:\n")
 	commandList, _, _ = strings.Cut(commandList, "\n\n")
 	require.Contains(t, string(doc), commandList+"\n", "docs/operating.md's list is coordinator -h's")
+}
+
+// init on PostgreSQL makes the tables of a database the server has, and
+// the admin commands find it.
+func TestInitPostgres(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	data := filepath.Join(t.TempDir(), "unused")
+	out, err := run(t, data, "init", "--db", db)
+	require.NoError(t, err)
+	require.Contains(t, out, "database ready: postgres")
+	require.NotContains(t, out, "data directory")
+	_, err = run(t, data, "group", "add", "g", "--db", db)
+	require.NoError(t, err)
+	_, err = os.Stat(data)
+	require.ErrorIs(t, err, os.ErrNotExist, "PostgreSQL's init makes no data directory")
 }
