@@ -40,33 +40,48 @@ type DemoResult struct {
 	Elapsed  time.Duration
 }
 
-// demo runs the whole pipeline embedded: SQLite in a temporary directory,
-// the synthetic source, the coordinator on a free loopback port, and
-// workers in this process that collate binaries; it shows progress and a
-// summary.
-func (m *Main) demo(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	articles := fs.Int64("articles", 200_000, "articles in the synthetic group")
-	workers := fs.Int("workers", 4, "workers in this process")
-	rangeSize := fs.Int64("range-size", 10_000, "articles per range")
-	keep := fs.Bool("keep", false, "keep the temporary data directory")
-	serve := fs.Bool("serve", false, "after the summary, serve the Newznab API and the search page over what was indexed until interrupted")
-	nzAddr := fs.String("newznab", "127.0.0.1:5076", "with --serve: the address of the API and the search page")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+var demoCommand = command{name: "demo", summary: "index a synthetic group end to end in a temporary directory and show a summary",
+	about: "With --serve, it then serves the Newznab API and the search page over what it indexed until interrupted.",
+	setup: (*Main).demoFlags}
+
+// demoFlags adds the demo's flags: it runs the whole pipeline embedded:
+// SQLite in a temporary directory, the synthetic source, the coordinator
+// on a free loopback port, and workers in this process that collate
+// binaries; it shows progress and a summary.
+func (m *Main) demoFlags(fs *flag.FlagSet) func(context.Context, []string) error {
+	var o demoOptions
+	fs.Int64Var(&o.articles, "articles", 200_000, "articles in the synthetic group")
+	fs.IntVar(&o.workers, "workers", 4, "workers in this process")
+	fs.Int64Var(&o.rangeSize, "range-size", 10_000, "articles per range")
+	fs.BoolVar(&o.keep, "keep", false, "keep the temporary data directory")
+	fs.BoolVar(&o.serve, "serve", false, "after the summary, serve the Newznab API and the search page over what was indexed until interrupted")
+	fs.StringVar(&o.newznab, "newznab", "127.0.0.1:5076", "with --serve: the address of the API and the search page")
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) > 0 || o.articles < 1 || o.workers < 1 || o.rangeSize < 1 {
+			return usagef("demo [--articles N] [--workers N] [--range-size N] [--keep] [--serve] [--newznab ADDR]: positive numbers, no arguments")
+		}
+		return m.demo(ctx, o)
 	}
-	if len(pos) > 0 || *articles < 1 || *workers < 1 || *rangeSize < 1 {
-		return usagef("demo [--articles N] [--workers N] [--range-size N] [--keep] [--serve] [--newznab ADDR]: positive numbers, no arguments")
-	}
+}
+
+// demoOptions are the demo's flags.
+type demoOptions struct {
+	articles, rangeSize int64
+	workers             int
+	keep, serve         bool
+	newznab             string
+}
+
+// demo runs the demo in a new temporary directory.
+func (m *Main) demo(ctx context.Context, o demoOptions) error {
 	dir, err := os.MkdirTemp("", "edgeindex-demo-")
 	if err != nil {
 		return err
 	}
-	if !*keep {
+	if !o.keep {
 		defer os.RemoveAll(dir)
 	}
-	res, err := m.runDemo(ctx, dir, *articles, *workers, *rangeSize, m.Stdout, nil)
+	res, err := m.runDemo(ctx, dir, o.articles, o.workers, o.rangeSize, m.Stdout, nil)
 	if err != nil {
 		return err
 	}
@@ -82,11 +97,11 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "built %d releases (%d complete) from them\n", rels, complete)
-	if *keep {
+	if o.keep {
 		fmt.Fprintf(m.Stdout, "data kept in %s\n", dir)
 	}
-	if *serve {
-		return serveDemo(ctx, store, *nzAddr, m.Stdout)
+	if o.serve {
+		return serveDemo(ctx, store, o.newznab, m.Stdout)
 	}
 	return nil
 }
@@ -165,7 +180,7 @@ func (m *Main) runDemo(ctx context.Context, dir string, n int64, workers int, ra
 	}
 	m.Data, m.DB, m.Sources, m.Addr = dir, "", nil, "127.0.0.1:0"
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store, err := m.open(ctx)
+	store, err := m.create(ctx)
 	if err != nil {
 		return DemoResult{}, err
 	}

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"text/tabwriter"
 	"time"
 
 	"github.com/edgeindex/edgeindex/newznab"
@@ -52,70 +50,4 @@ func newznabServer(h http.Handler, log *slog.Logger) *http.Server {
 		srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	}
 	return srv
-}
-
-const userUsage = "user add NAME [--requests N] [--grabs N] | user rm NAME | user suspend NAME | user resume NAME | user list [--json]"
-
-// userCmd manages the Newznab API's users and their keys.
-func (m *Main) userCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("user", flag.ContinueOnError)
-	m.commonFlags(fs)
-	requests := fs.Int64("requests", 0, "with add: API requests a day (0: no limit)")
-	grabs := fs.Int64("grabs", 0, "with add: NZB downloads a day (0: no limit)")
-	asJSON := fs.Bool("json", false, "with list: print JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 0 || (pos[0] == "list") != (len(pos) == 1) || len(pos) > 2 {
-		return usagef(userUsage)
-	}
-	if *requests < 0 || *grabs < 0 {
-		return usagef("--requests and --grabs: 0 (no limit) or more")
-	}
-	store, err := m.open(ctx)
-	if err != nil {
-		return err
-	}
-	switch pos[0] {
-	case "add":
-		key, err := newznab.NewKey()
-		if err != nil {
-			return err
-		}
-		if err := store.AddUser(ctx, newznab.User{Name: pos[1], KeyHash: newznab.HashKey(key), RequestLimit: *requests, GrabLimit: *grabs}); err != nil {
-			return err
-		}
-		fmt.Fprintf(m.Stdout, "user %s added: %s requests and %s grabs a day; its API key, shown only now:\n%s\n",
-			pos[1], limitText(*requests), limitText(*grabs), key)
-		return nil
-	case "rm":
-		return store.RemoveUser(ctx, pos[1])
-	case "suspend", "resume":
-		return store.SuspendUser(ctx, pos[1], pos[0] == "suspend")
-	case "list":
-		accounts, err := store.Accounts(ctx, time.Now())
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return m.printJSON(accounts)
-		}
-		tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tREQUESTS TODAY\tGRABS TODAY\tSUSPENDED\tCREATED")
-		for _, a := range accounts {
-			fmt.Fprintf(tw, "%s\t%d/%s\t%d/%s\t%t\t%s\n", a.Name, a.Requests, limitText(a.RequestLimit), a.Grabs, limitText(a.GrabLimit),
-				a.Suspended, a.Created.Format(time.RFC3339))
-		}
-		return tw.Flush()
-	}
-	return usagef(userUsage)
-}
-
-// limitText shows a daily limit; 0 is none.
-func limitText(n int64) string {
-	if n == 0 {
-		return "unlimited"
-	}
-	return fmt.Sprint(n)
 }

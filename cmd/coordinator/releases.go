@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -45,60 +46,42 @@ func (m *Main) runReleases(ctx context.Context, store *sqlstore.Store, log *slog
 	return nil
 }
 
-const releasesUsage = "releases [list] [--group G] [--after CURSOR] [--limit N] [--json] | releases build [--once] [--release-window 6h] [--release-interval 5s]"
+var (
+	releasesListCommand = command{name: "releases list", summary: "list the releases built, a page at a time (releases alone lists too)",
+		setup: (*Main).releasesListFlags}
+	releasesBuildCommand = command{name: "releases build", summary: "run the release builder on its own (--once: to the feed's end, then exit)",
+		setup: (*Main).releasesBuildFlags}
+	nzbCommand = command{name: "nzb", args: "ID", summary: "write a release's NZB to stdout, or to a file with -o", setup: (*Main).nzbFlags}
+)
 
-// releasesCmd lists releases, or runs the release builder on its own.
-func (m *Main) releasesCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("releases", flag.ContinueOnError)
+func (m *Main) releasesListFlags(fs *flag.FlagSet) func(context.Context, []string) error {
 	m.commonFlags(fs)
 	group := fs.String("group", "", "only releases with a file in this group")
 	after := fs.String("after", "", "the cursor a previous page printed")
 	limit := fs.Int("limit", 100, "releases per page, at most 1000")
 	asJSON := fs.Bool("json", false, "print the page as JSON")
-	once := fs.Bool("once", false, "with build: read the feed to its end, then exit")
-	fs.DurationVar(&m.Release.Window, "release-window", release.DefaultWindow, "with build: how far apart in posting date a release's files may be")
-	fs.DurationVar(&m.Release.Interval, "release-interval", release.DefaultInterval, "with build: how often to read the feed once caught up")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 1 || (len(pos) == 1 && pos[0] != "list" && pos[0] != "build") {
-		return usagef(releasesUsage)
-	}
-	store, err := m.open(ctx)
-	if err != nil {
-		return err
-	}
-	if len(pos) == 1 && pos[0] == "build" {
-		cfg := m.Release
-		cfg.Store = store
-		cfg.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
-		b, err := release.NewBuilder(cfg)
-		if err != nil {
-			return usagef("%v", err)
-		}
-		if *once {
-			n, err := b.Pass(ctx)
-			if err != nil {
-				return err
-			}
-			st := b.Stats()
-			fmt.Fprintf(m.Stdout, "consumed %d items: %d releases created, %d files, %d items skipped\n", n, st.Created, st.Files, st.Skipped)
-			return nil
-		}
-		if err := b.Run(ctx); !errors.Is(err, context.Canceled) {
+	return func(ctx context.Context, pos []string) error {
+		if err := noArgs("releases list", pos); err != nil {
 			return err
 		}
-		return nil
+		store, err := m.open(ctx)
+		if err != nil {
+			return err
+		}
+		page, err := store.Releases(ctx, release.Query{Group: *group, After: *after, Limit: *limit})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(page)
+		}
+		return printReleases(m.Stdout, page)
 	}
-	page, err := store.Releases(ctx, release.Query{Group: *group, After: *after, Limit: *limit})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return m.printJSON(page)
-	}
-	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+}
+
+// printReleases prints a page of releases as a table, then its cursor.
+func printReleases(w io.Writer, page release.Page) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tPOSTER\tFILES\tPARTS\tCOMPLETE\tBYTES\tGROUPS\tPOSTED")
 	for _, r := range page.Releases {
 		files := strconv.Itoa(r.FilesSeen)
@@ -111,8 +94,44 @@ func (m *Main) releasesCmd(ctx context.Context, args []string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "next: %s\n", page.Next)
+	fmt.Fprintf(w, "next: %s\n", page.Next)
 	return nil
+}
+
+func (m *Main) releasesBuildFlags(fs *flag.FlagSet) func(context.Context, []string) error {
+	m.commonFlags(fs)
+	once := fs.Bool("once", false, "read the feed to its end, then exit")
+	fs.DurationVar(&m.Release.Window, "release-window", release.DefaultWindow, "how far apart in posting date a release's files may be")
+	fs.DurationVar(&m.Release.Interval, "release-interval", release.DefaultInterval, "how often to read the feed once caught up")
+	return func(ctx context.Context, pos []string) error {
+		if err := noArgs("releases build", pos); err != nil {
+			return err
+		}
+		store, err := m.open(ctx)
+		if err != nil {
+			return err
+		}
+		cfg := m.Release
+		cfg.Store = store
+		cfg.Logger = slog.New(slog.NewTextHandler(m.Stderr, nil))
+		b, err := release.NewBuilder(cfg)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		if !*once {
+			if err := b.Run(ctx); !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		}
+		n, err := b.Pass(ctx)
+		if err != nil {
+			return err
+		}
+		st := b.Stats()
+		fmt.Fprintf(m.Stdout, "consumed %d items: %d releases created, %d files, %d items skipped\n", n, st.Created, st.Files, st.Skipped)
+		return nil
+	}
 }
 
 // printable makes s safe for a terminal table: control characters and tabs
@@ -131,34 +150,33 @@ func printable(s string, n int) string {
 	return string(out)
 }
 
-// nzbCmd writes a release's NZB to stdout or to a file.
-func (m *Main) nzbCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("nzb", flag.ContinueOnError)
+// nzbFlags adds nzb's flags; it writes a release's NZB to stdout or to a
+// file.
+func (m *Main) nzbFlags(fs *flag.FlagSet) func(context.Context, []string) error {
 	m.commonFlags(fs)
-	out := fs.String("o", "", "write the NZB to this file (default: stdout)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+	out := fs.String("o", "", "write the NZB to this `file` (default: stdout)")
+	return func(ctx context.Context, pos []string) error {
+		raw, err := oneArg("nzb", "ID", pos)
+		if err != nil {
+			return err
+		}
+		id, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || id < 1 {
+			return usagef("nzb: %q is not a release id", raw)
+		}
+		store, err := m.open(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := store.ReleaseByID(ctx, id)
+		if err != nil {
+			return err
+		}
+		if *out == "" || *out == "-" {
+			return nzb.Write(m.Stdout, r)
+		}
+		return writeFile(*out, func(f *os.File) error { return nzb.Write(f, r) })
 	}
-	if len(pos) != 1 {
-		return usagef("nzb ID [-o FILE]")
-	}
-	id, err := strconv.ParseInt(pos[0], 10, 64)
-	if err != nil || id < 1 {
-		return usagef("nzb: %q is not a release id", pos[0])
-	}
-	store, err := m.open(ctx)
-	if err != nil {
-		return err
-	}
-	r, err := store.ReleaseByID(ctx, id)
-	if err != nil {
-		return err
-	}
-	if *out == "" || *out == "-" {
-		return nzb.Write(m.Stdout, r)
-	}
-	return writeFile(*out, func(f *os.File) error { return nzb.Write(f, r) })
 }
 
 // writeFile writes path through a temporary file in its directory, synced

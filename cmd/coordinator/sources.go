@@ -174,7 +174,7 @@ func (m *Main) openSource(ctx context.Context, p provider, budget budgetFunc) (s
 		return src, nil, err
 	case strings.HasPrefix(p.raw, "nntp://"), strings.HasPrefix(p.raw, "nntps://"):
 	default:
-		return nil, nil, usagef("%s: synthetic or nntp://[user:pass@]host:port, named NAME=URL when there are several", p.label())
+		return nil, nil, usagef("%s: synthetic or nntp://[user:pass@]host:port or nntps://[user:pass@]host:port (TLS), named NAME=URL when there are several", p.label())
 	}
 	cfg, err := nntp.ParseURL(p.raw)
 	if err != nil {
@@ -227,4 +227,23 @@ func groupName(name, provider string) (string, error) {
 		return "", usagef("%v", err)
 	}
 	return stored, nil
+}
+
+// addSourceFlags adds --source and --nntp-conns: serve's, and group add's
+// and plan's, which check the group on its provider.
+func (m *Main) addSourceFlags(fs *flag.FlagSet) {
+	fs.Var(&m.Sources, "source", "the `[NAME=]URL` chunks come from: synthetic, or nntp://[user:pass@]host:port or nntps://[user:pass@]host:port (TLS) "+
+		"(default synthetic); repeat it as NAME=URL for several providers, one of them unnamed at most")
+	fs.IntVar(&m.NNTPConns, "nntp-conns", 0, "the NNTP account's connections in all, shared by the coordinators on one database, "+
+		"for each --source URL without ?conns=N (a URL's conns wins over this flag; default 4)")
+}
+
+// groupArg returns the stored name of the group that is cmd's one
+// argument, read from provider (see groupName).
+func groupArg(cmd, what string, pos []string, provider string) (string, error) {
+	name, err := oneArg(cmd, what, pos)
+	if err != nil {
+		return "", err
+	}
+	return groupName(name, provider)
 }

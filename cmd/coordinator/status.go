@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/edgeindex/edgeindex/connlease"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/sqlstore"
+)
+
+var statusCommand = command{name: "status", summary: "show the lanes, the plans, the stuck fetches and the connection slots",
+	setup: (*Main).statusFlags}
+
+// statusReport is what status shows.
+type statusReport struct {
+	lanes []grouplease.LaneStatus
+	plans []grouplease.PlanStatus
+	stuck []sqlstore.FetchingClaim
+	slots []connlease.Slot
+	sizes []connlease.BudgetSize
+}
+
+func (m *Main) statusFlags(fs *flag.FlagSet) func(context.Context, []string) error {
+	m.commonFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	claimTTL := fs.Duration("claim-ttl", 2*time.Minute, "serve's --claim-ttl, to tell how long a fetch has run from a claim taken before the store kept that")
+	stuckAfter := fs.Duration("stuck", time.Minute, "list the fetches that have run at least this long")
+	return func(ctx context.Context, pos []string) error {
+		if err := noArgs("status", pos); err != nil {
+			return err
+		}
+		store, err := m.open(ctx)
+		if err != nil {
+			return err
+		}
+		r, err := readStatus(ctx, store, *claimTTL, *stuckAfter)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return m.printJSON(map[string]any{"lanes": r.lanes, "plans": r.plans, "stuckFetches": r.stuck, "connSlots": r.slots, "connBudgets": r.sizes})
+		}
+		return r.print(m.Stdout, *stuckAfter)
+	}
+}
+
+// readStatus reads what status shows. A fetch stuck on a provider holds
+// its chunk claim, unfetched, for as long as its coordinator tries (every
+// try is cut at its deadline, and the claim renewed before the next).
+func readStatus(ctx context.Context, store *sqlstore.Store, claimTTL, stuckAfter time.Duration) (r statusReport, err error) {
+	if r.lanes, err = store.Lanes(ctx, ""); err != nil {
+		return r, err
+	}
+	if r.plans, err = store.Plans(ctx); err != nil {
+		return r, err
+	}
+	claims, err := store.FetchingClaims(ctx, 1000)
+	if err != nil {
+		return r, err
+	}
+	r.stuck = []sqlstore.FetchingClaim{}
+	for _, c := range claims {
+		if c.RunningFor < 0 { // claimed before the store kept when
+			c.RunningFor = claimTTL - c.ExpiresIn
+		}
+		if c.RunningFor >= stuckAfter {
+			r.stuck = append(r.stuck, c)
+		}
+	}
+	if r.slots, err = store.Slots(ctx); err != nil {
+		return r, err
+	}
+	r.sizes, err = store.BudgetSizes(ctx)
+	return r, err
+}
+
+// print prints the report's tables.
+func (r statusReport) print(w io.Writer, stuckAfter time.Duration) error {
+	defer printSlots(w, r.sizes, r.slots) // after the tables below
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GROUP\tLANE\tHOLDER\tNEXT\tPENDING\tLEASED\tDONE\tFAILED\tHEADERS")
+	for _, l := range r.lanes {
+		holder := l.Holder
+		if holder == "" {
+			holder = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", l.Group, l.Lane, holder, l.Next,
+			l.Ranges[lease.StatePending], l.Ranges[lease.StateLeased], l.Ranges[lease.StateDone], l.Ranges[lease.StateFailed], l.Headers)
+	}
+	if len(r.stuck) > 0 {
+		fmt.Fprintln(tw, "")
+		fmt.Fprintf(tw, "Fetches running for %s or more:\n", stuckAfter)
+		fmt.Fprintln(tw, "GROUP\tRANGE\tSPAN\tCOORDINATOR\tRUNNING FOR")
+		for _, f := range r.stuck {
+			fmt.Fprintf(tw, "%s\t%d\t%d-%d\t%s\t%s\n", f.Group, f.RangeID, f.Span.From, f.Span.To, f.Owner, f.RunningFor.Round(time.Second))
+		}
+	}
+	if len(r.plans) > 0 {
+		printPlans(tw, r.plans)
+	}
+	return tw.Flush()
+}
+
+// printPlans prints the plans' table.
+func printPlans(tw *tabwriter.Writer, plans []grouplease.PlanStatus) {
+	fmt.Fprintln(tw, "")
+	fmt.Fprintln(tw, "GROUP\tLOW\tHIGH\tLAG\tTAIL PLANNED TO\tHISTORY FROM\tHISTORY PLANNED\tMISSING (WAITING/REPAIRING/REPAIRED/LOST)\tPOLLED")
+	for _, p := range plans {
+		if !p.Polled {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\t-\t-\tnot yet\n", p.Group, historyTarget(p))
+			continue
+		}
+		history := "-"
+		if p.History && p.HistoryNext > 0 {
+			history = fmt.Sprintf("to %d of %d", p.HistoryNext-1, p.HistoryEnd)
+		}
+		ms := p.Missing
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d/%d/%d/%d\t%s\n", p.Group, p.Low, p.High, p.Lag, p.TailNext-1, historyTarget(p), history,
+			ms.Waiting, ms.Repairing, ms.Repaired, ms.Lost, p.PolledAt.Format(time.RFC3339))
+	}
+}

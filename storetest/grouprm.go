@@ -1,0 +1,114 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// groupRemover is a backend that removes groups and plans, as an
+// operator undoes a mistyped group (coordinator group rm, group plan
+// --plan none).
+type groupRemover interface {
+	RemoveGroup(ctx context.Context, name string, force bool) (ranges []int64, results int64, err error)
+	RemovePlan(ctx context.Context, group string) error
+}
+
+func remover(t *testing.T, e *env) groupRemover {
+	t.Helper()
+	r, ok := e.Backend.(groupRemover)
+	if !ok {
+		t.Skip("the backend removes no groups")
+	}
+	return r
+}
+
+// testGroupRemove: a group is removed with everything of it, and only
+// when nothing of it is leased and it has no results, unless forced.
+func testGroupRemove(t *testing.T, e *env) {
+	rm := remover(t, e)
+	g := e.group(t, "gone", false)
+	gone := e.ranges(t, "gone", 1, 300, lease.LaneHistory)
+	require.NoError(t, e.SetPlan(e.ctx, "gone", grouplease.GroupPlan{Tail: true}))
+	require.NoError(t, e.SetPlanError(e.ctx, g.ID, "411 No such group", e.clock.Now()))
+	e.group(t, "kept", false)
+	kept := e.ranges(t, "kept", 1000, 1099, lease.LaneHistory)
+
+	l := e.grant(t, "a")
+	require.Equal(t, gone[0].ID, l.Range.ID)
+	_, _, err := rm.RemoveGroup(e.ctx, "gone", false)
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "a range is leased")
+	e.fill(t, l, 100)
+	_, _, err = rm.RemoveGroup(e.ctx, "gone", false)
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "it has results")
+
+	ranges, results, err := rm.RemoveGroup(e.ctx, "gone", true)
+	require.NoError(t, err)
+	require.Equal(t, []int64{gone[0].ID, gone[1].ID, gone[2].ID}, ranges)
+	require.Equal(t, int64(1), results)
+	_, err = e.Group(e.ctx, "gone")
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
+	for _, r := range gone {
+		_, err := e.Range(e.ctx, r.ID)
+		require.ErrorIs(t, err, edgeindex.ErrNotFound)
+	}
+	plans, err := e.Plans(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, plans, "the plan went with it")
+	errs, err := e.PlanErrors(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, errs, "and the planner's last error")
+	lanes, err := e.Lanes(e.ctx, "")
+	require.NoError(t, err)
+	require.Len(t, lanes, 1)
+	require.Equal(t, "kept", lanes[0].Group)
+	page, err := e.Results(e.ctx, batch.Query{})
+	require.NoError(t, err)
+	require.Empty(t, page.Results, "its results went with it")
+	require.Equal(t, kept[0], e.get(t, kept[0].ID), "another group's ranges stay")
+	_, _, err = rm.RemoveGroup(e.ctx, "gone", false)
+	require.ErrorIs(t, err, edgeindex.ErrNotFound)
+
+	// The name is free again, and an expired lease holds nothing.
+	e.group(t, "gone", false)
+	again := e.ranges(t, "gone", 1, 100, lease.LaneHistory)
+	require.Len(t, again, 1)
+	l = e.grant(t, "b") // before kept's range, in article order
+	require.Equal(t, again[0].ID, l.Range.ID)
+	_, _, err = rm.RemoveGroup(e.ctx, "gone", false)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
+	e.clock.Advance(2 * ttl)
+	ranges, results, err = rm.RemoveGroup(e.ctx, "gone", false)
+	require.NoError(t, err, "the lease expired")
+	require.Equal(t, []int64{again[0].ID}, ranges)
+	require.Zero(t, results)
+}
+
+// testGroupRemovePlan: removing a plan stops the planning; the group and
+// its ranges stay.
+func testGroupRemovePlan(t *testing.T, e *env) {
+	rm := remover(t, e)
+	g := e.group(t, "g", false)
+	rs := e.ranges(t, "g", 1, 100, lease.LaneTail)
+	require.NoError(t, e.SetPlan(e.ctx, "g", grouplease.GroupPlan{Tail: true, History: true}))
+	require.NoError(t, e.SetPlanError(e.ctx, g.ID, "411 No such group", e.clock.Now()))
+	require.NoError(t, rm.RemovePlan(e.ctx, "g"))
+	plans, err := e.Plans(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, plans)
+	errs, err := e.PlanErrors(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, errs, "the planner's last error goes with the plan")
+	require.Equal(t, rs[0], e.get(t, rs[0].ID))
+	_, err = e.Group(e.ctx, "g")
+	require.NoError(t, err)
+	require.ErrorIs(t, rm.RemovePlan(e.ctx, "g"), edgeindex.ErrNotFound, "no plan left")
+	require.ErrorIs(t, rm.RemovePlan(e.ctx, "nosuch"), edgeindex.ErrNotFound)
+	require.NoError(t, e.SetPlan(e.ctx, "g", grouplease.GroupPlan{Tail: true}), "a new plan")
+}
