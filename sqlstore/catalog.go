@@ -38,9 +38,16 @@ func (s *Store) AddGroup(ctx context.Context, g grouplease.Group) (grouplease.Gr
 	if err != nil {
 		return g, err
 	}
+	insert := `INSERT INTO groups (name, ordered, range_size, chunk_size) VALUES (?, ?, ?, ?)`
+	if s.d.reusesIDs() {
+		// Above every id a removed group had (id_floors), not only the
+		// groups there are.
+		insert = `INSERT INTO groups (name, ordered, range_size, chunk_size, id)
+			SELECT ?, ?, ?, ?, MAX(h) + 1 FROM (SELECT COALESCE(MAX(id), 0) AS h FROM groups
+				UNION ALL SELECT high FROM id_floors WHERE tbl = 'groups') WHERE true`
+	}
 	var row groupRow
-	err = s.db.GetContext(ctx, &row, s.q(`
-		INSERT INTO groups (name, ordered, range_size, chunk_size) VALUES (?, ?, ?, ?)
+	err = s.db.GetContext(ctx, &row, s.q(insert+`
 		ON CONFLICT (name) DO NOTHING RETURNING `+groupCols), g.Name, g.Ordered, g.RangeSize, g.ChunkSize)
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, fmt.Errorf("add group: %w: group %q exists", edgeindex.ErrConflict, g.Name)

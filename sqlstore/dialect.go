@@ -57,6 +57,10 @@ var (
 // isPostgres is the one place that knows which backend does what.
 func (d dialect) isPostgres() bool { return d.name == postgres.name }
 
+// reusesIDs reports whether a new row may get the id of a deleted one (the
+// largest id + 1 once the largest is gone: SQLite's INTEGER PRIMARY KEY).
+func (d dialect) reusesIDs() bool { return !d.isPostgres() }
+
 // takesArrays reports whether a statement takes a list as one array
 // argument (unnest, = ANY): a statement of many rows then has one text
 // whatever their number, and is prepared once.

@@ -12,14 +12,20 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 )
 
+// ErrRangesKept is RemoveGroup's answer on SQLite for a group that has
+// ranges, forced or not. It is an edgeindex.ErrConflict.
+var ErrRangesKept = fmt.Errorf("%w: SQLite gives a removed range's id to the next range added, which a running "+
+	"coordinator's spool and a paused worker's lease may still name, so only a group without ranges is removed on "+
+	"SQLite (stop planning it with --plan none)", edgeindex.ErrConflict)
+
 // removal is what RemoveGroup finds of a group.
 type removal struct {
 	group grouplease.Group
-	// ranges are the ids of the group's ranges, repair ranges too; held
+	// ranges are the ids of the group's ranges, repair ranges too; busy
 	// counts its ranges and lanes leased now and its chunks being fetched
 	// now.
 	ranges []int64
-	held   int64
+	busy   int64
 	// results are the items of the results feed its workers stored.
 	results int64
 }
@@ -34,8 +40,13 @@ type removal struct {
 // edgeindex.ErrNotFound. Releases built from its results, and the files
 // its snapshots and chunks were kept in, are not touched. It returns the
 // ids of the ranges that went, so that their spooled chunks can be
-// dropped (SQLite gives a removed range's id to the next range added),
-// and how many results went.
+// dropped, and how many results went.
+//
+// On SQLite, which gives the largest id removed to the next row added, a
+// group that has ranges is not removed, forced or not (ErrRangesKept): a
+// running coordinator's spool index and a paused worker's lease may still
+// name the ids of its ranges. A removed group's own id is never given to
+// another group (AddGroup starts above it).
 func (s *Store) RemoveGroup(ctx context.Context, name string, force bool) (ranges []int64, results int64, err error) {
 	var out removal
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
@@ -51,12 +62,18 @@ func (s *Store) RemoveGroup(ctx context.Context, name string, force bool) (range
 		if err := s.countRemoval(ctx, tx, &out); err != nil {
 			return err
 		}
-		if !force && (out.held > 0 || out.results > 0) {
-			return fmt.Errorf("%w: group %q has %d leases or fetches held now and %d stored results: "+
-				"wait until no range of it is leased and remove it then, or force the removal (its results go too)",
-				edgeindex.ErrConflict, name, out.held, out.results)
+		if s.d.reusesIDs() && len(out.ranges) > 0 {
+			return fmt.Errorf("group %q has %d ranges: %w", name, len(out.ranges), ErrRangesKept)
 		}
-		return s.deleteGroup(ctx, tx, row.ID)
+		if !force && (out.busy > 0 || out.results > 0) {
+			return fmt.Errorf("%w: group %q has %d leases or fetches under way and %d stored results: "+
+				"wait until no range of it is leased and remove it then, or force the removal (its results go too)",
+				edgeindex.ErrConflict, name, out.busy, out.results)
+		}
+		if err := s.deleteGroup(ctx, tx, row.ID); err != nil {
+			return err
+		}
+		return s.raiseIDFloor(ctx, tx, "groups", row.ID)
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("remove group: %w", err)
@@ -67,7 +84,7 @@ func (s *Store) RemoveGroup(ctx context.Context, name string, force bool) (range
 	return out.ranges, out.results, nil
 }
 
-// countRemoval counts the group's ranges, what of it is held now, and its
+// countRemoval counts the group's ranges, what of it is under way now, and its
 // results.
 func (s *Store) countRemoval(ctx context.Context, tx *sqlx.Tx, out *removal) error {
 	now, err := s.clock(ctx, tx)
@@ -90,8 +107,19 @@ func (s *Store) countRemoval(ctx context.Context, tx *sqlx.Tx, out *removal) err
 			return err
 		}
 	}
-	out.held = leased + lanes + claims
+	out.busy = leased + lanes + claims
 	return tx.SelectContext(ctx, &out.ranges, s.q("SELECT id FROM ranges WHERE group_id = ? ORDER BY id"), id)
+}
+
+// raiseIDFloor records, where ids are reused, that id was table's, so that
+// no new row gets it (AddGroup reads the floor).
+func (s *Store) raiseIDFloor(ctx context.Context, tx *sqlx.Tx, table string, id int64) error {
+	if !s.d.reusesIDs() {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO id_floors (tbl, high) VALUES (?, ?)
+		ON CONFLICT (tbl) DO UPDATE SET high = MAX(id_floors.high, excluded.high)`), table, id)
+	return err
 }
 
 // deleteGroup deletes the group's rows, those that refer to others first.

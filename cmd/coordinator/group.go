@@ -214,7 +214,7 @@ func (m *Main) groupRmFlags(fs *flag.FlagSet) func(context.Context, []string) er
 	m.commonFlags(fs)
 	m.storageFlag(fs)
 	provider := providerFlag(fs)
-	force := fs.Bool("force", false, "remove the group even while it is leased or has results (they go too)")
+	force := fs.Bool("force", false, "remove the group even while it is leased or has results (they go too; PostgreSQL only)")
 	return func(ctx context.Context, pos []string) error {
 		name, err := groupArg("group rm", "NAME", pos, *provider)
 		if err != nil {
@@ -225,7 +225,7 @@ func (m *Main) groupRmFlags(fs *flag.FlagSet) func(context.Context, []string) er
 			return err
 		}
 		ranges, results, err := store.RemoveGroup(ctx, name, *force)
-		if errors.Is(err, edgeindex.ErrConflict) {
+		if errors.Is(err, edgeindex.ErrConflict) && !errors.Is(err, sqlstore.ErrRangesKept) {
 			return fmt.Errorf("%w (group rm --force)", err)
 		}
 		if err != nil {
@@ -237,10 +237,9 @@ func (m *Main) groupRmFlags(fs *flag.FlagSet) func(context.Context, []string) er
 }
 
 // dropChunks drops the spooled chunks of removed ranges from the data
-// directory's spool, if there is one, so that a range that gets one of
-// their ids later (SQLite reuses them) is never served one of them. A
-// spool in --storage's bucket is left as it is: that is the setup of a
-// shared PostgreSQL database, which never reuses an id.
+// directory's spool, if there is one, so that they take no room. A spool
+// in --storage's bucket is left as it is: the bucket's lifecycle rule ages
+// them out. (Only PostgreSQL removes ranges, and it never reuses an id.)
 func (m *Main) dropChunks(ranges []int64) error {
 	dir := filepath.Join(m.Data, "spool")
 	if _, err := os.Stat(dir); m.Storage != "" || len(ranges) == 0 || err != nil {
