@@ -322,3 +322,39 @@ func TestInitPostgres(t *testing.T) {
 	_, err = os.Stat(data)
 	require.ErrorIs(t, err, os.ErrNotExist, "PostgreSQL's init makes no data directory")
 }
+
+// status shows the planner's last failure of a group beside the plans,
+// and in --json, until it is cleared.
+func TestStatusShowsPlanErrors(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db string) {
+		data := t.TempDir()
+		cli := func(args ...string) (string, error) { return run(t, data, append(args, "--db", db)...) }
+		_, err := cli("group", "add", "alt.binaries.tvv", "--plan", "tail")
+		require.NoError(t, err)
+		st, err := sqlstore.Open(t.Context(), db, sqlstore.Config{})
+		require.NoError(t, err)
+		defer st.Close()
+		g, err := st.Group(t.Context(), "alt.binaries.tvv")
+		require.NoError(t, err)
+		at := time.Date(2026, 12, 1, 17, 0, 0, 0, time.UTC)
+		require.NoError(t, st.SetPlanError(t.Context(), g.ID, "GROUP alt.binaries.tvv: 411 No such group", at))
+
+		out, err := cli("status")
+		require.NoError(t, err)
+		require.Contains(t, out, "not yet")
+		require.Contains(t, out, "Planner errors")
+		require.Regexp(t, `alt\.binaries\.tvv\s+2026-12-01T17:00:00Z\s+GROUP alt\.binaries\.tvv: 411 No such group`, out)
+		out, err = cli("status", "--json")
+		require.NoError(t, err)
+		require.Contains(t, out, `"message": "GROUP alt.binaries.tvv: 411 No such group"`)
+
+		require.NoError(t, st.SetPlanError(t.Context(), g.ID, "", at))
+		out, err = cli("status")
+		require.NoError(t, err)
+		require.NotContains(t, out, "Planner errors")
+		out, err = cli("status", "--json")
+		require.NoError(t, err)
+		require.Contains(t, out, `"planErrors": []`)
+	})
+}

@@ -21,6 +21,8 @@ var statusCommand = command{name: "status", summary: "show the lanes, the plans,
 type statusReport struct {
 	lanes []grouplease.LaneStatus
 	plans []grouplease.PlanStatus
+	// failed are the planner's last failures, a group's each.
+	failed []planFailure
 	stuck []sqlstore.FetchingClaim
 	slots []connlease.Slot
 	sizes []connlease.BudgetSize
@@ -44,10 +46,31 @@ func (m *Main) statusFlags(fs *flag.FlagSet) func(context.Context, []string) err
 			return err
 		}
 		if *asJSON {
-			return m.printJSON(map[string]any{"lanes": r.lanes, "plans": r.plans, "stuckFetches": r.stuck, "connSlots": r.slots, "connBudgets": r.sizes})
+			return m.printJSON(map[string]any{"lanes": r.lanes, "plans": r.plans, "planErrors": r.failed, "stuckFetches": r.stuck, "connSlots": r.slots, "connBudgets": r.sizes})
 		}
 		return r.print(m.Stdout, *stuckAfter)
 	}
+}
+
+// planFailure is a group's last planner failure, as status shows it.
+type planFailure struct {
+	Group string `json:"group"`
+	grouplease.PlanError
+}
+
+// planFailures lists the failures recorded for plans, in the plans' order.
+func planFailures(ctx context.Context, store *sqlstore.Store, plans []grouplease.PlanStatus) ([]planFailure, error) {
+	byID, err := store.PlanErrors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []planFailure{}
+	for _, p := range plans {
+		if e, ok := byID[p.GroupID]; ok {
+			out = append(out, planFailure{Group: p.Group, PlanError: e})
+		}
+	}
+	return out, nil
 }
 
 // readStatus reads what status shows. A fetch stuck on a provider holds
@@ -58,6 +81,9 @@ func readStatus(ctx context.Context, store *sqlstore.Store, claimTTL, stuckAfter
 		return r, err
 	}
 	if r.plans, err = store.Plans(ctx); err != nil {
+		return r, err
+	}
+	if r.failed, err = planFailures(ctx, store, r.plans); err != nil {
 		return r, err
 	}
 	claims, err := store.FetchingClaims(ctx, 1000)
@@ -103,6 +129,14 @@ func (r statusReport) print(w io.Writer, stuckAfter time.Duration) error {
 	}
 	if len(r.plans) > 0 {
 		printPlans(tw, r.plans)
+	}
+	if len(r.failed) > 0 {
+		fmt.Fprintln(tw, "")
+		fmt.Fprintln(tw, "Planner errors (until a poll of the group succeeds):")
+		fmt.Fprintln(tw, "GROUP\tAT\tERROR")
+		for _, f := range r.failed {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Group, f.At.UTC().Format(time.RFC3339), f.Message)
+		}
 	}
 	return tw.Flush()
 }
