@@ -22,6 +22,7 @@ import (
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -93,12 +94,12 @@ type badCase struct {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, url func(testing.TB) string) {
-		var log logBuffer
+		var log syncbuf.Buffer
 		h := newHarnessServer(t, url(t), func(c *coordinator.Config) {
 			c.MaxBody = 64 << 10
 			c.MaxSnapshot = 64 << 10
 			c.WriteTimeout = 300 * time.Millisecond
-			c.Logger = log.logger()
+			c.Logger = logTo(&log)
 		}, func(s *http.Server) {
 			require.Positive(t, s.ReadHeaderTimeout, "the coordinator's server has a ReadHeaderTimeout")
 			require.LessOrEqual(t, s.ReadHeaderTimeout, 10*time.Second)

@@ -13,35 +13,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// logBuffer is a log the test reads while the server writes it.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+// logTo is a logger that writes to b, which the test reads.
+func logTo(b *syncbuf.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // stalledClient sends a request on a raw connection with a small receive
 // buffer and never reads the answer.
@@ -72,11 +55,11 @@ func (h *harness) bigRange(token string) lease.Lease {
 // renewed by the stream.
 func TestStreamStalledWorker(t *testing.T) {
 	t.Parallel()
-	var log logBuffer
+	var log syncbuf.Buffer
 	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) {
 		c.WriteTimeout = 300 * time.Millisecond
 		c.LeaseTTL = 2 * time.Second
-		c.Logger = log.logger()
+		c.Logger = logTo(&log)
 	})
 	h.group("g", false, 1, 100, lease.LaneHistory)
 	l := h.bigRange(h.token)
@@ -115,11 +98,11 @@ func TestStreamStalledWorkerShutdown(t *testing.T) {
 // Defect 4: the snapshot GET is bounded by the write timeout too.
 func TestSnapshotGetStalledWorker(t *testing.T) {
 	t.Parallel()
-	var log logBuffer
+	var log syncbuf.Buffer
 	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) {
 		c.WriteTimeout = 300 * time.Millisecond
 		c.MaxSnapshot = 32 << 20
-		c.Logger = log.logger()
+		c.Logger = logTo(&log)
 	})
 	g := h.group("o", true, 1, 200, lease.LaneTail)
 	gl := h.laneGrant(h.token, lease.LaneTail)
@@ -249,10 +232,10 @@ func (pingFails) Ping(context.Context) error {
 // Defect 9: /readyz answers a plain sentence; the detail goes to the log.
 func TestReadyzHidesDetail(t *testing.T) {
 	t.Parallel()
-	var log logBuffer
+	var log syncbuf.Buffer
 	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) {
 		c.Store = pingFails{c.Store}
-		c.Logger = log.logger()
+		c.Logger = logTo(&log)
 	})
 	r := h.do("GET", "/readyz", "", 0, nil)
 	require.Equal(t, http.StatusServiceUnavailable, r.status)

@@ -19,6 +19,7 @@ import (
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/usenet"
 )
@@ -88,7 +89,7 @@ func TestWorkerLaneTakeoverFromIgnored(t *testing.T) {
 	c.setState(1, lease.StateDone)
 	c.setSnapshot(gid, gz(t, "lines=200"), 201)
 	c.setNext(2, 301)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := &window{}
 	r := startWorker(t, c, h, edge.WorkerConfig{Lanes: []lease.Lane{lease.LaneTail}, Logger: newLogger(&logs)})
 	require.NoError(t, r.untilIdle(t))
@@ -351,24 +352,6 @@ func TestWorkerLaneTakeoverCollates(t *testing.T) {
 			require.Equal(t, string(wantWindow), string(gunzipT(t, c.laneState(gid).snap)))
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the worker's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

@@ -15,6 +15,7 @@ import (
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -131,7 +132,7 @@ func TestPlannerHeldLogged(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, st.SetPlan(ctx, "g", grouplease.GroupPlan{Tail: true}))
 	reply := [2]int64{1, 1000}
-	var log syncLog
+	var log syncbuf.Buffer
 	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: watermarksFunc(func() (int64, int64) { return reply[0], reply[1] }),
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	require.NoError(t, err)
@@ -145,24 +146,6 @@ func TestPlannerHeldLogged(t *testing.T) {
 	require.Contains(t, log.String(), `planner: group \"g\": watermarks 500000..499999 not trusted until a later poll confirms them`)
 	require.Contains(t, log.String(), "trustedLow=1 trustedHigh=1000")
 	require.Equal(t, 1, strings.Count(log.String(), "not trusted"))
-}
-
-// syncLog is a log buffer safe for concurrent writes.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // dateFinder answers FindDate with a function, counting the calls.

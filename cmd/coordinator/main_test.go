@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/internal/miniotest"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/internal/testmain"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
@@ -294,27 +294,9 @@ func TestServePlansFromNNTP(t *testing.T) {
 // serving is a serve command running in the background.
 type serving struct {
 	base   string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan error
-}
-
-// syncBuffer is a buffer the test reads while serve writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startServe runs serve on 127.0.0.1:0 with data and args.
@@ -327,7 +309,7 @@ func startServe(t *testing.T, data string, args ...string) *serving {
 func startServeWith(t *testing.T, data string, set func(*Main), args ...string) *serving {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	s := &serving{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	s := &serving{stderr: &syncbuf.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	addr := make(chan string, 1)
 	m := NewMain(io.Discard, s.stderr)
 	m.Ready = func(a string) { addr <- a }

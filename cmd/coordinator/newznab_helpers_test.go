@@ -24,6 +24,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/inntest"
 	"github.com/edgeindex/edgeindex/internal/nzbgettest"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/internal/yenctest"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/release"
@@ -46,7 +47,7 @@ type nzServing struct {
 func startNewznabServe(t *testing.T, data string, args ...string) *nzServing {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	s := &nzServing{serving: &serving{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}}
+	s := &nzServing{serving: &serving{stderr: &syncbuf.Buffer{}, cancel: cancel, done: make(chan error, 1)}}
 	addr, nz := make(chan string, 1), make(chan string, 1)
 	m := NewMain(io.Discard, s.stderr)
 	m.Ready = func(a string) { addr <- a }

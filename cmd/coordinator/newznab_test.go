@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/newznab"
 )
 
@@ -93,7 +94,7 @@ func TestUserCommands(t *testing.T) {
 func TestDemoServe(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- NewMain(out, io.Discard).Run(ctx, []string{"demo", "--articles", "20000", "--range-size", "5000", "--serve", "--newznab", "127.0.0.1:0"})
