@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/edgeindex/edgeindex"
@@ -41,8 +42,8 @@ type Config struct {
 	// coordinator's own.
 	Shared SharedSpool
 	// Prefetcher, when set, is kicked when a range is leased or a chunk
-	// dropped, and tells streams when a chunk arrives. Nil (an untyped
-	// nil, not a nil *prefetch.Prefetcher): none.
+	// dropped, and tells streams when a chunk arrives. Nil (or a nil
+	// *prefetch.Prefetcher): none.
 	Prefetcher Prefetch
 	// LeaseTTL is the TTL of every grant. Default 60s.
 	LeaseTTL time.Duration
@@ -96,6 +97,9 @@ func (c Config) withDefaults() Config {
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
+	if c.Prefetcher != nil && nilPointer(c.Prefetcher) {
+		c.Prefetcher = nil // a nil *prefetch.Prefetcher, say: none
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -114,4 +118,11 @@ func (c Config) validate() error {
 		return edgeindex.Invalidf("coordinator: LeaseTTL must be at least 1s, MaxBody and MaxSnapshot at least 1, MaxBatchBytes at least MaxBody, WriteTimeout not negative")
 	}
 	return nil
+}
+
+// nilPointer reports whether v holds a nil pointer: a typed nil, which is
+// a non-nil interface.
+func nilPointer(v any) bool {
+	r := reflect.ValueOf(v)
+	return r.Kind() == reflect.Pointer && r.IsNil()
 }

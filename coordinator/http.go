@@ -34,7 +34,8 @@ var _ http.Handler = (*Server)(nil)
 // NewServer returns the HTTP API over svc, with the HTTP layer's settings
 // of the Service's Config: AdminToken guards the admin routes (empty: they
 // answer 401), MaxBody and MaxBatchBytes bound batch bodies, WriteTimeout
-// every write.
+// every write. The batch memory budget is the Server's: two Servers over
+// one Service may hold twice MaxBatchBytes.
 func NewServer(svc *Service) *Server {
 	s := &Server{svc: svc, cfg: svc.cfg, mux: http.NewServeMux(), adminHash: sha256.Sum256([]byte(svc.cfg.AdminToken)),
 		batches: budget{max: svc.cfg.MaxBatchBytes}}
@@ -181,18 +182,21 @@ func (s *Server) asAdmin(h func(http.ResponseWriter, *http.Request) error) http.
 }
 
 // HTTPServer returns an http.Server for s with the coordinator's timeouts,
-// logging to the Service's Logger. Its WriteTimeout is zero, as streams
+// logging to the Service's Logger when the Config has one. Its WriteTimeout is zero, as streams
 // are long: the Server sets a write deadline before each write it makes
 // instead (Config.WriteTimeout).
 func (s *Server) HTTPServer() *http.Server {
-	return &http.Server{
+	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	if s.svc.logs { // else net/http's own log, stderr: a recovered panic is never silent
+		hs.ErrorLog = slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn)
+	}
+	return hs
 }
 
 // Listen binds addr before serving, so a busy port is an error at once.

@@ -28,8 +28,10 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	if err != nil {
 		return err
 	}
-	res, err := s.svc.storeBatch(r.Context(), id, f, b, then == api.ThenLease)
-	done() // the budget is given back before the answer goes out
+	res, err := func() (api.BatchReply, error) {
+		defer done() // the budget is given back before the answer goes out, and after a panic
+		return s.svc.storeBatch(r.Context(), id, f, b, then == api.ThenLease)
+	}()
 	return s.reply(w, res, err)
 }
 

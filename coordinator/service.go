@@ -100,15 +100,17 @@ type Service struct {
 
 	streams     context.Context // cancelled by Drain: streams end with an error frame
 	stopStreams context.CancelFunc
+	logs        bool // the Config had a Logger
 }
 
 // NewService checks cfg and returns a Service.
 func NewService(cfg Config) (*Service, error) {
+	logs := cfg.Logger != nil
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, snaps: newSnapshotFiles(cfg.Snapshots)}
+	s := &Service{cfg: cfg, snaps: newSnapshotFiles(cfg.Snapshots), logs: logs}
 	s.streams, s.stopStreams = context.WithCancel(context.Background())
 	return s, nil
 }
