@@ -111,6 +111,18 @@ func (s *Store) groupByID(ctx context.Context, q sqlx.QueryerContext, id int64) 
 	return s.cacheGroup(row), nil
 }
 
+// lockGroup locks g's row for the transaction (on PostgreSQL; SQLite has
+// one writer). A group removed meanwhile is edgeindex.ErrNotFound, not the
+// foreign key error the writes after would meet.
+func (s *Store) lockGroup(ctx context.Context, tx *sqlx.Tx, g grouplease.Group) error {
+	var id int64
+	err := tx.GetContext(ctx, &id, s.q("SELECT id FROM groups WHERE id = ? {forupdate}"), g.ID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("group %q: %w", g.Name, edgeindex.ErrNotFound)
+	}
+	return err
+}
+
 // AddRanges implements grouplease.Catalog.
 func (s *Store) AddRanges(ctx context.Context, nr grouplease.NewRanges) ([]lease.Range, error) {
 	lane, err := lease.ParseLane(string(nr.Lane))
@@ -131,7 +143,7 @@ func (s *Store) AddRanges(ctx context.Context, nr grouplease.NewRanges) ([]lease
 	var out []lease.Range
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
 		// Lock the group, so two adds on PostgreSQL cannot both pass the overlap check.
-		if _, err := tx.ExecContext(ctx, s.q("SELECT id FROM groups WHERE id = ? {forupdate}"), g.ID); err != nil {
+		if err := s.lockGroup(ctx, tx, g); err != nil {
 			return err
 		}
 		var clash rangeRow

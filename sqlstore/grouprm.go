@@ -40,7 +40,10 @@ type removal struct {
 // edgeindex.ErrNotFound. Releases built from its results, and the files
 // its snapshots and chunks were kept in, are not touched. It returns the
 // ids of the ranges that went, so that their spooled chunks can be
-// dropped, and how many results went.
+// dropped, and how many results went. It reads one snapshot: a worker
+// granted a range, or storing a batch, after the removal counted makes it
+// count again (on PostgreSQL, whose commit refuses it otherwise), so an
+// unforced removal never deletes what it did not count.
 //
 // On SQLite, which gives the largest id removed to the next row added, a
 // group that has ranges is not removed, forced or not (ErrRangesKept): a
@@ -49,7 +52,7 @@ type removal struct {
 // another group (AddGroup starts above it).
 func (s *Store) RemoveGroup(ctx context.Context, name string, force bool) (ranges []int64, results int64, err error) {
 	var out removal
-	err = s.tx(ctx, func(tx *sqlx.Tx) error {
+	err = s.txSnapshot(ctx, func(tx *sqlx.Tx) error {
 		var row groupRow
 		err := tx.GetContext(ctx, &row, s.q("SELECT "+groupCols+" FROM groups WHERE name = ? {forupdate}"), name)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -391,7 +391,7 @@ func (s *Store) ResetPlan(ctx context.Context, group string) (int64, error) {
 // lockPlan locks the group, as AddRanges does, and reads its plan.
 func (s *Store) lockPlan(ctx context.Context, tx *sqlx.Tx, g grouplease.Group) (planRow, error) {
 	var p planRow
-	if _, err := tx.ExecContext(ctx, s.q("SELECT id FROM groups WHERE id = ? {forupdate}"), g.ID); err != nil {
+	if err := s.lockGroup(ctx, tx, g); err != nil {
 		return p, err
 	}
 	err := tx.GetContext(ctx, &p, s.q("SELECT "+planCols+" FROM plans WHERE group_id = ?"), g.ID)

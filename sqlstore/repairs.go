@@ -39,7 +39,7 @@ func (s *Store) planRepairs(ctx context.Context, groupID int64) ([]lease.Range, 
 	var out []lease.Range
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
 		out = nil
-		if _, err := tx.ExecContext(ctx, s.q("SELECT id FROM groups WHERE id = ? {forupdate}"), g.ID); err != nil {
+		if err := s.lockGroup(ctx, tx, g); err != nil {
 			return err
 		}
 		now, err := s.clock(ctx, tx)

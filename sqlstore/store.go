@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq"  // the "postgres" driver
+	"github.com/lib/pq"    // the "postgres" driver
 	_ "modernc.org/sqlite" // the "sqlite" driver, pure Go
 
 	"github.com/edgeindex/edgeindex"
@@ -447,7 +447,36 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return tx.Commit()
 }
 
-// redact drops a URL's password for error messages.
+// maxSnapshotTries bounds how often txSnapshot runs fn when PostgreSQL
+// refuses its commit as not serializable.
+const maxSnapshotTries = 5
+
+// txSnapshot runs fn in a transaction that reads one snapshot (repeatable
+// read on PostgreSQL), so that what fn counted is what it writes over: a
+// row another transaction changed meanwhile fails the write, and fn runs
+// again from the start, up to maxSnapshotTries times.
+func (s *Store) txSnapshot(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	var opts *sql.TxOptions
+	if s.d.isPostgres() {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
+	}
+	for try := 1; ; try++ {
+		tx, err := s.db.BeginTxx(ctx, opts)
+		if err != nil {
+			return err
+		}
+		if err = fn(tx); err == nil {
+			err = tx.Commit()
+		} else {
+			tx.Rollback()
+		}
+		pe, ok := errors.AsType[*pq.Error](err)
+		if err == nil || try == maxSnapshotTries || !ok || pe.Code != "40001" {
+			return err
+		}
+	}
+}
+
 func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(us sql.NullInt64) time.Time {
