@@ -179,6 +179,11 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		}
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
 		s.d = postgres
+		if _, err := url.Parse(rawURL); err != nil {
+			// lib/pq's own parse error, at the first query, holds the
+			// whole URL, password and all.
+			return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedURL, redact.URL(rawURL), errors.Unwrap(err))
+		}
 		db, err := sqlx.Open("postgres", oneRoundTrip(rawURL))
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: open postgres: %w", err)

@@ -14,11 +14,11 @@ const Hidden = "xxxxx"
 // URL returns raw with its password hidden: the user info's, as
 // url.URL.Redacted shows it ("postgres://u:xxxxx@host/db"), a password
 // query parameter's (lib/pq reads one) and the fragment. A raw URL that
-// does not parse, or whose "@" stands after the host (misplacedUserInfo),
-// is not shown at all.
+// does not parse, has no scheme, or whose "@" stands after the host
+// (misplacedUserInfo), is not shown at all.
 func URL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil {
+	if err != nil || u.Scheme == "" { // a key=value DSN's password is in its "path"
 		return unparsed
 	}
 	if misplacedUserInfo(u) || strings.Contains(u.RawQuery, "@") {
