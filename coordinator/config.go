@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"log/slog"
 	"reflect"
 	"time"
@@ -82,21 +83,13 @@ type Config struct {
 
 // withDefaults returns c with every zero field that has a default set to it.
 func (c Config) withDefaults() Config {
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = DefaultLeaseTTL
-	}
-	if c.MaxBody == 0 {
-		c.MaxBody = DefaultMaxBody
-	}
-	if c.MaxSnapshot == 0 {
-		c.MaxSnapshot = DefaultMaxSnapshot
-	}
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, DefaultLeaseTTL)
+	c.MaxBody = cmp.Or(c.MaxBody, DefaultMaxBody)
+	c.MaxSnapshot = cmp.Or(c.MaxSnapshot, DefaultMaxSnapshot)
 	if c.MaxBatchBytes == 0 && c.MaxBody > 0 {
 		c.MaxBatchBytes = 2 * c.MaxBody
 	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
 	if c.Prefetcher != nil && nilPointer(c.Prefetcher) {
 		c.Prefetcher = nil // a nil *prefetch.Prefetcher, say: none
 	}

@@ -58,7 +58,7 @@ func TestPlannerRecordsErrors(t *testing.T) {
 	}
 	src := &failing{err: map[string]error{}}
 	src.set("typo", errors.New("GROUP typo: 411 No such group"))
-	src.set("evil", errors.New("500 "+strings.Repeat("\x1b[2J\r\n☠", 4000)))
+	src.set("evil", errors.New("500 \u202e\u2028"+strings.Repeat("\x1b[2J\r\n☠", 4000)))
 	clk := clock.NewManual(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: src, Clock: clk})
 	require.NoError(t, err)
@@ -74,6 +74,8 @@ func TestPlannerRecordsErrors(t *testing.T) {
 	require.True(t, utf8.ValidString(evil) && strings.HasSuffix(evil, "…"), "cut at a rune: %q", evil)
 	require.NotContains(t, evil, "\n")
 	require.NotContains(t, evil, "\x1b")
+	require.NotContains(t, evil, "\u202e", "no bidi override")
+	require.NotContains(t, evil, "\u2028", "no line separator")
 
 	clk.Advance(time.Minute)
 	src.set("typo", nil)

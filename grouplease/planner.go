@@ -254,16 +254,24 @@ func (p *Planner) record(ctx context.Context, plans []PlanStatus, ps *pass) {
 	}
 }
 
-// PlanErrorText is err's text as a PlanError holds it: on one line, every
-// control character a space, and cut to MaxPlanError bytes, at a rune's
-// start, with "…" where it was cut.
-func PlanErrorText(err error) string {
-	msg := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == utf8.RuneError {
+// OneLine returns s with every rune that could move a terminal's cursor,
+// change its colours or turn text around (a control, a format character
+// such as a bidi override, a line or paragraph separator, invalid UTF-8) a
+// space: a peer's text, fit to print on one line.
+func OneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == utf8.RuneError {
 			return ' '
 		}
 		return r
-	}, err.Error())
+	}, s)
+}
+
+// PlanErrorText is err's text as a PlanError holds it: on one line
+// (OneLine), and cut to MaxPlanError bytes, at a rune's
+// start, with "…" where it was cut.
+func PlanErrorText(err error) string {
+	msg := OneLine(err.Error())
 	if len(msg) <= MaxPlanError {
 		return msg
 	}

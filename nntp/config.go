@@ -359,7 +359,7 @@ func parseSourceURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url's error quotes the whole URL, password included.
-		return nil, fmt.Errorf("%w: the source URL does not parse; want nntp://[user:pass@]host[:port]", ErrBadURL)
+		return nil, fmt.Errorf("%w: the source URL does not parse; want nntp://[user:pass@]host[:port] or nntps://[user:pass@]host[:port]", ErrBadURL)
 	}
 	// A password holding "/", "?" or "#" unescaped ends the authority
 	// early: url.Parse then reads no user info, and the password's rest,

@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/edgeindex/edgeindex/grouplease"
 )
 
 func main() {
@@ -33,7 +35,9 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // errorLine is err as the one line the program prints: prefixed with
 // "coordinator: " once, even when a package's error starts with it.
 func errorLine(err error) string {
-	return "coordinator: " + strings.TrimPrefix(err.Error(), "coordinator: ")
+	// An error may quote a provider's or a peer's text: it goes out on one
+	// line with nothing a terminal would act on.
+	return "coordinator: " + grouplease.OneLine(strings.TrimPrefix(err.Error(), "coordinator: "))
 }
 
 // errUsage marks a command line that is wrong: exit code 2.

@@ -86,13 +86,18 @@ func TestNoDatabaseMadeByAdminCommands(t *testing.T) {
 	foreign := filepath.Join(root, "home")
 	require.NoError(t, os.Mkdir(foreign, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("not edgeindex's\n"), 0o644))
+	lost := filepath.Join(root, "lost") // a coordinator ran here, and the database went
+	require.NoError(t, os.MkdirAll(filepath.Join(lost, "spool"), 0o700))
+	for _, name := range []string{"admin.token", "coordinator.id"} {
+		require.NoError(t, os.WriteFile(filepath.Join(lost, name), []byte("x\n"), 0o600))
+	}
 	for _, args := range [][]string{
 		{"group", "add", "alt.binaries.test"}, {"group", "rm", "g"}, {"group", "plan", "g", "--plan", "none"},
 		{"node", "add", "edge-1"}, {"node", "list"}, {"status"}, {"range", "add", "g", "1", "100"},
 		{"range", "retry", "g", "--failed"}, {"snapshot", "reset", "g"}, {"releases"}, {"releases", "build", "--once"},
 		{"nzb", "1"}, {"user", "add", "u"}, {"user", "list"},
 	} {
-		for _, data := range []string{missing, foreign} {
+		for _, data := range []string{missing, foreign, lost} {
 			code, _, stderr := runExit(t, append(args, "--data", data)...)
 			require.Equal(t, 1, code, "%q in %s: %s", args, data, stderr)
 			for _, want := range []string{filepath.Join(data, "edgeindex.db"), "--data", "EDGEINDEX_DATA", "--db", "coordinator init"} {
@@ -108,6 +113,8 @@ func TestNoDatabaseMadeByAdminCommands(t *testing.T) {
 	entries, err := os.ReadDir(foreign)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "nothing was made beside the foreign file")
+	_, err = os.Stat(filepath.Join(lost, "edgeindex.db"))
+	require.ErrorIs(t, err, os.ErrNotExist, "no new database where one was lost")
 	code, _, stderr := runExit(t, "status", "--db", "sqlite://"+filepath.Join(missing, "x.db"))
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "from --db")
@@ -357,4 +364,15 @@ func TestStatusShowsPlanErrors(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, out, `"planErrors": []`)
 	})
+}
+
+// An error that quotes a provider's text is printed on one line with
+// nothing a terminal acts on: no escape, no bidi override, no newline.
+func TestErrorLineIsInert(t *testing.T) {
+	t.Parallel()
+	line := errorLine(errors.New("GROUP g: 502 \x1b]0;pwned\x07 access \x1b[2Jdenied\u202e\u2028\r\nnext"))
+	require.True(t, strings.HasPrefix(line, "coordinator: GROUP g: 502 "), line)
+	for _, bad := range []string{"\x1b", "\x07", "\u202e", "\u2028", "\r", "\n"} {
+		require.NotContains(t, line, bad)
+	}
 }

@@ -124,13 +124,10 @@ func (m *Main) whereFrom() string {
 	return "in --data " + m.Data
 }
 
-// ownFiles are the names the data directory holds besides the database.
-var ownFiles = map[string]bool{"admin.token": true, "coordinator.id": true, "spool": true, "corpus": true, "snapshots": true}
-
-// madeFor reports whether dir is a directory that holds nothing but what
-// a data directory holds besides the database (admin.token and the like):
-// one made for edgeindex, where a database may be made. One that is not
-// there is not.
+// madeFor reports whether dir is a directory made for a database that is
+// not there yet: empty, or holding only an admin.token written ahead. One
+// that holds a coordinator's other files (coordinator.id, spool, corpus,
+// snapshots) lost its database, and one that is not there was never made.
 func madeFor(dir string) (bool, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -140,7 +137,7 @@ func madeFor(dir string) (bool, error) {
 		return false, err
 	}
 	for _, e := range entries {
-		if !ownFiles[e.Name()] {
+		if e.Name() != "admin.token" {
 			return false, nil
 		}
 	}

@@ -1,7 +1,12 @@
 // Package fleettest runs a real coordinator for the tests of the fleet
-// reader and of the tools that embed it: coordinator.New over SQLite and a
-// disk spool, behind a wrapper that counts the admin reads and can hold or
-// fail them.
+// reader and of the tools that embed it: coordinator.NewService and
+// NewServer over SQLite and a disk spool, behind a wrapper that counts the
+// admin reads and can hold or fail them. It has no runnable example, as it
+// needs a test's testing.TB; a test uses it so:
+//
+//	c := fleettest.NewCoordinator(t) // stopped at t's end
+//	c.Populate("alt.binaries.a", "alt.binaries.b")
+//	r, err := fleet.New(fleet.Config{Coordinators: []string{c.URL}, Token: fleettest.AdminToken})
 package fleettest
 
 import (
