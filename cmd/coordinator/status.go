@@ -23,9 +23,9 @@ type statusReport struct {
 	plans []grouplease.PlanStatus
 	// failed are the planner's last failures, a group's each.
 	failed []planFailure
-	stuck []sqlstore.FetchingClaim
-	slots []connlease.Slot
-	sizes []connlease.BudgetSize
+	stuck  []sqlstore.FetchingClaim
+	slots  []connlease.Slot
+	sizes  []connlease.BudgetSize
 }
 
 func (m *Main) statusFlags(fs *flag.FlagSet) func(context.Context, []string) error {
