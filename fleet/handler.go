@@ -19,11 +19,7 @@ func (c *Coordinators) Handler() http.Handler { return c.handler }
 // /readyz body, which tells how the last fleet read went; cfg.Clock, when
 // nil, is Config.Clock. Listen and Serve it, and Close the reader after.
 func (c *Coordinators) Server(cfg fleetcache.ServerConfig) (*fleetcache.Server, error) {
-	cfg.Routes = append([]fleetcache.Route{
-		{Path: "/v1/fleet", Handle: c.handleFleet},
-		{Path: "/v1/seat", Handle: c.handleSeat},
-		{Path: "/", Handle: c.handleDashboard},
-	}, cfg.Routes...)
+	cfg.Routes = append(c.routes(), cfg.Routes...)
 	if cfg.Ready == nil {
 		cfg.Ready = c.ready
 	}
@@ -31,4 +27,13 @@ func (c *Coordinators) Server(cfg fleetcache.ServerConfig) (*fleetcache.Server, 
 		cfg.Clock = c.cfg.Clock
 	}
 	return fleetcache.NewServer(cfg)
+}
+
+// routes are the reader's own routes; fleetcache.Server adds /readyz.
+func (c *Coordinators) routes() []fleetcache.Route {
+	return []fleetcache.Route{
+		{Path: "/v1/fleet", Handle: c.handleFleet},
+		{Path: "/v1/seat", Handle: c.handleSeat},
+		{Path: "/", Handle: c.handleDashboard},
+	}
 }

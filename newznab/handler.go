@@ -86,15 +86,31 @@ func New(cfg Config) (*Handler, error) {
 		return nil, edgeindex.Invalidf("newznab: MinCompletion %d must be 1 to 100", cfg.MinCompletion)
 	}
 	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
-	h.mux.HandleFunc("GET /api", h.serveAPI)
-	h.mux.HandleFunc("/api", h.serveAPIMethod)
-	h.mux.HandleFunc("/api/", h.serveAPINotFound)
-	h.mux.HandleFunc("GET /{$}", h.servePage)
-	h.mux.HandleFunc("GET /details/{id}", h.serveDetails)
-	h.mux.HandleFunc("GET /nzb/{id}", h.serveNZB)
-	h.mux.HandleFunc("POST /login", h.serveLogin)
-	h.mux.HandleFunc("POST /logout", h.serveLogout)
+	for _, r := range h.routes() {
+		h.mux.HandleFunc(r.pattern, r.serve)
+	}
 	return h, nil
+}
+
+// route is one pattern of the Handler's mux.
+type route struct {
+	pattern string
+	serve   http.HandlerFunc
+}
+
+// routes are the Handler's routes, as docs/api.md's "Front door" part
+// names them: /api's other methods get 405, and the paths under /api/ 404.
+func (h *Handler) routes() []route {
+	return []route{
+		{"GET /api", h.serveAPI},
+		{"/api", h.serveAPIMethod},
+		{"/api/", h.serveAPINotFound},
+		{"GET /{$}", h.servePage},
+		{"GET /details/{id}", h.serveDetails},
+		{"GET /nzb/{id}", h.serveNZB},
+		{"POST /login", h.serveLogin},
+		{"POST /logout", h.serveLogout},
+	}
 }
 
 // ServeHTTP implements http.Handler. Every request runs under the

@@ -107,10 +107,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("fleet-reader", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned; only -h prints the usage
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: fleet-reader --coordinator URL [--coordinator URL ...] [--addr %s] [--keep %s] [--rate-reads %d]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: fleet-reader --coordinator URL [--coordinator URL ...] [flags]\n\n"+
 			"Environment:\n  %s  the coordinators' admin token (required)\n\n"+
-			"Example:\n  %[4]s=... fleet-reader --coordinator http://10.0.0.1:7070 --coordinator http://10.0.0.2:7070 --addr 0.0.0.0:8080\n\n"+
-			"Flags:\n", fleetcache.DefaultAddr, DefaultKeep, DefaultRateReads, TokenEnv)
+			"Example:\n  %[1]s=... fleet-reader --coordinator http://10.0.0.1:7070 --coordinator http://10.0.0.2:7070 --addr 0.0.0.0:8080\n\n"+
+			"Flags:\n", TokenEnv)
 		fs.PrintDefaults()
 	}
 	var coords []string

@@ -1,8 +1,9 @@
 // Command fleet-reader serves a read-only view of one or more coordinators'
 // fleets to any number of dashboards.
 //
-//	fleet-reader --coordinator URL [--coordinator URL ...] [--addr 127.0.0.1:7071] [--keep 15s]
-//	             [--timeout 5s] [--drain-delay 1s] [--rate-reads 60] [--max-lanes 2000]
+//	fleet-reader --coordinator URL [--coordinator URL ...] [flags]
+//
+// fleet-reader -h lists the flags, from the flag set it parses.
 //
 // It reads each coordinator's GET /v1/fleet with the admin token from
 // EDGEINDEX_ADMIN_TOKEN. A host is named by its URL's host:port (the scheme's
