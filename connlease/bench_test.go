@@ -39,7 +39,7 @@ const (
 //   - raw4: the physical limit, 4 connections all fetching (MaxConns 5,
 //     fetches use 4, the server's limit bounds them);
 //   - shared3: three coordinators, each with MaxConns 4, sharing a
-//     connlease.Budget of 4 in one SQLite database, each its own store
+//     connlease.SharedBudget of 4 in one SQLite database, each its own store
 //     and holder as separate processes would be.
 //
 // Each reports chunks/s. The headline is shared3 / raw4, the share of the
@@ -51,7 +51,7 @@ func BenchmarkConnectionBudget(b *testing.B) {
 		Groups: []nntptest.Group{{Name: benchGroup, Lines: nntptest.Lines(benchGroup, 1, benchArticles)}}})
 	require.NoError(b, err)
 	defer srv.Close()
-	open := func(b *testing.B, maxConns int, budget nntp.Budget) *nntp.Source {
+	open := func(b *testing.B, maxConns int, budget connlease.Budget) *nntp.Source {
 		cfg, err := nntp.ParseURL(srv.URL())
 		require.NoError(b, err)
 		cfg.MaxConns, cfg.Budget = maxConns, budget

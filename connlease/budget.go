@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex"
-	"github.com/edgeindex/edgeindex/nntp"
 )
 
 // Defaults of Config.
@@ -36,10 +35,10 @@ const releaseTimeout = 5 * time.Second
 // error and leave the slot leased to nobody for a TTL.
 const takeTimeout = 10 * time.Second
 
-// ErrClosed is returned by Acquire once the Budget is closed.
+// ErrClosed is returned by Acquire once the SharedBudget is closed.
 var ErrClosed = errors.New("connlease: the budget is closed")
 
-// Config configures a Budget. Store, Size and Holder are required; the
+// Config configures a SharedBudget. Store, Size and Holder are required; the
 // zero value of every other field means its default.
 type Config struct {
 	Store Store
@@ -90,11 +89,11 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Budget is a provider's connection budget in a Store, shared with every
-// other Budget of that provider on the database: nntp.Config.Budget. Each
+// SharedBudget is a provider's connection budget in a Store, shared with every
+// other SharedBudget of that provider on the database: nntp.Config.Budget. Each
 // slot it hands out is a lease that a goroutine of its own renews while it
 // is held. Close it when the Source using it is closed.
-type Budget struct {
+type SharedBudget struct {
 	cfg Config
 
 	mu     sync.Mutex
@@ -117,17 +116,17 @@ type Budget struct {
 	refreshed chan struct{} // the refresher ended
 }
 
-var _ nntp.Budget = (*Budget)(nil)
+var _ Budget = (*SharedBudget)(nil)
 
-// New checks cfg and starts the Budget's renewer and the refresher of the
+// New checks cfg and starts the SharedBudget's renewer and the refresher of the
 // provider's demand, which shares the slots fairly between the holders
 // (share.go).
-func New(cfg Config) (*Budget, error) {
+func New(cfg Config) (*SharedBudget, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	b := &Budget{cfg: cfg, held: map[*slot]struct{}{}, freed: make(chan struct{}), done: make(chan struct{}),
+	b := &SharedBudget{cfg: cfg, held: map[*slot]struct{}{}, freed: make(chan struct{}), done: make(chan struct{}),
 		refreshed: make(chan struct{})}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	go b.renewer()
@@ -138,8 +137,8 @@ func New(cfg Config) (*Budget, error) {
 // slot is one slot held: its lease, and when it counts as lost by the
 // local clock.
 type slot struct {
-	b        *Budget
-	lease    Slot      // b.mu guards it
+	b        *SharedBudget
+	lease    Lease     // b.mu guards it
 	deadline time.Time // no renewal succeeded by then: lost
 	renewed  time.Time // when the last successful take or renewal was sent
 	timer    *time.Timer
@@ -199,11 +198,11 @@ func (s *slot) loseLocked() {
 }
 
 // Acquire takes a slot no other holder has, waiting while every slot is
-// held (asking again every Poll, or at once when this Budget gives one
-// back) until ctx ends. It also waits, without asking, while this Budget
+// held (asking again every Poll, or at once when this SharedBudget gives one
+// back) until ctx ends. It also waits, without asking, while this SharedBudget
 // holds its fair share or more and another holder that wants a slot holds
 // less: a slot given back then goes to that holder, not back to this one.
-func (b *Budget) Acquire(ctx context.Context) (nntp.Slot, error) {
+func (b *SharedBudget) Acquire(ctx context.Context) (Slot, error) {
 	b.mu.Lock()
 	b.waiting++
 	b.mu.Unlock()
@@ -257,7 +256,7 @@ func (b *Budget) Acquire(ctx context.Context) (nntp.Slot, error) {
 // take runs TakeSlot on a context of its own, bounded by takeTimeout (and
 // ended by Close), so that its reply is never lost to ctx's end after the
 // take committed: Acquire gives back a slot taken for a caller gone.
-func (b *Budget) take(ctx context.Context) (Slot, bool, error) {
+func (b *SharedBudget) take(ctx context.Context) (Lease, bool, error) {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), takeTimeout)
 	defer cancel()
 	return b.cfg.Store.TakeSlot(tctx, b.cfg.Provider, b.cfg.Size, b.cfg.Holder, b.cfg.TTL)
@@ -265,7 +264,7 @@ func (b *Budget) take(ctx context.Context) (Slot, bool, error) {
 
 // giveBack releases l, bounded by releaseTimeout; an error is logged, and
 // the lease then runs out by itself.
-func (b *Budget) giveBack(l Slot) {
+func (b *SharedBudget) giveBack(l Lease) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err := b.cfg.Store.ReleaseSlot(ctx, l); err != nil {
@@ -274,7 +273,7 @@ func (b *Budget) giveBack(l Slot) {
 }
 
 // add records the lease l taken at sent.
-func (b *Budget) add(l Slot, sent time.Time) (nntp.Slot, error) {
+func (b *SharedBudget) add(l Lease, sent time.Time) (Slot, error) {
 	s := &slot{b: b, lease: l, renewed: sent, deadline: b.deadline(sent), lost: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed {
@@ -292,12 +291,12 @@ func (b *Budget) add(l Slot, sent time.Time) (nntp.Slot, error) {
 // renewed again: TTL after it was sent (the store's now is later), less a
 // margin for the clocks' drift and the time Lost takes to close the
 // connection.
-func (b *Budget) deadline(sent time.Time) time.Time {
+func (b *SharedBudget) deadline(sent time.Time) time.Time {
 	return sent.Add(b.cfg.TTL - b.cfg.TTL/6)
 }
 
 // expire marks s lost when its deadline has passed with no renewal.
-func (b *Budget) expire(s *slot) {
+func (b *SharedBudget) expire(s *slot) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if s.released || s.isLost {
@@ -315,7 +314,7 @@ func (b *Budget) expire(s *slot) {
 // renewer renews, every tick, the slots last renewed TTL/3 ago or more,
 // each in a goroutine of its own so one slow renewal does not hold up the
 // others.
-func (b *Budget) renewer() {
+func (b *SharedBudget) renewer() {
 	defer close(b.done)
 	tick := time.NewTicker(max(b.cfg.TTL/12, time.Millisecond))
 	defer tick.Stop()
@@ -341,7 +340,7 @@ func (b *Budget) renewer() {
 }
 
 // renew renews s once, within what is left of its deadline.
-func (b *Budget) renew(ctx context.Context, s *slot) {
+func (b *SharedBudget) renew(ctx context.Context, s *slot) {
 	b.mu.Lock()
 	l, deadline := s.lease, s.deadline
 	b.mu.Unlock()
@@ -370,8 +369,8 @@ func (b *Budget) renew(ctx context.Context, s *slot) {
 	}
 }
 
-// Held is how many slots this Budget holds now.
-func (b *Budget) Held() int {
+// Held is how many slots this SharedBudget holds now.
+func (b *SharedBudget) Held() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.held)
@@ -379,10 +378,10 @@ func (b *Budget) Held() int {
 
 // Close stops the renewer, gives back every slot still held (their Lost
 // channels close, so connections still holding them close) and makes
-// Acquire fail with ErrClosed. Close the Sources using the Budget first:
+// Acquire fail with ErrClosed. Close the Sources using the SharedBudget first:
 // they give back their slots once their connections are closed, so none
 // is handed to another holder while its connection is open.
-func (b *Budget) Close() error {
+func (b *SharedBudget) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()

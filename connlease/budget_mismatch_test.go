@@ -9,7 +9,6 @@ import (
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/nntp"
 )
 
 // Two coordinators started with different --nntp-conns for one provider
@@ -46,14 +45,14 @@ type lateStore struct {
 	cancel context.CancelFunc
 }
 
-func (s lateStore) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Slot, bool, error) {
+func (s lateStore) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Lease, bool, error) {
 	sl, ok, err := s.Store.TakeSlot(context.WithoutCancel(ctx), provider, size, holder, ttl)
 	if err != nil || !ok {
 		return sl, ok, err
 	}
 	s.cancel() // the caller gives up (put handed its waiter a connection; GROUP's deadline) ...
 	if ctx.Err() != nil {
-		return connlease.Slot{}, false, ctx.Err() // ... after the row was committed
+		return connlease.Lease{}, false, ctx.Err() // ... after the row was committed
 	}
 	return sl, ok, nil // the take ran on a context of its own: its reply arrives
 }
@@ -79,5 +78,5 @@ func TestConnectionBudgetAcquireCancelledAfterTakeLeaksNoSlot(t *testing.T) {
 	defer cancel2()
 	s, err := other.Acquire(short)
 	require.NoError(t, err, "the account's one slot is free, yet nobody can take it")
-	var _ nntp.Slot = s
+	var _ connlease.Slot = s
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
@@ -25,7 +24,7 @@ func openStore(t *testing.T, c clock.Clock) *sqlstore.Store {
 	return s
 }
 
-func newBudget(t *testing.T, cfg connlease.Config) *connlease.Budget {
+func newBudget(t *testing.T, cfg connlease.Config) *connlease.SharedBudget {
 	t.Helper()
 	b, err := connlease.New(cfg)
 	require.NoError(t, err)
@@ -40,7 +39,7 @@ func ctxT(t *testing.T) context.Context {
 }
 
 // lostWithin reports whether s's Lost closes within 20s.
-func lostWithin(s nntp.Slot) bool {
+func lostWithin(s connlease.Slot) bool {
 	select {
 	case <-s.Lost():
 		return true
@@ -49,7 +48,7 @@ func lostWithin(s nntp.Slot) bool {
 	}
 }
 
-func isLost(s nntp.Slot) bool {
+func isLost(s connlease.Slot) bool {
 	select {
 	case <-s.Lost():
 		return true
@@ -162,7 +161,7 @@ func TestConnectionBudgetWaitsForRelease(t *testing.T) {
 	b := newBudget(t, connlease.Config{Store: refused, Size: 1, Holder: "b", Poll: 5 * time.Millisecond})
 	s, err := a.Acquire(ctxT(t))
 	require.NoError(t, err)
-	got := make(chan nntp.Slot, 1)
+	got := make(chan connlease.Slot, 1)
 	go func() {
 		s, err := b.Acquire(ctxT(t))
 		if err != nil {
@@ -211,7 +210,7 @@ type refusingStore struct {
 	refused chan struct{}
 }
 
-func (s refusingStore) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Slot, bool, error) {
+func (s refusingStore) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Lease, bool, error) {
 	sl, ok, err := s.Store.TakeSlot(ctx, provider, size, holder, ttl)
 	if err == nil && !ok {
 		select {

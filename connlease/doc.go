@@ -12,6 +12,9 @@
 // connections are next put back (a reconnect each), and takes no more
 // meanwhile. One at its share keeps its slots.
 //
-// Budget implements nntp.Budget over a Store; sqlstore implements Store
-// on SQLite and PostgreSQL.
+// Budget and Slot are what an nntp.Source takes its connections from
+// (nntp.Config.Budget; nntp's Budget and Slot are these). SharedBudget
+// implements Budget over a Store, which sqlstore implements on SQLite and
+// PostgreSQL. The package imports nothing of nntp, so a store of slots
+// needs nothing of the NNTP client.
 package connlease

@@ -21,7 +21,7 @@ func Example() {
 		panic(err)
 	}
 	defer store.Close()
-	var budgets []*connlease.Budget
+	var budgets []*connlease.SharedBudget
 	for _, holder := range []string{"coord-a", "coord-b"} {
 		b, err := connlease.New(connlease.Config{Store: store, Provider: "eweka", Size: 2, Holder: holder})
 		if err != nil {

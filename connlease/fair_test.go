@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/connlease"
-	"github.com/edgeindex/edgeindex/nntp"
 )
 
 // The fair share is max(1, size / holders), floored. A holder over it
@@ -136,7 +135,7 @@ func (s demandStore) Demand(ctx context.Context, provider string, within time.Du
 }
 
 // yieldOf asks s's Yield.
-func yieldOf(s nntp.Slot) bool {
+func yieldOf(s connlease.Slot) bool {
 	y, ok := s.(interface{ Yield() bool })
 	return ok && y.Yield()
 }
@@ -171,7 +170,7 @@ func TestConnectionBudgetWaiterGetsYieldedSlot(t *testing.T) {
 	waitRefreshes(t, sa, 2)
 	require.False(t, yieldOf(a1) || yieldOf(a2), "no one else wants a slot")
 
-	got := make(chan nntp.Slot, 1)
+	got := make(chan connlease.Slot, 1)
 	go func() {
 		s, err := b.Acquire(ctxT(t))
 		if err != nil {
@@ -179,7 +178,7 @@ func TestConnectionBudgetWaiterGetsYieldedSlot(t *testing.T) {
 		}
 		got <- s
 	}()
-	var yielded, kept nntp.Slot
+	var yielded, kept connlease.Slot
 	deadline := time.Now().Add(20 * time.Second)
 	for yielded == nil {
 		require.True(t, time.Now().Before(deadline), "no slot of a yields to b")
@@ -295,7 +294,7 @@ func TestConnectionBudgetYieldNotRearmedBeforeRelease(t *testing.T) {
 			s.Release()
 		}
 	}()
-	var yielded, kept nntp.Slot
+	var yielded, kept connlease.Slot
 	for yielded == nil {
 		switch {
 		case yieldOf(a1):

@@ -87,12 +87,12 @@ func plan(size int, self string, hs []Holding, mine int) share {
 // waits asks again every Poll (with jitter up to half of it more).
 // A second at least, so that a holder slow to ask again (a loaded machine)
 // still counts as waiting.
-func (b *Budget) wantsWithin() time.Duration { return max(3*b.cfg.Poll, time.Second) }
+func (b *SharedBudget) wantsWithin() time.Duration { return max(3*b.cfg.Poll, time.Second) }
 
-// refresher reads the provider's demand every Poll while this Budget holds
+// refresher reads the provider's demand every Poll while this SharedBudget holds
 // or waits for a slot, and sets what the slots yield and whether Acquire
 // holds back.
-func (b *Budget) refresher() {
+func (b *SharedBudget) refresher() {
 	defer close(b.refreshed)
 	tick := time.NewTicker(b.cfg.Poll)
 	defer tick.Stop()
@@ -106,7 +106,7 @@ func (b *Budget) refresher() {
 		active := len(b.held) > 0 || b.waiting > 0
 		b.mu.Unlock()
 		if !active {
-			// Kept as it is: a Budget that has just given a slot back may
+			// Kept as it is: a SharedBudget that has just given a slot back may
 			// hold none and wait for none a moment before its next Acquire,
 			// which must still give way.
 			continue
@@ -131,7 +131,7 @@ func (b *Budget) refresher() {
 }
 
 // keptLocked counts the slots held and not yielded. b.mu is held.
-func (b *Budget) keptLocked() int {
+func (b *SharedBudget) keptLocked() int {
 	n := 0
 	for s := range b.held {
 		if !s.yielded {
@@ -143,8 +143,8 @@ func (b *Budget) keptLocked() int {
 
 // setShareLocked records sh: Yield hands out sh.yields, and Acquire holds
 // back at sh.share while another holder is starved. Once none is, this
-// Budget no longer gives way. b.mu is held.
-func (b *Budget) setShareLocked(sh share) {
+// SharedBudget no longer gives way. b.mu is held.
+func (b *SharedBudget) setShareLocked(sh share) {
 	b.share = sh
 	if !sh.starved {
 		b.gaveWay = false
@@ -152,10 +152,10 @@ func (b *Budget) setShareLocked(sh share) {
 }
 
 // holdBack reports whether Acquire waits without asking the store: another
-// holder is starved, and this Budget holds its share or more, or gave a
+// holder is starved, and this SharedBudget holds its share or more, or gave a
 // slot back for it (with more holders than slots it holds none then, and
 // must not take the slot straight back). b.mu is held.
-func (b *Budget) holdBack() bool {
+func (b *SharedBudget) holdBack() bool {
 	return b.share.holdsBack(len(b.held), b.gaveWay)
 }
 
@@ -165,7 +165,7 @@ func (sh share) holdsBack(held int, gaveWay bool) bool {
 }
 
 // Yield reports whether the connection on s should be closed and s given
-// back when it is next put back, rather than kept: this Budget holds more
+// back when it is next put back, rather than kept: this SharedBudget holds more
 // than its fair share while another holder that wants a slot holds less
 // (nntp's pool asks at every put). Of the slots held, at most the excess
 // the last refresh of the demand counted say true. A slot that said true

@@ -10,9 +10,9 @@ import (
 // token: it ran out and was taken over, or was given back.
 var ErrLost = errors.New("connlease: the slot was lost")
 
-// Slot is one connection slot of a provider's budget, as a holder leases
+// Lease is one connection slot of a provider's budget, as a holder leases
 // it.
-type Slot struct {
+type Lease struct {
 	Provider string    `json:"provider"` // "" for the default provider
 	N        int       `json:"n"`        // 0 to the budget's size − 1
 	Holder   string    `json:"holder"`   // the coordinator holding it
@@ -29,15 +29,15 @@ type Store interface {
 	// keeps provider's size: the first take sets it, and a take with
 	// another size fails with an error wrapping edgeindex.ErrConflict while
 	// any slot of provider is held (and sets it when none is).
-	TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (Slot, bool, error)
+	TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (Lease, bool, error)
 	// RenewSlot moves the lease's end to now + ttl, if s.Token still
 	// holds it; otherwise it fails with an error wrapping ErrLost.
-	RenewSlot(ctx context.Context, s Slot, ttl time.Duration) (Slot, error)
+	RenewSlot(ctx context.Context, s Lease, ttl time.Duration) (Lease, error)
 	// ReleaseSlot gives the slot back, if s.Token still holds it; a slot
 	// already lost is no error.
-	ReleaseSlot(ctx context.Context, s Slot) error
+	ReleaseSlot(ctx context.Context, s Lease) error
 	// Slots lists the leases held and not run out, by provider and N.
-	Slots(ctx context.Context) ([]Slot, error)
+	Slots(ctx context.Context) ([]Lease, error)
 	// BudgetSizes lists the providers' stored sizes, by provider.
 	BudgetSizes(ctx context.Context) ([]BudgetSize, error)
 	// Demand lists, by holder, the holders of provider's slots whose

@@ -27,8 +27,8 @@ type slotRow struct {
 	Expires  int64  `db:"expires_us"`
 }
 
-func (r slotRow) slot() connlease.Slot {
-	return connlease.Slot{Provider: r.Provider, N: r.N, Holder: r.Holder, Token: r.Token,
+func (r slotRow) slot() connlease.Lease {
+	return connlease.Lease{Provider: r.Provider, N: r.N, Holder: r.Holder, Token: r.Token,
 		Expires: time.UnixMicro(r.Expires).UTC()}
 }
 
@@ -57,18 +57,18 @@ const addSlotsQuery = `WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 F
 // never take slots of the larger between them, and an operator resizes a budget by
 // stopping its coordinators and starting them with the new size (or
 // waiting a TTL after a crash).
-func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Slot, bool, error) {
+func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Lease, bool, error) {
 	if err := checkSlotArgs(provider, holder); err != nil {
-		return connlease.Slot{}, false, err
+		return connlease.Lease{}, false, err
 	}
 	if size < 1 || size > connlease.MaxSize {
-		return connlease.Slot{}, false, edgeindex.Invalidf("take slot: size %d: want 1 to %d", size, connlease.MaxSize)
+		return connlease.Lease{}, false, edgeindex.Invalidf("take slot: size %d: want 1 to %d", size, connlease.MaxSize)
 	}
 	ttlUS, err := ttlMicros(ttl)
 	if err != nil {
-		return connlease.Slot{}, false, err
+		return connlease.Lease{}, false, err
 	}
-	var out connlease.Slot
+	var out connlease.Lease
 	var ok bool
 	err = s.tx(ctx, func(tx *sqlx.Tx) error {
 		now := s.now()
@@ -90,7 +90,7 @@ func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder 
 		return nil
 	})
 	if err != nil {
-		return connlease.Slot{}, false, err
+		return connlease.Lease{}, false, err
 	}
 	return out, ok, nil
 }
@@ -233,10 +233,10 @@ func (s *Store) BudgetSizes(ctx context.Context) ([]connlease.BudgetSize, error)
 
 // RenewSlot implements connlease.Store. A lease that ran out is lost, even
 // when no other holder took it yet.
-func (s *Store) RenewSlot(ctx context.Context, sl connlease.Slot, ttl time.Duration) (connlease.Slot, error) {
+func (s *Store) RenewSlot(ctx context.Context, sl connlease.Lease, ttl time.Duration) (connlease.Lease, error) {
 	ttlUS, err := ttlMicros(ttl)
 	if err != nil {
-		return connlease.Slot{}, err
+		return connlease.Lease{}, err
 	}
 	now := s.now()
 	var r slotRow
@@ -244,17 +244,17 @@ func (s *Store) RenewSlot(ctx context.Context, sl connlease.Slot, ttl time.Durat
 		WHERE provider = ? AND n = ? AND token = ? AND expires_us > {now}
 		RETURNING provider, n, holder, token, expires_us`), now, ttlUS, sl.Provider, sl.N, sl.Token, now)
 	if errors.Is(err, sql.ErrNoRows) {
-		return connlease.Slot{}, fmt.Errorf("renew slot %d of %q, token %d: %w", sl.N, sl.Provider, sl.Token, connlease.ErrLost)
+		return connlease.Lease{}, fmt.Errorf("renew slot %d of %q, token %d: %w", sl.N, sl.Provider, sl.Token, connlease.ErrLost)
 	}
 	if err != nil {
-		return connlease.Slot{}, fmt.Errorf("renew slot: %w", err)
+		return connlease.Lease{}, fmt.Errorf("renew slot: %w", err)
 	}
 	return r.slot(), nil
 }
 
 // ReleaseSlot implements connlease.Store: the lease ends now, if sl.Token
 // still holds it.
-func (s *Store) ReleaseSlot(ctx context.Context, sl connlease.Slot) error {
+func (s *Store) ReleaseSlot(ctx context.Context, sl connlease.Lease) error {
 	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE conn_slots SET expires_us = 0 WHERE provider = ? AND n = ? AND token = ?`),
 		sl.Provider, sl.N, sl.Token); err != nil {
 		return fmt.Errorf("release slot: %w", err)
@@ -263,13 +263,13 @@ func (s *Store) ReleaseSlot(ctx context.Context, sl connlease.Slot) error {
 }
 
 // Slots implements connlease.Store.
-func (s *Store) Slots(ctx context.Context) ([]connlease.Slot, error) {
+func (s *Store) Slots(ctx context.Context) ([]connlease.Lease, error) {
 	var rows []slotRow
 	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT provider, n, holder, token, expires_us FROM conn_slots
 		WHERE expires_us > {now} ORDER BY provider, n`), s.now()); err != nil {
 		return nil, fmt.Errorf("slots: %w", err)
 	}
-	out := make([]connlease.Slot, len(rows))
+	out := make([]connlease.Lease, len(rows))
 	for i, r := range rows {
 		out[i] = r.slot()
 	}

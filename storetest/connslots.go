@@ -16,13 +16,13 @@ import (
 // refuses once all are held; providers' budgets are apart; a slot given
 // back goes to the next taker with a higher token.
 func testConnSlotsTake(t *testing.T, e *env) {
-	take := func(provider string, size int, holder string) (connlease.Slot, bool) {
+	take := func(provider string, size int, holder string) (connlease.Lease, bool) {
 		t.Helper()
 		s, ok, err := e.TakeSlot(e.ctx, provider, size, holder, ttl)
 		require.NoError(t, err)
 		return s, ok
 	}
-	var held []connlease.Slot
+	var held []connlease.Lease
 	for i := range 3 {
 		s, ok := take("eweka", 3, fmt.Sprintf("c%d", i))
 		require.True(t, ok, "slot %d", i)
@@ -119,7 +119,7 @@ func testConnSlotsRace(t *testing.T, e *env) {
 	for round := range 3 {
 		provider := fmt.Sprintf("race%d", round)
 		var wg sync.WaitGroup
-		got := make([]connlease.Slot, takers)
+		got := make([]connlease.Lease, takers)
 		oks := make([]bool, takers)
 		errs := make([]error, takers)
 		start := make(chan struct{})
@@ -202,7 +202,7 @@ func testConnSlotsDemand(t *testing.T, e *env) {
 		return d
 	}
 	require.Empty(t, demand(time.Minute))
-	take := func(holder string) (connlease.Slot, bool) {
+	take := func(holder string) (connlease.Lease, bool) {
 		t.Helper()
 		s, ok, err := e.TakeSlot(e.ctx, "eweka", 2, holder, ttl)
 		require.NoError(t, err)

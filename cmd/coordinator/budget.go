@@ -23,7 +23,7 @@ type budgets struct {
 	log    *slog.Logger
 
 	mu   sync.Mutex
-	made []*connlease.Budget
+	made []*connlease.SharedBudget
 }
 
 func newBudgets(store *sqlstore.Store, holder string, log *slog.Logger) *budgets {
@@ -66,7 +66,7 @@ func andThen(first, second func() error) func() error {
 
 // printSlots prints each provider's budget (its stored size, the slots
 // held and free), then the slots held per provider and coordinator.
-func printSlots(w io.Writer, sizes []connlease.BudgetSize, slots []connlease.Slot) {
+func printSlots(w io.Writer, sizes []connlease.BudgetSize, slots []connlease.Lease) {
 	if len(sizes) == 0 && len(slots) == 0 {
 		return
 	}

@@ -29,7 +29,7 @@ func TestConnectionBudgetStatusShowsSlots(t *testing.T) {
 	out, err := run(t, data, "status", "--json")
 	require.NoError(t, err)
 	var st struct {
-		Slots   []connlease.Slot       `json:"connSlots"`
+		Slots   []connlease.Lease      `json:"connSlots"`
 		Budgets []connlease.BudgetSize `json:"connBudgets"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &st))

@@ -24,7 +24,7 @@ type statusReport struct {
 	// failed are the planner's last failures, a group's each.
 	failed []planFailure
 	stuck  []sqlstore.FetchingClaim
-	slots  []connlease.Slot
+	slots  []connlease.Lease
 	sizes  []connlease.BudgetSize
 }
 

@@ -103,7 +103,7 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 		if !killed && done < budgetRanges {
 			slots, err := h.store.Slots(t.Context())
 			require.NoError(t, err)
-			holds := slices.ContainsFunc(slots, func(s connlease.Slot) bool { return s.Holder == h.coords[2].name })
+			holds := slices.ContainsFunc(slots, func(s connlease.Lease) bool { return s.Holder == h.coords[2].name })
 			if holds || leased+done >= 1 {
 				t.Logf("SIGKILL c3 at %d/%d ranges, holding a slot: %t; slots held: %v", done, budgetRanges, holds, slots)
 				h.kill(h.coords[2], 0)
