@@ -76,7 +76,7 @@ func benchDeployed(ctx context.Context, dbURL, dir string, cfg deployedConfig) (
 	if waiting == cfg.N {
 		err = p.allDone(ctx, deployedGroup)
 	} else {
-		r.detail += fmt.Sprintf(" of %d waiting (added in %s)", waiting, added.Round(time.Millisecond))
+		r.detail += fmt.Sprintf("; %d ranges waiting, added in %s", waiting, added.Round(time.Millisecond))
 	}
 	rss, _ := p.RSS()
 	r.detail += fmt.Sprintf("; coordinator process, RSS %.0f MiB", mib(rss))
