@@ -30,7 +30,7 @@ import (
 // serveConfig is how startServe runs `coordinator serve`. The zero value
 // of every field but DB means its default.
 type serveConfig struct {
-	DB      string   // --db, such as a postgres:// URL from postgres.schema
+	DB      string   // --db, such as a postgres:// URL from postgres.schema; default: SQLite in Data
 	Data    string   // --data; default: a new temporary directory, removed by Stop
 	Sources []string // --source values; default: none, so serve's synthetic source
 	Args    []string // more flags of serve, such as --lease-ttl 30s
@@ -136,7 +136,7 @@ func startServe(ctx context.Context, cfg serveConfig) (_ *serveProc, err error) 
 // launch starts serve, its stderr going to p.Log, and returns the address
 // its "coordinator listening" line gives.
 func (p *serveProc) launch() (string, error) {
-	args := []string{"serve", "--db", p.cfg.DB, "--data", p.Data, "--addr", "127.0.0.1:0"}
+	args := append([]string{"serve", "--addr", "127.0.0.1:0"}, p.where()...)
 	for _, s := range p.cfg.Sources {
 		args = append(args, "--source", s)
 	}
@@ -229,11 +229,20 @@ func (p *serveProc) awaitReady(ctx context.Context) error {
 	}
 }
 
+// where is the --data flag, and --db when it is set.
+func (p *serveProc) where() []string {
+	w := []string{"--data", p.Data}
+	if p.cfg.DB != "" {
+		w = append(w, "--db", p.cfg.DB)
+	}
+	return w
+}
+
 // CLI runs the coordinator's command args (such as "range", "add", G,
 // "1", "100") against serve's --db and --data, with its environment, and
 // returns its stdout.
 func (p *serveProc) CLI(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, p.bin, append(args, "--db", p.cfg.DB, "--data", p.Data)...)
+	cmd := exec.CommandContext(ctx, p.bin, append(args, p.where()...)...)
 	cmd.Env = p.env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
