@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/edgeindex/edgeindex/release"
 )
 
 const deployedGroup = "alt.binaries.bench.deployed"
@@ -15,10 +17,11 @@ const deployedGroup = "alt.binaries.bench.deployed"
 const deployedWaiting = 1_000_000
 
 // deployedConfig is one deployed line: N cycles of Workers workers in
-// Mode, with Waiting ranges added before (at least N).
+// Mode, with Waiting ranges added before (at least N) and Results items
+// stored before.
 type deployedConfig struct {
-	N, Workers, Waiting int
-	Mode                cycleMode
+	N, Workers, Waiting, Results int
+	Mode                         cycleMode
 }
 
 // deployedMeasures are the lines of the deployed phase: River, the
@@ -39,7 +42,7 @@ func (s *session) deployedMeasures(add addMeasure) {
 	line("deployed/postgres", deployedConfig{N: o.n, Workers: o.workers, Mode: cycleMode{final: true, thenLease: true}})
 	line("deployed-3call/postgres", deployedConfig{N: o.n, Workers: o.workers})
 	if o.deployed1M {
-		line("deployed-1M/postgres", deployedConfig{N: o.n, Workers: o.workers, Waiting: deployedWaiting,
+		line("deployed-1M/postgres", deployedConfig{N: o.n, Workers: o.workers, Waiting: deployedWaiting, Results: o.deployedResults,
 			Mode: cycleMode{final: true, thenLease: true}})
 	}
 	add("deployed", "river/after", "jobs/s", river)
@@ -65,6 +68,14 @@ func benchDeployed(ctx context.Context, dbURL, dir string, cfg deployedConfig) (
 		return result{}, err
 	}
 	added := time.Since(t)
+	var stored time.Duration
+	if cfg.Results > 0 {
+		t = time.Now()
+		if err := storeResults(ctx, dbURL, cfg.Results); err != nil {
+			return result{}, err
+		}
+		stored = time.Since(t)
+	}
 	clients, err := p.Clients(ctx, "w", cfg.Workers, 1)
 	if err != nil {
 		return result{}, err
@@ -77,6 +88,9 @@ func benchDeployed(ctx context.Context, dbURL, dir string, cfg deployedConfig) (
 		err = p.allDone(ctx, deployedGroup)
 	} else {
 		r.detail += fmt.Sprintf("; %d ranges waiting, added in %s", waiting, added.Round(time.Millisecond))
+	}
+	if cfg.Results > 0 {
+		r.detail += fmt.Sprintf("; %d results stored before, in %s", cfg.Results, stored.Round(time.Millisecond))
 	}
 	rss, _ := p.RSS()
 	r.detail += fmt.Sprintf("; coordinator process, RSS %.0f MiB", mib(rss))
@@ -105,4 +119,40 @@ func analyze(ctx context.Context, dbURL string) error {
 	defer c.Close(context.Background())
 	_, err = c.Exec(ctx, "ANALYZE")
 	return err
+}
+
+// storeResults stores n items of one article each in the deployed group,
+// with SQL in one transaction, as if its earlier ranges had posted them,
+// and moves the release builder's cursor past them in that transaction:
+// they are results at rest, which the builder has read. The API would
+// take hours to post as many.
+func storeResults(ctx context.Context, dbURL string, n int) error {
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background())
+	// Article numbers past the ranges', so nothing overlaps what the
+	// workers post.
+	_, err = tx.Exec(ctx, `INSERT INTO items (xid, group_id, range_id, from_n, to_n, key, value)
+		SELECT CAST(CAST(pg_current_xact_id() AS TEXT) AS BIGINT), g.id, 0, 100000000 + a, 100000000 + a, CAST(a AS TEXT), $2
+		FROM groups g, generate_series(1, $3::bigint) a WHERE g.name = $1`, deployedGroup, string(cycleValue), n)
+	if err != nil {
+		return fmt.Errorf("store results: %w", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO feed_cursors (consumer, feed_after, items, at_us)
+		SELECT $1, CAST(max(xid) AS TEXT) || '.' || CAST(max(id) AS TEXT), count(*), 0 FROM items
+		ON CONFLICT (consumer) DO UPDATE SET feed_after = excluded.feed_after, items = excluded.items`, release.DefaultConsumer)
+	if err != nil {
+		return fmt.Errorf("store results: release cursor: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	return analyze(ctx, dbURL)
 }

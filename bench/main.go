@@ -40,6 +40,7 @@ type options struct {
 	chunkTime           int
 	search              searchConfig
 	deployed1M          bool
+	deployedResults     int
 
 	load        bool
 	duration    time.Duration
@@ -84,6 +85,7 @@ func main() {
 	fs.IntVar(&o.search.Requests, "search-requests", 4000, "search: requests (and raw queries) per search line")
 	fs.IntVar(&o.search.Queries, "search-queries", 1000, "search: distinct two-word queries drawn from the stored names")
 	fs.BoolVar(&o.deployed1M, "deployed-1m", false, "deployed: also time the cycles with a million ranges waiting (deployed-1M/postgres)")
+	fs.IntVar(&o.deployedResults, "deployed-results", 10_000_000, "deployed-1M: results stored before its cycles (0: none)")
 	fs.BoolVar(&o.load, "load", false, "run the load test (deliverable 5) instead of the comparisons")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the load test runs")
 	fs.IntVar(&o.loadWorkers, "load-workers", 200, "concurrent workers of the load test")
@@ -92,7 +94,7 @@ func main() {
 	fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 || o.n < 1 || o.workers < 1 || o.count < 1 || o.ingestBatches < 1 || o.batchItems < 1 ||
 		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 ||
-		o.search.Releases < 1 || o.search.Conc < 1 || o.search.Requests < 1 || o.search.Queries < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond {
+		o.search.Releases < 1 || o.search.Conc < 1 || o.search.Requests < 1 || o.search.Queries < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond || o.deployedResults < 0 {
 		fmt.Fprintln(os.Stderr, "bench: sizes must be positive, and there are no arguments (see -h)")
 		os.Exit(2)
 	}
