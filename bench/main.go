@@ -92,9 +92,7 @@ func main() {
 	fs.DurationVar(&o.think, "think", 200*time.Millisecond, "load test: mean pause after each call of a worker (jittered ±50%); 0: none")
 	fs.IntVar(&o.loadItems, "load-items", 10, "load test: items per batch")
 	fs.Parse(os.Args[1:])
-	if fs.NArg() > 0 || o.n < 1 || o.workers < 1 || o.count < 1 || o.ingestBatches < 1 || o.batchItems < 1 ||
-		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 ||
-		o.search.Releases < 1 || o.search.Conc < 1 || o.search.Requests < 1 || o.search.Queries < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond || o.deployedResults < 0 {
+	if fs.NArg() > 0 || !o.valid() {
 		fmt.Fprintln(os.Stderr, "bench: sizes must be positive, and there are no arguments (see -h)")
 		os.Exit(2)
 	}
@@ -118,6 +116,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// valid reports whether every size is positive.
+func (o *options) valid() bool {
+	return o.n >= 1 && o.workers >= 1 && o.count >= 1 && o.ingestBatches >= 1 && o.batchItems >= 1 &&
+		o.articles >= 1 && o.rangeSize >= 1 && o.pipeWorkers >= 1 && o.loadWorkers >= 1 && o.loadItems >= 1 && o.coordinators >= 1 && o.chunkTime >= 1 &&
+		o.search.Releases >= 1 && o.search.Conc >= 1 && o.search.Requests >= 1 && o.search.Queries >= 1 && o.duration > 0 &&
+		o.riverCooldown >= time.Millisecond && o.deployedResults >= 0
 }
 
 func isSet(fs *flag.FlagSet, name string) bool {
