@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
-	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -44,56 +43,34 @@ const (
 
 var opNames = [nOps]string{"lease", "heartbeat", "batch", "finish"}
 
-// heapInUse returns the Go heap in use after a full collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
-}
-
 // runLoad is deliverable 5: cfg.Workers goroutines, each with an
-// edge.Client of its own, against one coordinator on PostgreSQL for
-// cfg.Duration. Each worker leases a range, heartbeats it, posts one batch
-// and finishes it, pausing about cfg.Think after each call. It prints the
-// latency quantiles of each call, the errors and the Go heap in use
-// (coordinator and load generator: one process) at the start and the end.
-func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConfig) error {
-	c, err := startCoord(ctx, coordConfig{DB: dbURL, Dir: dir, Prefetch: true})
+// edge.Client of its own, against coordinator serve as a process of its
+// own on PostgreSQL for cfg.Duration. Each worker leases a range,
+// heartbeats it, posts one batch and finishes it, pausing about cfg.Think
+// after each call. It prints the latency quantiles of each call, the
+// errors and the coordinator's resident memory at the start, its peak
+// and at the end.
+func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConfig) (err error) {
+	p, err := startServe(ctx, serveConfig{DB: dbURL, Data: filepath.Join(dir, "data")})
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if _, err := c.store.AddGroup(ctx, grouplease.Group{Name: loadGroup, RangeSize: loadRangeSize, ChunkSize: loadRangeSize}); err != nil {
-		return err
-	}
-	l := &loadRun{cfg: cfg, c: c, out: out}
-	// Add all the ranges the run can take up front, so that adding more
-	// does not land in the measurement: a cycle pauses four times, so a
-	// worker does at most Duration/(4×Think) cycles. Without a think time
-	// there is no bound, and ranges are added as the workers go.
-	initial := int64(loadRefill)
-	if cfg.Think > 0 {
-		bound := float64(cfg.Workers) * cfg.Duration.Seconds() / (4 * cfg.Think.Seconds())
-		initial = max(initial, min(int64(bound*1.2)+1, 500_000))
-	}
-	if err := l.refill(ctx, initial); err != nil {
-		return err
-	}
-	if _, err := c.store.DB().ExecContext(ctx, "ANALYZE"); err != nil {
-		return err
-	}
-	clients := make([]*edge.Client, cfg.Workers)
-	for i := range clients {
-		if clients[i], err = c.client(ctx, fmt.Sprintf("load-%d", i+1), 1); err != nil {
-			return err
+	defer func() {
+		if stopErr := p.Stop(); err == nil {
+			err = stopErr
 		}
+	}()
+	l := &loadRun{cfg: cfg, p: p, out: out}
+	clients, err := l.prepare(ctx, dbURL)
+	if err != nil {
+		return err
 	}
-	l.items, _, _, _ = ingestItems(cfg.Items)
-
-	heapStart := heapInUse()
-	fmt.Fprintf(out, "load: %d workers, %s, think %s per call, batches of %d items, %d ranges of %d articles; Go heap in use at start: %.1f MiB\n",
-		cfg.Workers, cfg.Duration, cfg.Think, cfg.Items, l.added.Load()/loadRangeSize, loadRangeSize, mib(heapStart))
+	if l.rssStart, err = p.RSS(); err != nil {
+		return err
+	}
+	l.rssPeak.Store(l.rssStart)
+	fmt.Fprintf(out, "load: %d workers, %s, think %s per call, batches of %d items, %d ranges of %d articles; coordinator pid %d, RSS at start %.1f MiB\n",
+		cfg.Workers, cfg.Duration, cfg.Think, cfg.Items, l.added.Load()/loadRangeSize, loadRangeSize, p.PID, mib(l.rssStart))
 	lctx, stop := context.WithTimeout(ctx, cfg.Duration)
 	defer stop()
 	l.ctx = lctx
@@ -106,7 +83,7 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 			l.work(cl, rand.New(rand.NewPCG(uint64(i), 7)))
 		}()
 	}
-	heapWarm, interval, refillErr := l.watch(ctx, start)
+	refillErr := l.watch(ctx, start)
 	wg.Wait()
 	elapsed := time.Since(start)
 	if err := ctx.Err(); err != nil {
@@ -115,14 +92,46 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 	if refillErr != nil {
 		return refillErr
 	}
-	l.summary(elapsed, heapStart, heapWarm, interval)
+	l.summary(elapsed)
 	return nil
+}
+
+// prepare adds the load group and all the ranges the run can take, and a
+// node and a client for each worker.
+func (l *loadRun) prepare(ctx context.Context, dbURL string) ([]*edge.Client, error) {
+	cfg := l.cfg
+	if _, err := l.p.CLI(ctx, "group", "add", loadGroup, "--range-size", fmt.Sprint(loadRangeSize), "--chunk-size", fmt.Sprint(loadRangeSize)); err != nil {
+		return nil, err
+	}
+	// Add all the ranges the run can take up front, so that adding more
+	// does not land in the measurement: a cycle pauses four times, so a
+	// worker does at most Duration/(4×Think) cycles. Without a think time
+	// there is no bound, and ranges are added as the workers go.
+	initial := int64(loadRefill)
+	if cfg.Think > 0 {
+		bound := float64(cfg.Workers) * cfg.Duration.Seconds() / (4 * cfg.Think.Seconds())
+		initial = max(initial, min(int64(bound*1.2)+1, 500_000))
+	}
+	if err := l.refill(ctx, initial); err != nil {
+		return nil, err
+	}
+	if err := analyze(ctx, dbURL); err != nil {
+		return nil, err
+	}
+	t := time.Now()
+	clients, err := l.p.Clients(ctx, "load-", cfg.Workers, 1)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(l.out, "load: %d nodes added with coordinator node add in %s\n", cfg.Workers, time.Since(t).Round(time.Millisecond))
+	l.items, _, _, _ = ingestItems(cfg.Items)
+	return clients, nil
 }
 
 // loadRun is the state a load run's workers share.
 type loadRun struct {
 	cfg   loadConfig
-	c     *coord
+	p     *serveProc
 	out   io.Writer
 	ctx   context.Context // ends with the run
 	items []batch.Item
@@ -133,13 +142,17 @@ type loadRun struct {
 	idle      atomic.Int64
 	cycles    atomic.Int64
 	firstErrs sync.Map // op -> first error
+
+	rssStart uint64        // the coordinator's, before the workers start
+	rssPeak  atomic.Uint64 // the most watch saw, sampled every second
 }
 
-// refill adds ranges more ranges to the load group.
+// refill adds ranges more ranges to the load group, with coordinator
+// range add.
 func (l *loadRun) refill(ctx context.Context, ranges int64) error {
 	from := l.added.Load() + 1
-	if _, err := l.c.store.AddRanges(ctx, grouplease.NewRanges{Group: loadGroup, From: from, To: from + ranges*loadRangeSize - 1}); err != nil {
-		return fmt.Errorf("add ranges: %w", err)
+	if _, err := l.p.CLI(ctx, "range", "add", loadGroup, fmt.Sprint(from), fmt.Sprint(from+ranges*loadRangeSize-1)); err != nil {
+		return err
 	}
 	l.added.Add(ranges * loadRangeSize)
 	return nil
@@ -218,14 +231,13 @@ func (l *loadRun) work(cl *edge.Client, rng *rand.Rand) {
 	}
 }
 
-// watch keeps ranges ahead of the workers and reports every 10 s (5 s in a
-// short run) until the run ends. It returns the heap in use at the first
-// report (connections and buffers made), the report interval, and an error
-// of adding ranges.
-func (l *loadRun) watch(ctx context.Context, start time.Time) (heapWarm uint64, interval time.Duration, refillErr error) {
+// watch keeps ranges ahead of the workers, samples the coordinator's RSS
+// every second and reports every 10 s (5 s in a short run) until the run
+// ends. It returns an error of adding ranges.
+func (l *loadRun) watch(ctx context.Context, start time.Time) (refillErr error) {
 	every := time.NewTicker(time.Second)
 	defer every.Stop()
-	interval = 10 * time.Second
+	interval := 10 * time.Second
 	if l.cfg.Duration <= 20*time.Second {
 		interval = 5 * time.Second
 	}
@@ -234,21 +246,33 @@ func (l *loadRun) watch(ctx context.Context, start time.Time) (heapWarm uint64, 
 	for {
 		select {
 		case <-l.ctx.Done():
-			return heapWarm, interval, refillErr
+			return refillErr
 		case <-every.C:
 		}
 		if refillErr == nil && l.added.Load()/loadRangeSize-l.hists[opLease].count.Load() < loadRefill/2 {
 			refillErr = l.refill(ctx, loadRefill)
 		}
+		rss := l.sampleRSS()
 		if time.Since(lastReport) >= interval {
 			n := l.cycles.Load()
-			heap := heapInUse()
-			if heapWarm == 0 {
-				heapWarm = heap
-			}
-			fmt.Fprintf(l.out, "  %5.0fs  %6.0f cycles/s  errors %d  Go heap in use %.1f MiB\n", time.Since(start).Seconds(),
-				float64(n-lastCycles)/time.Since(lastReport).Seconds(), l.errors(), mib(heap))
+			fmt.Fprintf(l.out, "  %5.0fs  %6.0f cycles/s  errors %d  coordinator RSS %.1f MiB\n", time.Since(start).Seconds(),
+				float64(n-lastCycles)/time.Since(lastReport).Seconds(), l.errors(), mib(rss))
 			lastCycles, lastReport = n, time.Now()
+		}
+	}
+}
+
+// sampleRSS reads the coordinator's RSS, keeping the peak; 0 when it
+// cannot be read.
+func (l *loadRun) sampleRSS() uint64 {
+	rss, err := l.p.RSS()
+	if err != nil {
+		return 0
+	}
+	for {
+		peak := l.rssPeak.Load()
+		if rss <= peak || l.rssPeak.CompareAndSwap(peak, rss) {
+			return rss
 		}
 	}
 }
@@ -263,9 +287,9 @@ func (l *loadRun) errors() int64 {
 }
 
 // summary prints the LOAD lines: each call's quantiles and errors, the
-// cycles, the heap and the first error of each call.
-func (l *loadRun) summary(elapsed time.Duration, heapStart, heapWarm uint64, interval time.Duration) {
-	heapEnd := heapInUse()
+// cycles, the coordinator's RSS and the first error of each call.
+func (l *loadRun) summary(elapsed time.Duration) {
+	rssEnd := l.sampleRSS()
 	for o := range nOps {
 		h := &l.hists[o]
 		fmt.Fprintf(l.out, "LOAD %-9s n=%-7d p50=%-9s p99=%-9s max=%-9s errors=%d\n", opNames[o], h.count.Load(),
@@ -273,8 +297,8 @@ func (l *loadRun) summary(elapsed time.Duration, heapStart, heapWarm uint64, int
 	}
 	cycles := l.cycles.Load()
 	fmt.Fprintf(l.out, "LOAD cycles=%d (%.0f/s) idle-leases=%d errors=%d\n", cycles, float64(cycles)/elapsed.Seconds(), l.idle.Load(), l.errors())
-	fmt.Fprintf(l.out, "LOAD Go heap in use after GC: start %.1f MiB, warm (%s) %.1f MiB, end %.1f MiB (coordinator and load generator: one process)\n",
-		mib(heapStart), interval, mib(heapWarm), mib(heapEnd))
+	fmt.Fprintf(l.out, "LOAD coordinator RSS (VmRSS, sampled every second): start %.1f MiB, peak %.1f MiB, end %.1f MiB (pid %d)\n",
+		mib(l.rssStart), mib(l.rssPeak.Load()), mib(rssEnd), l.p.PID)
 	for o := range nOps {
 		if e, ok := l.firstErrs.Load(o); ok {
 			fmt.Fprintf(l.out, "LOAD first %s error: %v\n", opNames[o], e)

@@ -39,6 +39,8 @@ type options struct {
 	coordinators        int
 	chunkTime           int
 	search              searchConfig
+	deployed1M          bool
+	deployedResults     int
 
 	load        bool
 	duration    time.Duration
@@ -54,7 +56,7 @@ type result struct {
 	detail  string
 }
 
-var phases = []string{"river", "edgeindex", "sqlite", "rawsql", "ingest", "pipeline", "scale", "chunkstore", "search"}
+var phases = []string{"river", "edgeindex", "deployed", "sqlite", "rawsql", "ingest", "pipeline", "scale", "chunkstore", "search"}
 
 func main() {
 	var o options
@@ -82,15 +84,15 @@ func main() {
 	fs.IntVar(&o.search.Conc, "search-conc", 8, "search: goroutines sending requests (and raw queries)")
 	fs.IntVar(&o.search.Requests, "search-requests", 4000, "search: requests (and raw queries) per search line")
 	fs.IntVar(&o.search.Queries, "search-queries", 1000, "search: distinct two-word queries drawn from the stored names")
+	fs.BoolVar(&o.deployed1M, "deployed-1m", false, "deployed: also time the cycles with a million ranges waiting (deployed-1M/postgres)")
+	fs.IntVar(&o.deployedResults, "deployed-results", 10_000_000, "deployed-1M: results stored before its cycles (0: none)")
 	fs.BoolVar(&o.load, "load", false, "run the load test (deliverable 5) instead of the comparisons")
 	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the load test runs")
 	fs.IntVar(&o.loadWorkers, "load-workers", 200, "concurrent workers of the load test")
 	fs.DurationVar(&o.think, "think", 200*time.Millisecond, "load test: mean pause after each call of a worker (jittered ±50%); 0: none")
 	fs.IntVar(&o.loadItems, "load-items", 10, "load test: items per batch")
 	fs.Parse(os.Args[1:])
-	if fs.NArg() > 0 || o.n < 1 || o.workers < 1 || o.count < 1 || o.ingestBatches < 1 || o.batchItems < 1 ||
-		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 ||
-		o.search.Releases < 1 || o.search.Conc < 1 || o.search.Requests < 1 || o.search.Queries < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond {
+	if fs.NArg() > 0 || !o.valid() {
 		fmt.Fprintln(os.Stderr, "bench: sizes must be positive, and there are no arguments (see -h)")
 		os.Exit(2)
 	}
@@ -116,6 +118,14 @@ func main() {
 	}
 }
 
+// valid reports whether every size is positive.
+func (o *options) valid() bool {
+	return o.n >= 1 && o.workers >= 1 && o.count >= 1 && o.ingestBatches >= 1 && o.batchItems >= 1 &&
+		o.articles >= 1 && o.rangeSize >= 1 && o.pipeWorkers >= 1 && o.loadWorkers >= 1 && o.loadItems >= 1 && o.coordinators >= 1 && o.chunkTime >= 1 &&
+		o.search.Releases >= 1 && o.search.Conc >= 1 && o.search.Requests >= 1 && o.search.Queries >= 1 && o.duration > 0 &&
+		o.riverCooldown >= time.Millisecond && o.deployedResults >= 0
+}
+
 func isSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
@@ -134,6 +144,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	defer removeCoordinatorBinary()
 	pg, err := startPostgres()
 	if err != nil {
 		return err
@@ -314,6 +325,7 @@ func (s *session) measures(want map[string]bool) []measure {
 		}
 	}
 	s.cycleMeasures(add)
+	s.deployedMeasures(add)
 	note := s.ingestMeasures(add, want["ingest"])
 	s.pipelineMeasures(add)
 	if want["scale"] {
@@ -417,10 +429,18 @@ func report(out io.Writer, ms []measure, rates map[string][]float64, count int) 
 			med[k] = v[0]
 		}
 	}
+	if a, okA := med["river/before"]; okA {
+		if b, okB := med["river/after"]; okB {
+			med["river around deployed"] = (a + b) / 2
+		}
+	}
 	for _, r := range []struct{ label, a, b string }{
 		{"edgeindex/river", "edgeindex/postgres", "river"},
 		{"edgeindex+prefetch/river", "edgeindex/postgres+prefetch", "river"},
 		{"edgeindex/rawsql", "edgeindex/postgres", "rawsql"},
+		{"deployed/river", "deployed/postgres", "river around deployed"},
+		{"deployed-3call/river", "deployed-3call/postgres", "river around deployed"},
+		{"deployed-1M/deployed", "deployed-1M/postgres", "deployed/postgres"},
 		{"ingest/copy", "ingest/batch", "ingest/copy"},
 		{"pipeline/baseline", "pipeline/edgeindex", "pipeline/baseline"},
 		{"scale/cycles 2c/1c", "scale/cycles/2c", "scale/cycles/1c"},
