@@ -38,6 +38,8 @@ type options struct {
 	mutexprofile        string
 	coordinators        int
 	chunkTime           int
+	innArticles         int
+	innPoll             time.Duration
 	search              searchConfig
 
 	load        bool
@@ -54,7 +56,7 @@ type result struct {
 	detail  string
 }
 
-var phases = []string{"river", "edgeindex", "sqlite", "rawsql", "ingest", "pipeline", "scale", "chunkstore", "search"}
+var phases = []string{"river", "edgeindex", "sqlite", "rawsql", "ingest", "pipeline", "scale", "chunkstore", "search", "inn"}
 
 func main() {
 	var o options
@@ -68,6 +70,7 @@ func main() {
 	fs.IntVar(&o.ingestBatches, "ingest-batches", 10, "batches posted (and COPYs) in the ingest runs")
 	fs.IntVar(&o.batchItems, "batch-items", 10_000, "items per ingest batch")
 	fs.Int64Var(&o.articles, "articles", 200_000, "articles through the pipeline")
+	innFlags(fs, &o)
 	fs.Int64Var(&o.rangeSize, "range-size", 10_000, "articles per range in the pipeline")
 	fs.IntVar(&o.pipeWorkers, "pipeline-workers", 4, "workers of the pipeline and goroutines of its baseline")
 	fs.DurationVar(&o.riverCooldown, "river-fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown (its poll interval is 10×): 2ms as River's own benchmark; River's default is 100ms")
@@ -89,7 +92,7 @@ func main() {
 	fs.IntVar(&o.loadItems, "load-items", 10, "load test: items per batch")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 || o.n < 1 || o.workers < 1 || o.count < 1 || o.ingestBatches < 1 || o.batchItems < 1 ||
-		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 ||
+		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 || o.innArticles < 0 || o.innPoll <= 0 ||
 		o.search.Releases < 1 || o.search.Conc < 1 || o.search.Requests < 1 || o.search.Queries < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond {
 		fmt.Fprintln(os.Stderr, "bench: sizes must be positive, and there are no arguments (see -h)")
 		os.Exit(2)
@@ -158,6 +161,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 		o.workers, o.n, o.ingestBatches, o.batchItems, o.articles, o.rangeSize, o.pipeWorkers, o.count)
 	ms := s.measures(want)
 	defer closeSearch()
+	defer closeINN()
 	rates, err := s.runAll(ms)
 	if err != nil {
 		return err
@@ -325,6 +329,7 @@ func (s *session) measures(want map[string]bool) []measure {
 	if want["search"] {
 		ms = append(ms, s.searchMeasures(s.o.search)...)
 	}
+	s.innMeasures(add)
 	if want["ingest"] {
 		fmt.Fprint(s.out, note)
 	}
@@ -431,6 +436,7 @@ func report(out io.Writer, ms []measure, rates map[string][]float64, count int) 
 		{"search-sqlite handler/raw", "search-sqlite/handler", "search-sqlite/raw"},
 		{"search-pg common-pair handler/raw", "search-pg/common-handler", "search-pg/common-raw"},
 		{"search-sqlite common-pair handler/raw", "search-sqlite/common-handler", "search-sqlite/common-raw"},
+		{"inn/over", "inn/edgeindex", "inn/over"},
 		{"chunkstore put latency minio/disk", "chunkstore/disk/put", "chunkstore/bucket-minio/put"},
 		{"chunkstore open-read latency minio/disk", "chunkstore/disk/open-read", "chunkstore/bucket-minio/open-read"},
 	} {
