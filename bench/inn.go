@@ -65,6 +65,7 @@ func closeINN() {
 func innFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.innArticles, "inn-articles", 0, "articles posted to the throwaway INN the inn lines index (default 200000, 20000 with -quick)")
 	fs.DurationVar(&o.innPoll, "inn-poll", time.Second, "serve's --poll in the inn lines: how soon the tail plans a new post")
+	fs.StringVar(&o.innCompress, "inn-compress", "auto", "the inn lines' ?compress= on serve's --source: auto (as deployed: COMPRESS DEFLATE, which INN offers), deflate, gzip or none")
 }
 
 // innArticles is -inn-articles, or its default.
@@ -156,6 +157,9 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 	}
 	env := adminEnv(admin)
 	source := fmt.Sprintf("nntp://%s?conns=%d", b.srv.Addr(), innConns)
+	if o.innCompress != "auto" {
+		source += "&compress=" + url.QueryEscape(o.innCompress)
+	}
 	tokens, err := b.prepare(env, db, data, source)
 	if err != nil {
 		return result{}, err
@@ -168,6 +172,9 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 	r, err := b.index(srv.url, admin, db, tokens, start)
 	if serr := srv.stop(); err == nil {
 		err = serr
+	}
+	if ps := srv.cmd.ProcessState; err == nil && ps != nil {
+		r.detail += fmt.Sprintf(", serve's CPU %s in all", (ps.UserTime() + ps.SystemTime()).Round(time.Millisecond))
 	}
 	return r, err
 }
@@ -205,16 +212,18 @@ func (b *innBench) index(base, admin, db string, tokens []string, start time.Tim
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var g errgroup.Group
+	cpu0 := processCPU()
 	for _, w := range ws {
 		g.Go(func() error { return w.Run(wctx) })
 	}
 	st, err := waitHeaders(ctx, ws, b.high)
 	elapsed := time.Since(start)
+	workersCPU := processCPU() - cpu0
 	if err == nil {
 		err = b.settle(db)
 	}
 	if err == nil {
-		b.latency, err = postToResult(ctx, base, admin, b.srv.Addr(), b.high+1)
+		b.latency, err = postToResult(ctx, base, admin, func(a inntest.Article) error { return postOne(b.srv, b.tb, a) }, b.high+1)
 	}
 	stop()
 	if werr := g.Wait(); err == nil && werr != nil && !errors.Is(werr, context.Canceled) {
@@ -227,8 +236,8 @@ func (b *innBench) index(base, admin, db string, tokens []string, start time.Tim
 	b.indexed = indexed
 	b.high++ // the article postToResult posted
 	return result{rate: float64(indexed) / elapsed.Seconds(), elapsed: elapsed,
-		detail: fmt.Sprintf("%d articles, %d OVER spans, %d items, %d workers, %d NNTP connections, serve ready after %s",
-			indexed, len(b.spans), st.Items, len(ws), innConns, ready.Round(time.Millisecond))}, nil
+		detail: fmt.Sprintf("%d articles, %d OVER spans, %d items, %d workers, %d NNTP connections, compress %s, serve ready after %s, the workers' CPU %s",
+			indexed, len(b.spans), st.Items, len(ws), innConns, b.s.o.innCompress, ready.Round(time.Millisecond), workersCPU.Round(time.Millisecond))}, nil
 }
 
 // innWorkers makes one collating edge.Worker a token, working plain
@@ -366,9 +375,9 @@ func (b *innBench) over() (result, error) {
 }
 
 // postToResult posts one single-part article (whose binary is complete at
-// once) and returns how long from innd's acceptance until its item is in
-// the results feed. n is the number the article gets.
-func postToResult(ctx context.Context, base, admin, addr string, n int64) (time.Duration, error) {
+// once) with post and returns how long from innd's acceptance until its
+// item is in the results feed. n is the number the article gets.
+func postToResult(ctx context.Context, base, admin string, post func(inntest.Article) error, n int64) (time.Duration, error) {
 	cursor, err := resultsEnd(ctx, base, admin)
 	if err != nil {
 		return 0, err
@@ -379,7 +388,7 @@ func postToResult(ctx context.Context, base, admin, addr string, n int64) (time.
 	}
 	a := inntest.Article{MessageID: "<latency." + id + "@inntest.example.test>", From: "Poster One <poster1@example.test>",
 		Subject: fmt.Sprintf(`"latency-%d.nfo" yEnc (1/1)`, n), Newsgroups: innGroup, Body: []byte("one part\n")}
-	if err := postOne(addr, a); err != nil {
+	if err := post(a); err != nil {
 		return 0, fmt.Errorf("inn: posting the latency article: %w", err)
 	}
 	posted := time.Now()
@@ -449,6 +458,15 @@ func rawCursor(raw json.RawMessage) string {
 		return ""
 	}
 	return string(raw)
+}
+
+// processCPU is the user and system CPU time this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // randomHex is 16 random bytes in hex: an admin token, a Message-ID's

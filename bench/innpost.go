@@ -169,43 +169,10 @@ func takeThis(nc net.Conn, arts []inntest.Article) error {
 	return nil
 }
 
-// postOne offers a with IHAVE on a connection of its own and returns when
-// innd has accepted it (235): then it is in the group's overview.
-func postOne(addr string, a inntest.Article) error {
-	return postWith(addr, func(c *textproto.Conn) error {
-		id, err := c.Cmd("IHAVE %s", a.MessageID)
-		if err != nil {
-			return err
-		}
-		c.StartResponse(id)
-		defer c.EndResponse(id)
-		if _, _, err := c.ReadCodeLine(335); err != nil {
-			return err
-		}
-		dw := c.DotWriter()
-		if _, err := dw.Write(a.Bytes()); err != nil {
-			return err
-		}
-		if err := dw.Close(); err != nil {
-			return err
-		}
-		_, _, err = c.ReadCodeLine(235)
-		return err
-	})
-}
-
-// postWith dials addr, reads the greeting and runs f.
-func postWith(addr string, f func(*textproto.Conn) error) error {
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		return err
-	}
-	c := textproto.NewConn(nc)
-	defer c.Close()
-	if _, _, err := c.ReadCodeLine(200); err != nil {
-		return fmt.Errorf("greeting: %w", err)
-	}
-	return f(c)
+// postOne offers a with IHAVE, as tests post (inntest's Post), and
+// returns once innd has accepted it (235): it is in the overview then.
+func postOne(srv *inntest.Server, tb *innTB, a inntest.Article) error {
+	return tb.try(func() { srv.Post(tb, []inntest.Article{a}) })
 }
 
 // lineCounter counts the lines written to it and keeps nothing.

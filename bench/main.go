@@ -40,6 +40,7 @@ type options struct {
 	chunkTime           int
 	innArticles         int
 	innPoll             time.Duration
+	innCompress         string
 	search              searchConfig
 
 	load        bool
