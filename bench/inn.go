@@ -48,6 +48,7 @@ type innBench struct {
 	bin     string
 	spans   []lease.Span // the OVER spans of the last edgeindex run
 	indexed int64        // the articles of those spans
+	ranges  int          // the ranges of the last edgeindex run
 	latency time.Duration
 }
 
@@ -65,6 +66,7 @@ func closeINN() {
 func innFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.innArticles, "inn-articles", 0, "articles posted to the throwaway INN the inn lines index (default 200000, 20000 with -quick)")
 	fs.DurationVar(&o.innPoll, "inn-poll", time.Second, "serve's --poll in the inn lines: how soon the tail plans a new post")
+	fs.Int64Var(&o.innRangeSize, "inn-range-size", grouplease.DefaultRangeSize, "the inn lines' group add --range-size: articles per range")
 	fs.StringVar(&o.innCompress, "inn-compress", "auto", "the inn lines' ?compress= on serve's --source: auto (as deployed: COMPRESS DEFLATE, which INN offers), deflate, gzip or none")
 }
 
@@ -184,7 +186,8 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 func (b *innBench) prepare(env []string, db, data, source string) ([]string, error) {
 	ctx := b.s.ctx
 	common := []string{"--db", db, "--data", data}
-	args := append([]string{"group", "add", innGroup, "--plan", "tail,history", "--source", source}, common...)
+	args := append([]string{"group", "add", innGroup, "--plan", "tail,history", "--range-size", fmt.Sprint(b.s.o.innRangeSize),
+		"--source", source}, common...)
 	if _, err := coordinatorCLI(ctx, b.bin, env, args...); err != nil {
 		return nil, err
 	}
@@ -236,8 +239,8 @@ func (b *innBench) index(base, admin, db string, tokens []string, start time.Tim
 	b.indexed = indexed
 	b.high++ // the article postToResult posted
 	return result{rate: float64(indexed) / elapsed.Seconds(), elapsed: elapsed,
-		detail: fmt.Sprintf("%d articles, %d OVER spans, %d items, %d workers, %d NNTP connections, compress %s, serve ready after %s, the workers' CPU %s",
-			indexed, len(b.spans), st.Items, len(ws), innConns, b.s.o.innCompress, ready.Round(time.Millisecond), workersCPU.Round(time.Millisecond))}, nil
+		detail: fmt.Sprintf("%d articles, %d ranges, %d OVER spans, %d items, %d workers, %d NNTP connections, compress %s, serve ready after %s, the workers' CPU %s",
+			indexed, b.ranges, len(b.spans), st.Items, len(ws), innConns, b.s.o.innCompress, ready.Round(time.Millisecond), workersCPU.Round(time.Millisecond))}, nil
 }
 
 // innWorkers makes one collating edge.Worker a token, working plain
@@ -304,7 +307,7 @@ func (b *innBench) settle(db string) error {
 			return err
 		}
 		if done {
-			b.spans = overSpans(rs, b.high)
+			b.spans, b.ranges = overSpans(rs, b.high), len(rs)
 			return nil
 		}
 		if time.Now().After(deadline) {

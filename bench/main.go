@@ -41,6 +41,7 @@ type options struct {
 	innArticles         int
 	innPoll             time.Duration
 	innCompress         string
+	innRangeSize        int64
 	search              searchConfig
 
 	load        bool
@@ -93,7 +94,7 @@ func main() {
 	fs.IntVar(&o.loadItems, "load-items", 10, "load test: items per batch")
 	fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 || o.n < 1 || o.workers < 1 || o.count < 1 || o.ingestBatches < 1 || o.batchItems < 1 ||
-		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 || o.innArticles < 0 || o.innPoll <= 0 ||
+		o.articles < 1 || o.rangeSize < 1 || o.pipeWorkers < 1 || o.loadWorkers < 1 || o.loadItems < 1 || o.coordinators < 1 || o.chunkTime < 1 || o.innArticles < 0 || o.innRangeSize < 1 || o.innPoll <= 0 ||
 		o.search.Releases < 1 || o.search.Conc < 1 || o.search.Requests < 1 || o.search.Queries < 1 || o.duration <= 0 || o.riverCooldown < time.Millisecond {
 		fmt.Fprintln(os.Stderr, "bench: sizes must be positive, and there are no arguments (see -h)")
 		os.Exit(2)
