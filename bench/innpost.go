@@ -4,11 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/textproto"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,4 +262,100 @@ func overDiscard(c *textproto.Conn, span lease.Span) (int64, error) {
 	var n lineCounter
 	_, err = io.Copy(&n, c.DotReader())
 	return n.n, err
+}
+
+// postToResult posts one single-part article (whose binary is complete at
+// once) with post and returns how long from innd's acceptance until its
+// item is in the results feed. n is the number the article gets.
+func postToResult(ctx context.Context, base, admin string, post func(inntest.Article) error, n int64) (time.Duration, error) {
+	cursor, err := resultsEnd(ctx, base, admin)
+	if err != nil {
+		return 0, err
+	}
+	id, err := randomHex()
+	if err != nil {
+		return 0, err
+	}
+	a := inntest.Article{MessageID: "<latency." + id + "@inntest.example.test>", From: "Poster One <poster1@example.test>",
+		Subject: fmt.Sprintf(`"latency-%d.nfo" yEnc (1/1)`, n), Newsgroups: innGroup, Body: []byte("one part\n")}
+	if err := post(a); err != nil {
+		return 0, fmt.Errorf("inn: posting the latency article: %w", err)
+	}
+	posted := time.Now()
+	for time.Since(posted) < time.Minute {
+		rs, _, err := resultsPage(ctx, base, admin, cursor)
+		if err != nil {
+			return 0, err
+		}
+		if len(rs) > 0 {
+			return time.Since(posted), nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0, errors.New("inn: the latency article had no result after a minute")
+}
+
+// resultsEnd pages through the results feed and returns the cursor past
+// its last item.
+func resultsEnd(ctx context.Context, base, admin string) (string, error) {
+	cursor := ""
+	for {
+		rs, next, err := resultsPage(ctx, base, admin, cursor)
+		if err != nil || len(rs) == 0 {
+			return cursor, err
+		}
+		cursor = next
+	}
+}
+
+// resultsPage is one GET /v1/results of the group after cursor.
+func resultsPage(ctx context.Context, base, admin, cursor string) ([]json.RawMessage, string, error) {
+	q := url.Values{"group": {innGroup}, "limit": {"1000"}}
+	if cursor != "" {
+		q.Set("after", cursor)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/results?"+q.Encode(), nil)
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("GET /v1/results: %s", resp.Status)
+	}
+	var page struct {
+		Results []json.RawMessage `json:"results"`
+		Next    json.RawMessage   `json:"next"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		return nil, "", err
+	}
+	return page.Results, rawCursor(page.Next), nil
+}
+
+// rawCursor is a feed cursor as a query value: a JSON string unquoted, a
+// number as it is, null as "".
+func rawCursor(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if string(raw) == "null" {
+		return ""
+	}
+	return string(raw)
+}
+
+// randomHex is 16 random bytes in hex: an admin token, a Message-ID's
+// unique part.
+func randomHex() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
 }
