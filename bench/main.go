@@ -38,6 +38,10 @@ type options struct {
 	mutexprofile        string
 	coordinators        int
 	chunkTime           int
+	innArticles         int
+	innPoll             time.Duration
+	innCompress         string
+	innRangeSize        int64
 	search              searchConfig
 	deployed1M          bool
 	deployedResults     int
@@ -56,7 +60,7 @@ type result struct {
 	detail  string
 }
 
-var phases = []string{"river", "edgeindex", "deployed", "sqlite", "rawsql", "ingest", "pipeline", "scale", "chunkstore", "search"}
+var phases = []string{"river", "edgeindex", "deployed", "sqlite", "rawsql", "ingest", "pipeline", "scale", "chunkstore", "search", "inn"}
 
 func main() {
 	var o options
@@ -70,6 +74,7 @@ func main() {
 	fs.IntVar(&o.ingestBatches, "ingest-batches", 10, "batches posted (and COPYs) in the ingest runs")
 	fs.IntVar(&o.batchItems, "batch-items", 10_000, "items per ingest batch")
 	fs.Int64Var(&o.articles, "articles", 200_000, "articles through the pipeline")
+	innFlags(fs, &o)
 	fs.Int64Var(&o.rangeSize, "range-size", 10_000, "articles per range in the pipeline")
 	fs.IntVar(&o.pipeWorkers, "pipeline-workers", 4, "workers of the pipeline and goroutines of its baseline")
 	fs.DurationVar(&o.riverCooldown, "river-fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown (its poll interval is 10×): 2ms as River's own benchmark; River's default is 100ms")
@@ -123,7 +128,7 @@ func (o *options) valid() bool {
 	return o.n >= 1 && o.workers >= 1 && o.count >= 1 && o.ingestBatches >= 1 && o.batchItems >= 1 &&
 		o.articles >= 1 && o.rangeSize >= 1 && o.pipeWorkers >= 1 && o.loadWorkers >= 1 && o.loadItems >= 1 && o.coordinators >= 1 && o.chunkTime >= 1 &&
 		o.search.Releases >= 1 && o.search.Conc >= 1 && o.search.Requests >= 1 && o.search.Queries >= 1 && o.duration > 0 &&
-		o.riverCooldown >= time.Millisecond && o.deployedResults >= 0
+		o.riverCooldown >= time.Millisecond && o.deployedResults >= 0 && o.innArticles >= 0 && o.innRangeSize >= 1 && o.innPoll > 0
 }
 
 func isSet(fs *flag.FlagSet, name string) bool {
@@ -169,6 +174,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 		o.workers, o.n, o.ingestBatches, o.batchItems, o.articles, o.rangeSize, o.pipeWorkers, o.count)
 	ms := s.measures(want)
 	defer closeSearch()
+	defer closeINN()
 	rates, err := s.runAll(ms)
 	if err != nil {
 		return err
@@ -337,6 +343,7 @@ func (s *session) measures(want map[string]bool) []measure {
 	if want["search"] {
 		ms = append(ms, s.searchMeasures(s.o.search)...)
 	}
+	s.innMeasures(add)
 	if want["ingest"] {
 		fmt.Fprint(s.out, note)
 	}
@@ -451,6 +458,7 @@ func report(out io.Writer, ms []measure, rates map[string][]float64, count int) 
 		{"search-sqlite handler/raw", "search-sqlite/handler", "search-sqlite/raw"},
 		{"search-pg common-pair handler/raw", "search-pg/common-handler", "search-pg/common-raw"},
 		{"search-sqlite common-pair handler/raw", "search-sqlite/common-handler", "search-sqlite/common-raw"},
+		{"inn/over", "inn/edgeindex", "inn/over"},
 		{"chunkstore put latency minio/disk", "chunkstore/disk/put", "chunkstore/bucket-minio/put"},
 		{"chunkstore open-read latency minio/disk", "chunkstore/disk/open-read", "chunkstore/bucket-minio/open-read"},
 	} {

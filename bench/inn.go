@@ -1,0 +1,503 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/edgeindex/edgeindex/collate"
+	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/internal/inntest"
+	"github.com/edgeindex/edgeindex/internal/syncbuf"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/sqlstore"
+)
+
+// innGroup is the group the inn lines post to and index.
+const innGroup = "alt.binaries.edgeindex.inn"
+
+// innConns is the NNTP connections of both sides of the inn lines.
+const innConns = 4
+
+// innBench is what the inn lines share: one throwaway INN, its articles
+// posted once, the coordinator binary, and what the last edgeindex run
+// read, for the baseline to read the same.
+type innBench struct {
+	s       *session
+	srv     *inntest.Server
+	tb      *innTB
+	err     error // why INN is not there, once tried
+	high    int64 // the group's articles are 1..high
+	bin     string
+	spans   []lease.Span // the OVER spans of the last edgeindex run
+	indexed int64        // the articles of those spans
+	ranges  int          // the ranges of the last edgeindex run
+	latency time.Duration
+}
+
+// innState is the run's innBench, stopped by closeINN.
+var innState *innBench
+
+// closeINN stops the run's INN, if one was started.
+func closeINN() {
+	if innState != nil && innState.tb != nil {
+		innState.tb.close()
+	}
+}
+
+// innFlags adds the inn lines' flags.
+func innFlags(fs *flag.FlagSet, o *options) {
+	fs.IntVar(&o.innArticles, "inn-articles", 0, "articles posted to the throwaway INN the inn lines index (default 200000, 20000 with -quick)")
+	fs.DurationVar(&o.innPoll, "inn-poll", time.Second, "serve's --poll in the inn lines: how soon the tail plans a new post")
+	fs.Int64Var(&o.innRangeSize, "inn-range-size", grouplease.DefaultRangeSize, "the inn lines' group add --range-size: articles per range")
+	fs.StringVar(&o.innCompress, "inn-compress", "auto", "the inn lines' ?compress= on serve's --source: auto (as deployed: COMPRESS DEFLATE, which INN offers), deflate, gzip or none")
+}
+
+// innArticles is -inn-articles, or its default.
+func innArticles(o options) int {
+	switch {
+	case o.innArticles > 0:
+		return o.innArticles
+	case o.quick:
+		return 20_000
+	}
+	return 200_000
+}
+
+// innMeasures are the inn lines: edgeindex indexing a real INN, the post
+// to result latency through the tail, and the bare OVER baseline.
+func (s *session) innMeasures(add addMeasure) {
+	b := &innBench{s: s}
+	innState = b
+	add("inn", "inn/edgeindex", "articles/s", func() (result, error) {
+		if err := b.setup(); err != nil {
+			return notMeasured(err)
+		}
+		return s.onPGDir("inn", b.edgeRun)
+	})
+	add("inn", "inn/post-to-result", "ms", func() (result, error) {
+		if b.latency == 0 {
+			return result{detail: "not measured"}, nil
+		}
+		return result{rate: float64(b.latency) / float64(time.Millisecond), elapsed: b.latency,
+			detail: fmt.Sprintf("one article posted after the backfill, to its item in GET /v1/results, --poll %s", s.o.innPoll)}, nil
+	})
+	add("inn", "inn/over", "articles/s", func() (result, error) {
+		if b.err != nil || len(b.spans) == 0 {
+			return result{detail: "not measured"}, nil
+		}
+		return b.over()
+	})
+}
+
+// notMeasured is a line's answer when INN cannot run here.
+func notMeasured(err error) (result, error) {
+	if errors.Is(err, errNoINN) {
+		return result{detail: "not measured (" + err.Error() + ")"}, nil
+	}
+	return result{}, err
+}
+
+// setup starts INN, posts the articles and builds the coordinator, once.
+func (b *innBench) setup() error {
+	if b.srv != nil || b.err != nil {
+		return b.err
+	}
+	n := innArticles(b.s.o)
+	began := time.Now()
+	arts := inntest.Generate(n, innGroup)
+	made := time.Since(began)
+	b.srv, b.tb, b.err = startINN(innGroup)
+	if b.err != nil {
+		return b.err
+	}
+	began = time.Now()
+	if b.err = postStream(b.srv.Addr(), arts); b.err != nil {
+		return b.err
+	}
+	took := time.Since(began)
+	b.high = int64(n)
+	fmt.Fprintf(b.s.out, "bench: inn: %d articles made in %s, posted in %s (%.0f/s): MODE STREAM, TAKETHIS pipelined on one connection\n",
+		n, made.Round(time.Millisecond), took.Round(time.Millisecond), float64(n)/took.Seconds())
+	dir, err := b.s.newDir()
+	if err != nil {
+		b.err = err
+		return err
+	}
+	b.bin, b.err = buildCoordinator(b.s.ctx, dir)
+	return b.err
+}
+
+// edgeRun is one inn/edgeindex run on a new schema and data directory:
+// the group added with --plan tail,history, then serve started with the
+// INN as its source and, once it is ready, -pipeline-workers workers,
+// timed from serve's start (its first poll plans the ranges from the
+// watermarks) until they have stored a header for every article. Then one
+// article is posted and timed to its result.
+func (b *innBench) edgeRun(db, data string) (result, error) {
+	ctx, o := b.s.ctx, b.s.o
+	admin, err := randomHex()
+	if err != nil {
+		return result{}, err
+	}
+	env := adminEnv(admin)
+	source := fmt.Sprintf("nntp://%s?conns=%d", b.srv.Addr(), innConns)
+	if o.innCompress != "auto" {
+		source += "&compress=" + url.QueryEscape(o.innCompress)
+	}
+	tokens, err := b.prepare(env, db, data, source)
+	if err != nil {
+		return result{}, err
+	}
+	start := time.Now() // the timer runs from serve's start: its first poll plans the group
+	srv, err := startInnServe(ctx, b.bin, env, db, data, "--source", source, "--poll", o.innPoll.String())
+	if err != nil {
+		return result{}, err
+	}
+	r, err := b.index(srv.url, admin, db, tokens, start)
+	if serr := srv.stop(); err == nil {
+		err = serr
+	}
+	if ps := srv.cmd.ProcessState; err == nil && ps != nil {
+		r.detail += fmt.Sprintf(", serve's CPU %s in all", (ps.UserTime() + ps.SystemTime()).Round(time.Millisecond))
+	}
+	return r, err
+}
+
+// prepare adds the planned group and one node a worker, with the CLI, and
+// returns the workers' tokens.
+func (b *innBench) prepare(env []string, db, data, source string) ([]string, error) {
+	ctx := b.s.ctx
+	common := []string{"--db", db, "--data", data}
+	args := append([]string{"group", "add", innGroup, "--plan", "tail,history", "--range-size", fmt.Sprint(b.s.o.innRangeSize),
+		"--source", source}, common...)
+	if _, err := coordinatorCLI(ctx, b.bin, env, args...); err != nil {
+		return nil, err
+	}
+	tokens := make([]string, b.s.o.pipeWorkers)
+	for i := range tokens {
+		out, err := coordinatorCLI(ctx, b.bin, env, append([]string{"node", "add", fmt.Sprintf("worker-%d", i+1)}, common...)...)
+		if err != nil {
+			return nil, err
+		}
+		tokens[i] = strings.TrimSpace(out)
+	}
+	return tokens, nil
+}
+
+// index runs the workers against serve at base until every article has a
+// stored header, checks the store has settled, keeps the ranges' OVER
+// spans for the baseline, and times one new post to its result.
+func (b *innBench) index(base, admin, db string, tokens []string, start time.Time) (result, error) {
+	ctx := b.s.ctx
+	ready := time.Since(start)
+	ws, err := innWorkers(base, tokens)
+	if err != nil {
+		return result{}, err
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var g errgroup.Group
+	cpu0 := processCPU()
+	for _, w := range ws {
+		g.Go(func() error { return w.Run(wctx) })
+	}
+	st, err := waitHeaders(ctx, ws, b.high)
+	elapsed := time.Since(start)
+	workersCPU := processCPU() - cpu0
+	if err == nil {
+		err = b.settle(db)
+	}
+	if err == nil {
+		b.latency, err = postToResult(ctx, base, admin, func(a inntest.Article) error { return postOne(b.srv, b.tb, a) }, b.high+1)
+	}
+	stop()
+	if werr := g.Wait(); err == nil && werr != nil && !errors.Is(werr, context.Canceled) {
+		err = werr
+	}
+	if err != nil {
+		return result{}, err
+	}
+	indexed := b.high
+	b.indexed = indexed
+	b.high++ // the article postToResult posted
+	return result{rate: float64(indexed) / elapsed.Seconds(), elapsed: elapsed,
+		detail: fmt.Sprintf("%d articles, %d ranges, %d OVER spans, %d items, %d workers, %d NNTP connections, compress %s, serve ready after %s, the workers' CPU %s",
+			indexed, b.ranges, len(b.spans), st.Items, len(ws), innConns, b.s.o.innCompress, ready.Round(time.Millisecond), workersCPU.Round(time.Millisecond))}, nil
+}
+
+// innWorkers makes one collating edge.Worker a token, working plain
+// ranges and both lanes, as cmd/edgeworker does.
+func innWorkers(base string, tokens []string) ([]*edge.Worker, error) {
+	ws := make([]*edge.Worker, len(tokens))
+	for i, token := range tokens {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		cl, err := edge.NewClient(edge.Config{BaseURL: base, Token: token, HTTP: &http.Client{Transport: tr}})
+		if err != nil {
+			return nil, err
+		}
+		h, err := collate.New(collate.Config{})
+		if err != nil {
+			return nil, err
+		}
+		ws[i], err = edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: h, Idle: 50 * time.Millisecond,
+			Lanes: []lease.Lane{lease.LaneTail, lease.LaneHistory}})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ws, nil
+}
+
+// waitHeaders waits until ws have stored headers headers between them,
+// and returns their summed stats.
+func waitHeaders(ctx context.Context, ws []*edge.Worker, headers int64) (edge.Stats, error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var st edge.Stats
+		for _, w := range ws {
+			s := w.Stats()
+			st.Ranges += s.Ranges
+			st.Headers += s.Headers
+			st.Items += s.Items
+		}
+		if st.Headers >= headers {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// settle waits until the store's plan has seen b.high with no lag and no
+// range of the group is pending or leased, then keeps the OVER spans its
+// ranges were fetched in.
+func (b *innBench) settle(db string) error {
+	ctx := b.s.ctx
+	store, err := sqlstore.Open(ctx, db, sqlstore.Config{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rs, done, err := settled(ctx, store, b.high)
+		if err != nil {
+			return err
+		}
+		if done {
+			b.spans, b.ranges = overSpans(rs, b.high), len(rs)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("inn: the group did not settle at %d in 30 s after the last header", b.high)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// settled reports whether the group's plan has seen high with no lag and
+// every range is done, with the ranges.
+func settled(ctx context.Context, store *sqlstore.Store, high int64) ([]lease.Range, bool, error) {
+	plans, err := store.Plans(ctx)
+	if err != nil || len(plans) != 1 || plans[0].High != high || plans[0].Lag != 0 {
+		return nil, false, err
+	}
+	rs, err := allRanges(ctx, store)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, r := range rs {
+		if r.State != lease.StateDone {
+			return nil, false, nil
+		}
+	}
+	return rs, true, nil
+}
+
+// allRanges pages through the group's ranges.
+func allRanges(ctx context.Context, store *sqlstore.Store) ([]lease.Range, error) {
+	var all []lease.Range
+	for {
+		f := grouplease.RangeFilter{Group: innGroup, Limit: 10_000}
+		if len(all) > 0 {
+			f.After = all[len(all)-1].ID
+		}
+		rs, err := store.Ranges(ctx, f)
+		if err != nil || len(rs) == 0 {
+			return all, err
+		}
+		all = append(all, rs...)
+	}
+}
+
+// overSpans are the chunks of the ranges up to high, as the prefetcher
+// fetches them: one OVER each.
+func overSpans(rs []lease.Range, high int64) []lease.Span {
+	var spans []lease.Span
+	for _, r := range rs {
+		if r.Start <= high {
+			spans = append(spans, lease.Spans(r.Start, min(r.End, high), grouplease.DefaultChunkSize)...)
+		}
+	}
+	return spans
+}
+
+// over is the inn/over line: the same spans over bare connections.
+func (b *innBench) over() (result, error) {
+	lines, elapsed, err := overBaseline(b.s.ctx, b.srv.Addr(), innGroup, b.spans, innConns)
+	if err != nil {
+		return result{}, err
+	}
+	if want := b.indexed; lines != want {
+		return result{}, fmt.Errorf("inn/over: %d overview lines for %d articles", lines, want)
+	}
+	return result{rate: float64(lines) / elapsed.Seconds(), elapsed: elapsed,
+		detail: fmt.Sprintf("%d articles, %d OVER spans, %d bare connections into io.Discard", lines, len(b.spans), innConns)}, nil
+}
+
+// processCPU is the user and system CPU time this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// The launcher: the coordinator binary built and run as a process.
+
+// buildCoordinator builds cmd/coordinator of the repository this module
+// replaces into dir, once per run, and returns the binary's path.
+func buildCoordinator(ctx context.Context, dir string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/edgeindex/edgeindex").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list: %w", err)
+	}
+	bin := filepath.Join(dir, "coordinator")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/coordinator")
+	cmd.Dir = strings.TrimSpace(string(out))
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/coordinator: %w: %s", err, bytes.TrimSpace(msg))
+	}
+	return bin, nil
+}
+
+// coordinatorCLI runs one command of the coordinator binary and returns
+// what it printed.
+func coordinatorCLI(ctx context.Context, bin string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("coordinator %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return string(out), nil
+}
+
+// innServe is `coordinator serve` run as a process of its own, on a free
+// loopback port.
+type innServe struct {
+	url    string
+	cmd    *exec.Cmd
+	log    *syncbuf.Buffer
+	exited chan struct{}
+	err    error
+}
+
+// startInnServe starts `bin serve --db db --data data --addr 127.0.0.1:P`
+// with args and env, and returns once GET /readyz answers 200.
+func startInnServe(ctx context.Context, bin string, env []string, db, data string, args ...string) (*innServe, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := &innServe{url: "http://" + addr, log: &syncbuf.Buffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(bin, append([]string{"serve", "--db", db, "--data", data, "--addr", addr}, args...)...)
+	s.cmd.Env = env
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.exited)
+	}()
+	if err := s.waitReady(ctx); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("serve: %w\n%s", err, s.log)
+	}
+	return s, nil
+}
+
+// waitReady polls GET /readyz until it answers 200, serve exits, or a
+// minute has passed.
+func (s *innServe) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/readyz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("exited: %v", s.err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return errors.New("not ready after a minute")
+}
+
+// stop sends SIGTERM and waits for serve to exit (a kill after 30 s). It
+// returns serve's error, if it exited with one.
+func (s *innServe) stop() error {
+	select {
+	case <-s.exited:
+	default:
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exited
+			return fmt.Errorf("serve did not stop in 30 s after SIGTERM\n%s", s.log)
+		}
+	}
+	if s.err != nil {
+		return fmt.Errorf("serve: %w\n%s", s.err, s.log)
+	}
+	return nil
+}
+
+// adminEnv is this process's environment with EDGEINDEX_ADMIN_TOKEN set to
+// token.
+func adminEnv(token string) []string {
+	return append(os.Environ(), "EDGEINDEX_ADMIN_TOKEN="+token)
+}
