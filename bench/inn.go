@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -22,7 +18,6 @@ import (
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/inntest"
-	"github.com/edgeindex/edgeindex/internal/syncbuf"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -133,12 +128,7 @@ func (b *innBench) setup() error {
 	b.high = int64(n)
 	fmt.Fprintf(b.s.out, "bench: inn: %d articles made in %s, posted in %s (%.0f/s): MODE STREAM, TAKETHIS pipelined on one connection\n",
 		n, made.Round(time.Millisecond), took.Round(time.Millisecond), float64(n)/took.Seconds())
-	dir, err := b.s.newDir()
-	if err != nil {
-		b.err = err
-		return err
-	}
-	b.bin, b.err = buildCoordinator(b.s.ctx, dir)
+	b.bin, b.err = coordinatorBinary(b.s.ctx)
 	return b.err
 }
 
@@ -150,47 +140,42 @@ func (b *innBench) setup() error {
 // article is posted and timed to its result.
 func (b *innBench) edgeRun(db, data string) (result, error) {
 	ctx, o := b.s.ctx, b.s.o
-	admin, err := randomHex()
-	if err != nil {
-		return result{}, err
-	}
-	env := adminEnv(admin)
 	source := fmt.Sprintf("nntp://%s?conns=%d", b.srv.Addr(), innConns)
 	if o.innCompress != "auto" {
 		source += "&compress=" + url.QueryEscape(o.innCompress)
 	}
-	tokens, err := b.prepare(env, db, data, source)
+	tokens, err := b.prepare(db, data, source)
 	if err != nil {
 		return result{}, err
 	}
 	start := time.Now() // the timer runs from serve's start: its first poll plans the group
-	srv, err := startInnServe(ctx, b.bin, env, db, data, "--source", source, "--poll", o.innPoll.String())
+	srv, err := startServe(ctx, serveConfig{DB: db, Data: data, Sources: []string{source}, Args: []string{"--poll", o.innPoll.String()}})
 	if err != nil {
 		return result{}, err
 	}
-	r, err := b.index(srv.url, admin, db, tokens, start)
-	if serr := srv.stop(); err == nil {
+	r, err := b.index(srv.URL, srv.AdminToken, db, tokens, start)
+	if serr := srv.Stop(); err == nil {
 		err = serr
 	}
-	if ps := srv.cmd.ProcessState; err == nil && ps != nil {
-		r.detail += fmt.Sprintf(", serve's CPU %s in all", (ps.UserTime() + ps.SystemTime()).Round(time.Millisecond))
+	if err == nil {
+		r.detail += fmt.Sprintf(", serve's CPU %s in all", srv.CPU().Round(time.Millisecond))
 	}
 	return r, err
 }
 
 // prepare adds the planned group and one node a worker, with the CLI, and
 // returns the workers' tokens.
-func (b *innBench) prepare(env []string, db, data, source string) ([]string, error) {
-	ctx := b.s.ctx
+func (b *innBench) prepare(db, data, source string) ([]string, error) {
+	ctx, env := b.s.ctx, os.Environ()
 	common := []string{"--db", db, "--data", data}
 	args := append([]string{"group", "add", innGroup, "--plan", "tail,history", "--range-size", fmt.Sprint(b.s.o.innRangeSize),
 		"--source", source}, common...)
-	if _, err := coordinatorCLI(ctx, b.bin, env, args...); err != nil {
+	if _, err := runCLI(ctx, b.bin, env, args...); err != nil {
 		return nil, err
 	}
 	tokens := make([]string, b.s.o.pipeWorkers)
 	for i := range tokens {
-		out, err := coordinatorCLI(ctx, b.bin, env, append([]string{"node", "add", fmt.Sprintf("worker-%d", i+1)}, common...)...)
+		out, err := runCLI(ctx, b.bin, env, append([]string{"node", "add", fmt.Sprintf("worker-%d", i+1)}, common...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -381,123 +366,4 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// The launcher: the coordinator binary built and run as a process.
-
-// buildCoordinator builds cmd/coordinator of the repository this module
-// replaces into dir, once per run, and returns the binary's path.
-func buildCoordinator(ctx context.Context, dir string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/edgeindex/edgeindex").Output()
-	if err != nil {
-		return "", fmt.Errorf("go list: %w", err)
-	}
-	bin := filepath.Join(dir, "coordinator")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/coordinator")
-	cmd.Dir = strings.TrimSpace(string(out))
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/coordinator: %w: %s", err, bytes.TrimSpace(msg))
-	}
-	return bin, nil
-}
-
-// coordinatorCLI runs one command of the coordinator binary and returns
-// what it printed.
-func coordinatorCLI(ctx context.Context, bin string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("coordinator %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	return string(out), nil
-}
-
-// innServe is `coordinator serve` run as a process of its own, on a free
-// loopback port.
-type innServe struct {
-	url    string
-	cmd    *exec.Cmd
-	log    *syncbuf.Buffer
-	exited chan struct{}
-	err    error
-}
-
-// startInnServe starts `bin serve --db db --data data --addr 127.0.0.1:P`
-// with args and env, and returns once GET /readyz answers 200.
-func startInnServe(ctx context.Context, bin string, env []string, db, data string, args ...string) (*innServe, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	s := &innServe{url: "http://" + addr, log: &syncbuf.Buffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, append([]string{"serve", "--db", db, "--data", data, "--addr", addr}, args...)...)
-	s.cmd.Env = env
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		s.err = s.cmd.Wait()
-		close(s.exited)
-	}()
-	if err := s.waitReady(ctx); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("serve: %w\n%s", err, s.log)
-	}
-	return s, nil
-}
-
-// waitReady polls GET /readyz until it answers 200, serve exits, or a
-// minute has passed.
-func (s *innServe) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/readyz", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("exited: %v", s.err)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return errors.New("not ready after a minute")
-}
-
-// stop sends SIGTERM and waits for serve to exit (a kill after 30 s). It
-// returns serve's error, if it exited with one.
-func (s *innServe) stop() error {
-	select {
-	case <-s.exited:
-	default:
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(30 * time.Second):
-			s.cmd.Process.Kill()
-			<-s.exited
-			return fmt.Errorf("serve did not stop in 30 s after SIGTERM\n%s", s.log)
-		}
-	}
-	if s.err != nil {
-		return fmt.Errorf("serve: %w\n%s", s.err, s.log)
-	}
-	return nil
-}
-
-// adminEnv is this process's environment with EDGEINDEX_ADMIN_TOKEN set to
-// token.
-func adminEnv(token string) []string {
-	return append(os.Environ(), "EDGEINDEX_ADMIN_TOKEN="+token)
 }

@@ -53,6 +53,15 @@ type serveProc struct {
 	exited  chan struct{} // closed once the process has been waited for
 	waitErr error
 	tmpData bool
+	state   *os.ProcessState // once stopped
+}
+
+// CPU is the user and system time serve took, once Stop has returned.
+func (p *serveProc) CPU() time.Duration {
+	if p.state == nil {
+		return 0
+	}
+	return p.state.UserTime() + p.state.SystemTime()
 }
 
 var builtCoordinator struct {
@@ -242,8 +251,14 @@ func (p *serveProc) where() []string {
 // "1", "100") against serve's --db and --data, with its environment, and
 // returns its stdout.
 func (p *serveProc) CLI(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, p.bin, append(args, p.where()...)...)
-	cmd.Env = p.env
+	return runCLI(ctx, p.bin, p.env, append(args, p.where()...)...)
+}
+
+// runCLI runs one command of the coordinator binary bin with env and
+// returns what it printed; an error carries its stderr.
+func runCLI(ctx context.Context, bin string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -366,6 +381,7 @@ func (p *serveProc) Stop() error {
 		if p.waitErr != nil {
 			err = fmt.Errorf("coordinator serve: %w: %s", p.waitErr, p.logTail())
 		}
+		p.state = p.cmd.ProcessState
 		p.cmd = nil
 	}
 	if p.Log != "" {
