@@ -3,7 +3,6 @@ package grouplease_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
-	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
 // failing is a provider that answers each group with the error set for it,
@@ -46,9 +44,7 @@ func (f *failing) Watermarks(_ context.Context, group string) (int64, int64, err
 func TestPlannerRecordsErrors(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t)
 	ids := map[string]int64{}
 	for _, name := range []string{"g", "typo", "evil"} {
 		g, err := st.AddGroup(ctx, grouplease.Group{Name: name, RangeSize: 100})
@@ -93,9 +89,7 @@ func TestPlannerRecordsErrors(t *testing.T) {
 func TestPlannerKeepsDateErrorWhileWaiting(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t)
 	since := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
 	g, err := st.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100})
 	require.NoError(t, err)

@@ -20,6 +20,15 @@ import (
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
+// openStore opens a new SQLite store for the test, closed at its end.
+func openStore(t *testing.T) *sqlstore.Store {
+	t.Helper()
+	st, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 // watermarks is a provider whose high moves; a group named "down" fails.
 type watermarks struct {
 	mu   sync.Mutex
@@ -40,9 +49,8 @@ func (w *watermarks) Watermarks(ctx context.Context, group string) (int64, int64
 func TestPlanner(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t)
+	var err error
 	for _, name := range []string{"g", "down"} {
 		_, err := st.AddGroup(ctx, grouplease.Group{Name: name, RangeSize: 100, ChunkSize: 10})
 		require.NoError(t, err)
@@ -82,10 +90,8 @@ func TestPlanner(t *testing.T) {
 func TestPlannerRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
-	require.NoError(t, err)
-	defer st.Close()
-	_, err = st.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100})
+	st := openStore(t)
+	_, err := st.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100})
 	require.NoError(t, err)
 	require.NoError(t, st.SetPlan(ctx, "g", grouplease.GroupPlan{History: true}))
 	src := &watermarks{high: 10}
@@ -125,10 +131,8 @@ func (f watermarksFunc) Watermarks(context.Context, string) (int64, int64, error
 func TestPlannerHeldLogged(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
-	require.NoError(t, err)
-	defer st.Close()
-	_, err = st.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100})
+	st := openStore(t)
+	_, err := st.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100})
 	require.NoError(t, err)
 	require.NoError(t, st.SetPlan(ctx, "g", grouplease.GroupPlan{Tail: true}))
 	reply := [2]int64{1, 1000}
@@ -169,9 +173,7 @@ func (d *dateFinder) FindDate(_ context.Context, _ string, since time.Time) (gro
 func TestPlannerBackfillHistoryDate(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t)
 	since := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
 	for _, name := range []string{"g", "h"} {
 		_, err := st.AddGroup(ctx, grouplease.Group{Name: name, RangeSize: 100})
@@ -235,11 +237,9 @@ func TestPlannerBackfillHistoryDate(t *testing.T) {
 func TestPlannerBackfillDateSearchDoesNotHoldOtherTails(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
-	require.NoError(t, err)
-	defer st.Close()
+	st := openStore(t)
 	since := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
-	_, err = st.AddGroup(ctx, grouplease.Group{Name: "slow@a", RangeSize: 100})
+	_, err := st.AddGroup(ctx, grouplease.Group{Name: "slow@a", RangeSize: 100})
 	require.NoError(t, err)
 	require.NoError(t, st.SetPlan(ctx, "slow@a", grouplease.GroupPlan{Tail: true, History: true, HistorySince: since}))
 	_, err = st.AddGroup(ctx, grouplease.Group{Name: "fast@b", RangeSize: 100})
