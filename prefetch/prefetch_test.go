@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,103 +14,38 @@ import (
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
-	"github.com/edgeindex/edgeindex/corpus"
-	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/overview"
 	"github.com/edgeindex/edgeindex/prefetch"
+	"github.com/edgeindex/edgeindex/prefetch/prefetchtest"
 	"github.com/edgeindex/edgeindex/sources"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
-// prefetchEnv is a real SQLite store with ranges 1..50 (leased, capture
-// off), 51..100 (pending), 101..150 (pending, capture), chunks of 10, a
-// disk spool and a corpus. A range reported corrupt waits 1 ms.
-type prefetchEnv struct {
-	store  *sqlstore.Store
-	spool  *spool.Disk
-	corpus *corpus.Disk
-	src    sources.ChunkSource
-	leased lease.Lease
-}
-
-func newPrefetchEnv(t *testing.T) *prefetchEnv {
-	t.Helper()
-	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{RetryDelay: time.Millisecond})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	_, err = st.AddGroup(ctx, grouplease.Group{Name: "alt.test", RangeSize: 50, ChunkSize: 10})
-	require.NoError(t, err)
-	_, err = st.AddRanges(ctx, grouplease.NewRanges{Group: "alt.test", From: 1, To: 100})
-	require.NoError(t, err)
-	_, err = st.AddRanges(ctx, grouplease.NewRanges{Group: "alt.test", From: 101, To: 150, Capture: true})
-	require.NoError(t, err)
-	l, err := st.Grant(ctx, "w", time.Minute)
-	require.NoError(t, err)
-	sp, err := spool.Open(t.TempDir(), spool.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { sp.Close() })
-	cp, err := corpus.Open(t.TempDir(), corpus.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { cp.Close() })
-	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
-	require.NoError(t, err)
-	return &prefetchEnv{store: st, spool: sp, corpus: cp, src: src, leased: l}
-}
-
-func (e *prefetchEnv) config(owner string) prefetch.Config {
-	return prefetch.Config{Source: e.src, Spool: e.spool, Corpus: e.corpus, Claims: e.store, Targets: e.store,
-		Owner: owner, Clock: &passClock{}}
-}
-
-// passClock is an injected clock whose waits pass at once; it records them.
-type passClock struct {
-	mu    sync.Mutex
-	waits []time.Duration
-}
-
-func (c *passClock) Now() time.Time { return time.Now() }
-
-func (c *passClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	c.waits = append(c.waits, d)
-	c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	ch <- time.Now()
-	return ch
-}
-
-func (c *passClock) got() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.waits)
-}
-
 func TestPrefetchPass(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
-	p, err := prefetch.New(e.config("c1"))
+	e := prefetchtest.NewEnv(t)
+	p, err := prefetch.New(e.Config("c1"))
 	require.NoError(t, err)
 	n, err := p.Pass(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 15, n, "the leased range, then the pending ones")
 	for _, span := range lease.Spans(1, 100, 10) {
-		id := e.leased.Range.ID
+		id := e.Leased.Range.ID
 		if span.From > 50 {
 			id++
 		}
-		require.True(t, e.spool.Has(id, span), "%v", span)
+		require.True(t, e.Spool.Has(id, span), "%v", span)
 	}
 	for _, span := range lease.Spans(101, 150, 10) {
-		require.True(t, e.corpus.Has("alt.test", span), "capture ranges go to the corpus")
-		require.False(t, e.spool.Has(e.leased.Range.ID+2, span))
+		require.True(t, e.Corpus.Has("alt.test", span), "capture ranges go to the corpus")
+		require.False(t, e.Spool.Has(e.Leased.Range.ID+2, span))
 	}
 	// The data is the source's.
-	want, err := e.src.Fetch(t.Context(), "alt.test", lease.Span{From: 11, To: 20})
+	want, err := e.Source.Fetch(t.Context(), "alt.test", lease.Span{From: 11, To: 20})
 	require.NoError(t, err)
-	got, err := e.spool.Read(e.leased.Range.ID, lease.Span{From: 11, To: 20})
+	got, err := e.Spool.Read(e.Leased.Range.ID, lease.Span{From: 11, To: 20})
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 
@@ -122,42 +54,42 @@ func TestPrefetchPass(t *testing.T) {
 	require.Zero(t, n, "nothing is fetched twice")
 
 	// Another coordinator sharing the database fetches nothing already fetched.
-	other, err := prefetch.New(e.config("c2"))
+	other, err := prefetch.New(e.Config("c2"))
 	require.NoError(t, err)
-	require.NoError(t, e.spool.DropChunk(e.leased.Range.ID, lease.Span{From: 1, To: 10}))
+	require.NoError(t, e.Spool.DropChunk(e.Leased.Range.ID, lease.Span{From: 1, To: 10}))
 	n, err = other.Pass(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, n, "c1 holds the claim of every chunk")
 	// A chunk reported corrupt is fetched again, once its range's retry
 	// delay has passed.
-	_, err = e.store.Corrupt(t.Context(), e.leased.Range.ID, lease.Fence{Node: "w", Token: e.leased.Token}, 1, "bad gzip")
+	_, err = e.Store.Corrupt(t.Context(), e.Leased.Range.ID, lease.Fence{Node: "w", Token: e.Leased.Token}, 1, "bad gzip")
 	require.NoError(t, err)
 	time.Sleep(5 * time.Millisecond)
 	n, err = other.Pass(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	require.True(t, e.spool.Has(e.leased.Range.ID, lease.Span{From: 1, To: 10}))
+	require.True(t, e.Spool.Has(e.Leased.Range.ID, lease.Span{From: 1, To: 10}))
 }
 
 func TestPrefetchFromNext(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
+	e := prefetchtest.NewEnv(t)
 	ctx := t.Context()
-	_, err := e.store.Put(ctx, e.leased.Range.ID, lease.Fence{Node: "w", Token: e.leased.Token},
+	_, err := e.Store.Put(ctx, e.Leased.Range.ID, lease.Fence{Node: "w", Token: e.Leased.Token},
 		batchOf(1, 25))
 	require.NoError(t, err)
-	cfg := e.config("c1")
+	cfg := e.Config("c1")
 	cfg.Lookahead = -1 // validate refuses this
 	_, err = prefetch.New(cfg)
 	require.ErrorIs(t, err, edgeindex.ErrInvalid)
-	cfg = e.config("c1")
-	cfg.Targets = onlyLeased{e.store}
+	cfg = e.Config("c1")
+	cfg.Targets = onlyLeased{e.Store}
 	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	n, err := p.Pass(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 3, n, "chunks from the one that holds next (21-30) to the end")
-	require.False(t, e.spool.Has(e.leased.Range.ID, lease.Span{From: 11, To: 20}))
+	require.False(t, e.Spool.Has(e.Leased.Range.ID, lease.Span{From: 11, To: 20}))
 }
 
 type onlyLeased struct{ t prefetch.Targets }
@@ -168,25 +100,25 @@ func (o onlyLeased) PrefetchTargets(ctx context.Context, _ int) ([]prefetch.Targ
 
 func TestPrefetchRetries(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
+	e := prefetchtest.NewEnv(t)
 	var calls atomic.Int64
 	flaky := sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s.From == 1 && calls.Add(1) <= 2 {
 			return nil, errors.New("connection reset")
 		}
-		return e.src.Fetch(ctx, g, s)
+		return e.Source.Fetch(ctx, g, s)
 	}}
-	clk := &passClock{}
-	cfg := e.config("c1")
+	clk := &prefetchtest.PassClock{}
+	cfg := e.Config("c1")
 	cfg.Source = flaky
-	cfg.Targets = onlyLeased{e.store}
+	cfg.Targets = onlyLeased{e.Store}
 	cfg.Backoff, cfg.MaxBackoff = 100*time.Millisecond, 150*time.Millisecond
 	cfg.Clock = clk
 	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
 	n, err := p.Pass(t.Context())
 	require.NoError(t, err)
-	waits := clk.got()
+	waits := clk.Waits()
 	require.Equal(t, 5, n)
 	require.Equal(t, int64(3), calls.Load())
 	require.Len(t, waits, 2)
@@ -196,9 +128,9 @@ func TestPrefetchRetries(t *testing.T) {
 
 func TestPrefetchGivesUpAndReleasesClaim(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
-	cfg := e.config("c1")
-	cfg.Targets = onlyLeased{e.store}
+	e := prefetchtest.NewEnv(t)
+	cfg := e.Config("c1")
+	cfg.Targets = onlyLeased{e.Store}
 	cfg.Attempts = 3
 	var calls atomic.Int64
 	cfg.Source = sources.Funcs{FetchFunc: func(context.Context, string, lease.Span) ([]byte, error) {
@@ -211,7 +143,7 @@ func TestPrefetchGivesUpAndReleasesClaim(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 	require.Equal(t, int64(15), calls.Load(), "5 chunks, 3 attempts each")
-	ok, err := e.store.ClaimChunk(t.Context(), e.leased.Range.ID, lease.Span{From: 1, To: 10}, "c2", time.Minute)
+	ok, err := e.Store.ClaimChunk(t.Context(), e.Leased.Range.ID, lease.Span{From: 1, To: 10}, "c2", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok, "a failed fetch gives its claim back")
 }
@@ -221,24 +153,24 @@ func TestPrefetchGivesUpAndReleasesClaim(t *testing.T) {
 // fetched by both.
 func TestPrefetchRetryLeavesATakenClaim(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
-	cfg := e.config("c1")
-	cfg.Targets = onlyLeased{e.store}
+	e := prefetchtest.NewEnv(t)
+	cfg := e.Config("c1")
+	cfg.Targets = onlyLeased{e.Store}
 	cfg.ClaimTTL = time.Millisecond
 	first := lease.Span{From: 1, To: 10}
 	var calls atomic.Int64
 	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s != first {
-			return e.src.Fetch(ctx, g, s)
+			return e.Source.Fetch(ctx, g, s)
 		}
 		if calls.Add(1) == 1 {
 			time.Sleep(20 * time.Millisecond) // a slow try: c1's claim runs out
-			ok, err := e.store.ClaimChunk(ctx, e.leased.Range.ID, first, "c2", time.Minute)
+			ok, err := e.Store.ClaimChunk(ctx, e.Leased.Range.ID, first, "c2", time.Minute)
 			require.NoError(t, err)
 			require.True(t, ok, "c2 takes the claim that ran out")
 			return nil, errors.New("connection reset")
 		}
-		return e.src.Fetch(ctx, g, s)
+		return e.Source.Fetch(ctx, g, s)
 	}}
 	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
@@ -246,19 +178,19 @@ func TestPrefetchRetryLeavesATakenClaim(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 4, n, "the other four chunks")
 	require.Equal(t, int64(1), calls.Load(), "no retry of a chunk c2 holds")
-	require.False(t, e.spool.Has(e.leased.Range.ID, first))
-	ok, err := e.store.ClaimChunk(t.Context(), e.leased.Range.ID, first, "c3", time.Minute)
+	require.False(t, e.Spool.Has(e.Leased.Range.ID, first))
+	ok, err := e.Store.ClaimChunk(t.Context(), e.Leased.Range.ID, first, "c3", time.Minute)
 	require.NoError(t, err)
 	require.False(t, ok, "c2's claim stands")
 }
 
 func TestPrefetchLookaheadBound(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
+	e := prefetchtest.NewEnv(t)
 	small, err := spool.Open(t.TempDir(), spool.Config{MaxBytes: 4096})
 	require.NoError(t, err)
 	t.Cleanup(func() { small.Close() })
-	cfg := e.config("c1")
+	cfg := e.Config("c1")
 	cfg.Spool = small
 	cfg.Concurrency = 1
 	p, err := prefetch.New(cfg)
@@ -266,15 +198,15 @@ func TestPrefetchLookaheadBound(t *testing.T) {
 	_, err = p.Pass(t.Context())
 	require.NoError(t, err)
 	for _, span := range lease.Spans(1, 50, 10) {
-		require.True(t, small.Has(e.leased.Range.ID, span), "leased ranges are fetched whatever the lookahead bound")
+		require.True(t, small.Has(e.Leased.Range.ID, span), "leased ranges are fetched whatever the lookahead bound")
 	}
-	require.False(t, small.Has(e.leased.Range.ID+1, lease.Span{From: 91, To: 100}), "lookahead stops at half the spool")
+	require.False(t, small.Has(e.Leased.Range.ID+1, lease.Span{From: 91, To: 100}), "lookahead stops at half the spool")
 }
 
 func TestPrefetchRun(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
-	p, err := prefetch.New(e.config("c1"))
+	e := prefetchtest.NewEnv(t)
+	p, err := prefetch.New(e.Config("c1"))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -298,25 +230,25 @@ func batchOf(from, to int64) batch.Batch {
 // lease lost. The range's other chunks are stored.
 func TestPrefetchBadChunkCountsAttempt(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
+	e := prefetchtest.NewEnv(t)
 	var bad atomic.Int64
-	cfg := e.config("c1")
-	cfg.Targets = onlyLeased{e.store}
+	cfg := e.Config("c1")
+	cfg.Targets = onlyLeased{e.Store}
 	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s.From == 11 {
 			bad.Add(1)
 			return nil, fmt.Errorf("fetch %s %d-%d: chunk past the frame limit: %w", g, s.From, s.To, overview.ErrBadChunk)
 		}
-		return e.src.Fetch(ctx, g, s)
+		return e.Source.Fetch(ctx, g, s)
 	}}
 	p, err := prefetch.New(cfg)
 	require.NoError(t, err)
-	id := e.leased.Range.ID
+	id := e.Leased.Range.ID
 	for pass := 1; pass <= sqlstore.DefaultMaxAttempts; pass++ {
 		_, err := p.Pass(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, int64(pass), bad.Load(), "one fetch a pass, no retries within it")
-		rg, err := e.store.Range(t.Context(), id)
+		rg, err := e.Store.Range(t.Context(), id)
 		require.NoError(t, err)
 		require.Equal(t, pass, rg.Attempts)
 		if pass < sqlstore.DefaultMaxAttempts {
@@ -327,8 +259,8 @@ func TestPrefetchBadChunkCountsAttempt(t *testing.T) {
 			require.Contains(t, rg.Reason, "frame limit")
 		}
 	}
-	require.True(t, e.spool.Has(id, lease.Span{From: 1, To: 10}), "the range's good chunks are stored")
-	_, err = e.store.Check(t.Context(), id, lease.Fence{Node: e.leased.Node, Token: e.leased.Token})
+	require.True(t, e.Spool.Has(id, lease.Span{From: 1, To: 10}), "the range's good chunks are stored")
+	_, err = e.Store.Check(t.Context(), id, lease.Fence{Node: e.Leased.Node, Token: e.Leased.Token})
 	require.ErrorIs(t, err, edgeindex.ErrLeaseLost, "a failed range is no longer its holder's")
 	_, err = p.Pass(t.Context())
 	require.NoError(t, err)
@@ -340,9 +272,9 @@ func TestPrefetchBadChunkCountsAttempt(t *testing.T) {
 // range of five chunks at once (it did: five attempts in one pass).
 func TestPrefetchBadChunksOneAttemptAPass(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
-	cfg := e.config("c1")
-	cfg.Targets = onlyLeased{e.store}
+	e := prefetchtest.NewEnv(t)
+	cfg := e.Config("c1")
+	cfg.Targets = onlyLeased{e.Store}
 	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		return nil, fmt.Errorf("fetch %s %d-%d: more than N bytes: %w", g, s.From, s.To, overview.ErrBadChunk)
 	}}
@@ -351,7 +283,7 @@ func TestPrefetchBadChunksOneAttemptAPass(t *testing.T) {
 	for pass := 1; pass <= 2; pass++ {
 		_, err = p.Pass(t.Context())
 		require.NoError(t, err)
-		rg, err := e.store.Range(t.Context(), e.leased.Range.ID)
+		rg, err := e.Store.Range(t.Context(), e.Leased.Range.ID)
 		require.NoError(t, err)
 		require.Equal(t, pass, rg.Attempts, "one attempt a pass")
 		require.Equal(t, lease.StateLeased, rg.State)
@@ -362,9 +294,9 @@ func TestPrefetchBadChunksOneAttemptAPass(t *testing.T) {
 // text) takes it.
 func TestPrefetchBadChunkReasonValidUTF8(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
-	cfg := e.config("c1")
-	cfg.Targets = onlyLeased{e.store}
+	e := prefetchtest.NewEnv(t)
+	cfg := e.Config("c1")
+	cfg.Targets = onlyLeased{e.Store}
 	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		return nil, fmt.Errorf("x%s: %w", strings.Repeat("é", 400), overview.ErrBadChunk) // 300 cuts an é
 	}}
@@ -372,7 +304,7 @@ func TestPrefetchBadChunkReasonValidUTF8(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Pass(t.Context())
 	require.NoError(t, err)
-	rg, err := e.store.Range(t.Context(), e.leased.Range.ID)
+	rg, err := e.Store.Range(t.Context(), e.Leased.Range.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, rg.Attempts)
 	require.True(t, utf8.ValidString(rg.Reason), "%q", rg.Reason)

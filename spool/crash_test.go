@@ -18,6 +18,7 @@ import (
 	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/prefetch"
+	"github.com/edgeindex/edgeindex/prefetch/prefetchtest"
 	"github.com/edgeindex/edgeindex/spool"
 )
 
@@ -212,17 +213,17 @@ func TestDiskLostFile(t *testing.T) {
 // A chunk that went missing behind the spool is fetched again too.
 func TestPrefetchAfterCrash(t *testing.T) {
 	t.Parallel()
-	e := newPrefetchEnv(t)
+	e := prefetchtest.NewEnv(t)
 	ctx := t.Context()
-	p, err := prefetch.New(e.config("c1"))
+	p, err := prefetch.New(e.Config("c1"))
 	require.NoError(t, err)
 	n, err := p.Pass(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 15, n)
 
-	dir := e.spool.Dir()
-	spool.Crash(e.spool)
-	id := e.leased.Range.ID
+	dir := e.Spool.Dir()
+	spool.Crash(e.Spool)
+	id := e.Leased.Range.ID
 	spans := lease.Spans(1, 50, 10)
 	for i, sp := range spans[:4] {
 		path := spool.ChunkPath(dir, id, sp)
@@ -230,10 +231,10 @@ func TestPrefetchAfterCrash(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(path, tears[i].bad(data), 0o600))
 	}
-	e.spool = openDisk(t, dir, spool.Config{})
-	require.Equal(t, 4, e.spool.Torn())
+	e.Spool = openDisk(t, dir, spool.Config{})
+	require.Equal(t, 4, e.Spool.Torn())
 
-	p, err = prefetch.New(e.config("c1"))
+	p, err = prefetch.New(e.Config("c1"))
 	require.NoError(t, err)
 	n, err = p.Pass(ctx)
 	require.NoError(t, err)
@@ -244,9 +245,9 @@ func TestPrefetchAfterCrash(t *testing.T) {
 	var buf bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- coordinator.Stream(ctx, coordinator.NewFrameWriter(&buf), e.leased.Range, 10, coordinator.StreamConfig{Spool: e.spool, Notify: p.Notify})
+		done <- coordinator.Stream(ctx, coordinator.NewFrameWriter(&buf), e.Leased.Range, 10, coordinator.StreamConfig{Spool: e.Spool, Notify: p.Notify})
 	}()
-	require.Eventually(t, func() bool { return !e.spool.Has(id, spans[4]) }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return !e.Spool.Has(id, spans[4]) }, 10*time.Second, time.Millisecond)
 	n, err = p.Pass(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the lost chunk, fetched again")
@@ -268,7 +269,7 @@ func TestPrefetchAfterCrash(t *testing.T) {
 		}
 		require.Equal(t, edgeframe.TypeChunk, f.Type)
 		sp := lease.Span{From: f.From, To: f.To}
-		want, err := e.src.Fetch(ctx, "alt.test", sp)
+		want, err := e.Source.Fetch(ctx, "alt.test", sp)
 		require.NoError(t, err)
 		require.Equal(t, want, f.Data, "%v", sp)
 		zr, err := gzip.NewReader(bytes.NewReader(f.Data))
