@@ -111,8 +111,14 @@ type pipeline struct {
 
 func newPipeline(t *testing.T, groups ...grouplease.Group) *pipeline {
 	t.Helper()
+	return newPipelineOn(t, sqlstore.Config{}, groups...)
+}
+
+// newPipelineOn is newPipeline with a store opened with cfg.
+func newPipelineOn(t *testing.T, cfg sqlstore.Config, groups ...grouplease.Group) *pipeline {
+	t.Helper()
 	ctx := t.Context()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "edgeindex.db"), sqlstore.Config{})
+	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "edgeindex.db"), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	sp, err := spool.Open(t.TempDir(), spool.Config{})

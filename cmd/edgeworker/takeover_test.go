@@ -7,8 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,16 +15,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
-	"github.com/edgeindex/edgeindex/node"
-	"github.com/edgeindex/edgeindex/sources"
-	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 	"github.com/edgeindex/edgeindex/storetest"
 	"github.com/edgeindex/edgeindex/usenet"
@@ -40,39 +34,8 @@ type clockedPipeline struct {
 
 func newClockedPipeline(t *testing.T, g grouplease.Group) *clockedPipeline {
 	t.Helper()
-	ctx := t.Context()
 	clock := storetest.NewClock()
-	st, err := sqlstore.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "edgeindex.db"), sqlstore.Config{Clock: clock})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	sp, err := spool.Open(t.TempDir(), spool.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { sp.Close() })
-	src, err := sources.NewSynthetic(sources.SyntheticConfig{})
-	require.NoError(t, err)
-	snaps, err := blobstore.OpenDir(t.TempDir())
-	require.NoError(t, err)
-	svc, err := coordinator.NewService(coordinator.Config{Store: st, Spool: sp, Snapshots: snaps})
-	require.NoError(t, err)
-	srv := coordinator.NewServer(svc)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() { srv.Drain(); hs.Close() })
-	tok, err := node.NewToken()
-	require.NoError(t, err)
-	_, err = st.AddNode(ctx, "worker-1", node.HashToken(tok))
-	require.NoError(t, err)
-	g, err = st.AddGroup(ctx, g)
-	require.NoError(t, err)
-	rs, err := st.AddRanges(ctx, grouplease.NewRanges{Group: g.Name, From: span.From, To: span.To})
-	require.NoError(t, err)
-	for _, r := range rs {
-		for _, s := range lease.Spans(r.Start, r.End, g.ChunkSize) {
-			data, err := src.Fetch(ctx, g.Name, s)
-			require.NoError(t, err)
-			require.NoError(t, sp.Put(r.ID, s, data))
-		}
-	}
-	return &clockedPipeline{pipeline: pipeline{store: st, url: hs.URL, token: tok}, clock: clock}
+	return &clockedPipeline{pipeline: *newPipelineOn(t, sqlstore.Config{Clock: clock}, g), clock: clock}
 }
 
 // stopTransport stops a worker once an answer contains mark: it cancels the
