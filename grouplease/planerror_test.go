@@ -122,3 +122,35 @@ func TestPlannerKeepsDateErrorWhileWaiting(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, got, "the search succeeded")
 }
+
+// TestPlannerDateBackoffPastSixtyFourFailures: the wait after a failed
+// date search stays at 64 Intervals however many searches failed before;
+// the doubling must not overflow to no wait at all.
+func TestPlannerDateBackoffPastSixtyFourFailures(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := openStore(t)
+	_, err := st.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100})
+	require.NoError(t, err)
+	require.NoError(t, st.SetPlan(ctx, "g", grouplease.GroupPlan{Tail: true, History: true,
+		HistorySince: time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)}))
+	finder := &dateFinder{fn: func(time.Time) (grouplease.DatePoint, error) {
+		return grouplease.DatePoint{}, errors.New("no Date parses")
+	}}
+	clk := clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p, err := grouplease.NewPlanner(grouplease.PlannerConfig{Store: st, Source: &failing{err: map[string]error{}},
+		Dates: finder, Clock: clk, Interval: time.Minute})
+	require.NoError(t, err)
+	for range 70 {
+		_, err := p.Pass(ctx)
+		require.Error(t, err)
+		clk.Advance(64 * time.Minute)
+	}
+	require.Equal(t, 70, finder.calls, "one search after each wait of 64 Intervals")
+	_, err = p.Pass(ctx) // the 71st search fails: the next waits 64 Intervals too
+	require.Error(t, err)
+	clk.Advance(time.Minute)
+	_, err = p.Pass(ctx)
+	require.NoError(t, err, "the search waits")
+	require.Equal(t, 71, finder.calls, "no search one Interval after the 71st failure")
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/clock"
+	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -286,7 +287,7 @@ func PlanErrorText(err error) string {
 func (p *Planner) plan(ctx context.Context, pl PlanStatus, low, high int64) (Planned, error) {
 	res, err := p.cfg.Store.PlanRanges(ctx, pl.GroupID, low, high)
 	if err != nil {
-		return res, fmt.Errorf("planner: group %q: %w", pl.Group, err)
+		return res, err // pass.fail names the group
 	}
 	if res.Held != nil {
 		p.cfg.Logger.Warn(fmt.Sprintf("planner: group %q: watermarks %d..%d not trusted until a later poll confirms them", pl.Group, low, high),
@@ -331,7 +332,8 @@ func (p *Planner) historyStart(ctx context.Context, pl PlanStatus) (bool, error)
 	pt, err := p.cfg.Dates.FindDate(ctx, pl.Group, pl.HistorySince)
 	if err != nil {
 		f.fails++
-		f.next = p.cfg.Clock.Now().Add(p.cfg.Interval * time.Duration(min(1<<(f.fails-1), maxSearchBackoff)))
+		// r = 1: the whole wait, unjittered.
+		f.next = p.cfg.Clock.Now().Add(backoff.Wait(f.fails, p.cfg.Interval, maxSearchBackoff*p.cfg.Interval, 1))
 		p.mu.Lock()
 		p.failed[pl.GroupID] = f
 		p.mu.Unlock()
