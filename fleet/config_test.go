@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/clock"
+	"github.com/edgeindex/edgeindex/fleetcache"
 )
 
 // TestConfigDefaults: a zero field means its default; RateReads below 2
@@ -60,4 +62,16 @@ func TestParseHosts(t *testing.T) {
 		{name: "b.example:443", base: "https://b.example/prefix"},
 		{name: "c.example:80", base: "http://c.example"},
 	}, hosts)
+}
+
+// TestCacheClockKeepsFastPath: with the wall clock the caches get none of
+// their own, so that fleetcache reads only the monotonic clock on a hit;
+// an injected clock is passed through.
+func TestCacheClockKeepsFastPath(t *testing.T) {
+	t.Parallel()
+	cfg, err := Config{Coordinators: []string{"http://127.0.0.1:1"}, Token: "t"}.withDefaults()
+	require.NoError(t, err)
+	require.Nil(t, (&Coordinators{cfg: cfg}).cacheClock(), "the wall clock")
+	manual := clock.NewManual(time.Unix(0, 0))
+	require.Equal(t, fleetcache.Clock(manual), (&Coordinators{cfg: Config{Clock: manual}}).cacheClock())
 }

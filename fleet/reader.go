@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -92,22 +93,14 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxLanes < 0 {
 		return c, edgeindex.Invalidf("MaxLanes must not be negative, not %d", c.MaxLanes)
 	}
-	c.Keep = cmpOr(c.Keep, DefaultKeep)
-	c.Timeout = cmpOr(c.Timeout, DefaultTimeout)
-	c.RateReads = cmpOr(c.RateReads, DefaultRateReads)
-	c.MaxLanes = cmpOr(c.MaxLanes, DefaultMaxLanes)
+	c.Keep = cmp.Or(c.Keep, DefaultKeep)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.RateReads = cmp.Or(c.RateReads, DefaultRateReads)
+	c.MaxLanes = cmp.Or(c.MaxLanes, DefaultMaxLanes)
 	if c.Clock == nil {
 		c.Clock = clock.Real
 	}
 	return c, nil
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Coordinators reads the fleets of one or more coordinators through a
@@ -176,15 +169,25 @@ func newClient() *http.Client {
 	}
 }
 
+// cacheClock is the caches' clock: nil, fleetcache's own wall clock, for
+// the wall clock, which keeps a cache hit on its fast path (one
+// monotonic read), else Config.Clock.
+func (c *Coordinators) cacheClock() fleetcache.Clock {
+	if c.cfg.Clock == clock.Real {
+		return nil
+	}
+	return c.cfg.Clock
+}
+
 // openCaches builds the fleet and seat caches and the handler.
 func (c *Coordinators) openCaches() error {
 	var err error
-	c.fleet, err = fleetcache.New(c.readFleet, (*Read).allOK, fleetcache.Config{Keep: c.cfg.Keep, Timeout: c.cfg.Timeout, Clock: c.cfg.Clock})
+	c.fleet, err = fleetcache.New(c.readFleet, (*Read).allOK, fleetcache.Config{Keep: c.cfg.Keep, Timeout: c.cfg.Timeout, Clock: c.cacheClock()})
 	if err != nil {
 		return err
 	}
 	c.seats, err = fleetcache.NewSeats(c.readSeat, nil, fleetcache.SeatConfig{
-		TTL: seatTTL, MaxEntries: seatEntries, Timeout: c.cfg.Timeout, Clock: c.cfg.Clock,
+		TTL: seatTTL, MaxEntries: seatEntries, Timeout: c.cfg.Timeout, Clock: c.cacheClock(),
 	})
 	if err != nil {
 		return err
