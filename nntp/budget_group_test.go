@@ -92,4 +92,5 @@ func TestConnectionBudgetExpiredIdleConnectionNotReused(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, src.Stats().Dials, "the idle connection was reused")
 	require.Same(t, b.taken()[0], b.waitReleased(t), "its slot is given back")
+	require.Zero(t, srv.Stats().Commands["QUIT"], "no QUIT on a slot that may be another's")
 }

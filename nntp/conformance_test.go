@@ -47,6 +47,10 @@ func TestConformance(t *testing.T) {
 		{"tls-auth", nntptest.Config{TLS: true, User: "reader", Pass: "s3cret", AuthFirst: true}, nil},
 		{"starttls-auth", nntptest.Config{StartTLS: true, RequireTLS: true, User: "reader", Pass: "s3cret"}, func(c *nntp.Config) { c.StartTLS = nntp.StartTLSRequire }},
 		{"mode-reader", nntptest.Config{ModeReader: true, NoCapabilities: false}, nil},
+		// COMPRESS DEFLATE both ways, plain and behind TLS and a login first.
+		{"deflate", nntptest.Config{Deflate: true}, func(c *nntp.Config) { c.Compress = nntp.CompressDeflate }},
+		{"deflate-tls-auth", nntptest.Config{Deflate: true, TLS: true, User: "reader", Pass: "s3cret", AuthFirst: true},
+			func(c *nntp.Config) { c.Compress = nntp.CompressDeflate }},
 	}
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/textproto"
 	"strings"
 	"time"
 
@@ -27,7 +26,6 @@ type conn struct {
 	tcp       net.Conn // the socket, closed to abort a call
 	dc        *deadlineConn
 	r         *bufio.Reader
-	tp        *textproto.Reader
 	w         *bufio.Writer
 	caps      Capabilities  // nil when CAPABILITIES was refused
 	rw        io.ReadWriter // what r and w read and write: the socket, or TLS on it
@@ -125,7 +123,6 @@ func dial(ctx context.Context, cfg *Config) (_ *conn, err error) {
 func (c *conn) setRW(rw io.ReadWriter) {
 	c.rw = rw
 	c.r = bufio.NewReaderSize(rw, readBufSize)
-	c.tp = textproto.NewReader(c.r)
 	c.w = bufio.NewWriterSize(rw, 4096)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/textproto"
 
 	"github.com/edgeindex/edgeindex/internal/inflate"
 )
@@ -66,7 +65,6 @@ func (c *conn) negotiateCompression() error {
 // whole.
 func (c *conn) startDeflate() {
 	c.r = bufio.NewReaderSize(&inflater{r: inflate.NewReader(c.r)}, readBufSize)
-	c.tp = textproto.NewReader(c.r)
 	c.w = bufio.NewWriterSize(storedBlocks{c.rw}, 4096)
 	c.deflate = true
 }

@@ -10,39 +10,7 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
-	"github.com/edgeindex/edgeindex/sources/sourcetest"
 )
-
-// TestDeflateConformance runs the chunk source suite over a connection
-// deflated both ways, plain and behind TLS and a login first.
-func TestDeflateConformance(t *testing.T) {
-	t.Parallel()
-	variants := []struct {
-		name string
-		cfg  nntptest.Config
-	}{
-		{"plain", nntptest.Config{Deflate: true}},
-		{"tls-auth", nntptest.Config{Deflate: true, TLS: true, User: "reader", Pass: "s3cret", AuthFirst: true}},
-	}
-	for _, v := range variants {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			sourcetest.Run(t, func(t *testing.T) sourcetest.Harness {
-				g, present := conformanceGroup()
-				cfg := v.cfg
-				cfg.Groups = []nntptest.Group{g}
-				srv := serve(t, cfg)
-				src := open(t, srv, func(c *nntp.Config) { c.Compress = nntp.CompressDeflate })
-				empty := lease.Span{From: 3001, To: 4000}
-				big := lease.Span{From: 5_000_000_000, To: 5_000_001_999}
-				return sourcetest.Harness{
-					Source: src, Group: testGroup, Low: 1, High: 5_000_002_000, Present: present,
-					Span: lease.Span{From: 1, To: 2000}, EmptySpan: &empty, BigSpan: &big,
-				}
-			})
-		})
-	}
-}
 
 // TestDeflateSameChunksAsPlain: by default a Source turns COMPRESS DEFLATE
 // on when the server lists it, after AUTHINFO, and its chunks are the
