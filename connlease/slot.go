@@ -29,7 +29,7 @@ type Slot interface {
 // reused. SharedBudget's slots have it.
 //
 // A Slot may also have a method Yield() bool, asked each time its
-// connection is put back or taken idle: true closes the connection (QUIT) and gives the
-// slot back rather than keeping it idle or handing it to a call waiting,
-// so that another coordinator waiting under its fair share of the account
-// gets it. SharedBudget's slots have it.
+// connection is put back or taken idle: true closes the connection (QUIT)
+// and gives the slot back rather than keeping it idle or handing it to a
+// call waiting, so that another coordinator waiting under its fair share
+// of the account gets it. SharedBudget's slots have it.
