@@ -13,11 +13,12 @@ import (
 
 // Two coordinators started with different --nntp-conns for one provider
 // (an operator's typo, or a rolling change of the account's size) must
-// not, together, hold more slots than the smaller size: that is the
-// account's total one of them was told. Each used to take the slots
-// numbered below its own Size, so a Size 2 and a Size 4 held 4 between
-// them; the store keeps the size now, and the other size is refused.
-func TestConnectionBudgetMismatchedSizesNeverExceedSmaller(t *testing.T) {
+// not, together, hold more slots than the size the first of them stored.
+// Each used to take the slots numbered below its own Size, so a Size 2
+// and a Size 4 held 4 between them; the store keeps the size now, and the
+// other size is refused while a slot is held. (Here the smaller comes
+// first; had the larger, the smaller would be refused the same way.)
+func TestConnectionBudgetMismatchedSizeRefused(t *testing.T) {
 	t.Parallel()
 	store := openStore(t, nil)
 	small := newBudget(t, connlease.Config{Store: store, Provider: "eweka", Size: 2, Holder: "a", Poll: 5 * time.Millisecond})

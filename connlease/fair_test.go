@@ -328,8 +328,8 @@ func (s hungDemand) Demand(ctx context.Context, provider string, within time.Dur
 	return nil, ctx.Err()
 }
 
-// Close does not wait out a Demand stuck on a slow database (the renewer's
-// calls are cancelled at Close; the refresher's are not).
+// Close does not wait out a Demand stuck on a slow database: the
+// refresher's calls are cancelled at Close, as the renewer's are.
 func TestConnectionBudgetCloseCancelsDemand(t *testing.T) {
 	t.Parallel()
 	st := hungDemand{Store: openStore(t, nil), entered: make(chan struct{}, 1)}
@@ -348,15 +348,13 @@ func TestConnectionBudgetCloseCancelsDemand(t *testing.T) {
 	}
 }
 
-// With more holders than slots, one starved holder makes every holder with
-// a slot yield, not one: size 2, a and b hold one each, c wants.
+// With more holders than slots, one starved holder makes one holder with a
+// slot yield, not every one: size 2, a and b hold one each, c wants.
 func TestConnectionBudgetOneStarvedHolderOneYield(t *testing.T) {
 	t.Parallel()
-	hs := func(self string) []connlease.Holding {
-		return []connlease.Holding{{Holder: "a", Held: 1}, {Holder: "b", Held: 1}, {Holder: "c", Wants: true}}
-	}
-	_, ya, _, _ := connlease.Plan(2, "a", hs("a"), 1)
-	_, yb, _, _ := connlease.Plan(2, "b", hs("b"), 1)
+	hs := []connlease.Holding{{Holder: "a", Held: 1}, {Holder: "b", Held: 1}, {Holder: "c", Wants: true}}
+	_, ya, _, _ := connlease.Plan(2, "a", hs, 1)
+	_, yb, _, _ := connlease.Plan(2, "b", hs, 1)
 	require.Equal(t, 1, ya+yb, "one starved holder, two slots given back")
 	// Over the share: c needs one, a gives two.
 	_, y, _, _ := connlease.Plan(4, "a", []connlease.Holding{{Holder: "a", Held: 3}, {Holder: "b", Held: 1}, {Holder: "c", Wants: true}}, 3)

@@ -53,10 +53,10 @@ const addSlotsQuery = `WITH RECURSIVE k(n) AS (SELECT 0 UNION ALL SELECT n + 1 F
 // The provider's size is stored: the first take writes it (and the slots'
 // rows, once), and a take with another size changes it only while no slot
 // of the provider is taken; while one is, it fails with an error wrapping
-// edgeindex.ErrConflict. So coordinators told different sizes for one account
-// never take slots of the larger between them, and an operator resizes a budget by
-// stopping its coordinators and starting them with the new size (or
-// waiting a TTL after a crash).
+// edgeindex.ErrConflict. So coordinators told different sizes for one
+// account never hold more than the size stored first (the other is
+// refused), and an operator resizes a budget by stopping its coordinators
+// and starting them with the new size (or waiting a TTL after a crash).
 func (s *Store) TakeSlot(ctx context.Context, provider string, size int, holder string, ttl time.Duration) (connlease.Lease, bool, error) {
 	if err := checkSlotArgs(provider, holder); err != nil {
 		return connlease.Lease{}, false, err

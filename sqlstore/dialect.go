@@ -116,6 +116,17 @@ func (d dialect) fts5() bool { return !d.isPostgres() }
 // no statistics to choose by (nothing runs ANALYZE); PostgreSQL's has.
 func (d dialect) hintsPlans() bool { return !d.isPostgres() }
 
+// snapshotWrite returns the options of a write transaction whose
+// statements all see one snapshot, and whose commit PostgreSQL refuses
+// (40001) when a row it writes changed since: repeatable read. SQLite has
+// one writer.
+func (d dialect) snapshotWrite() *sql.TxOptions {
+	if d.isPostgres() {
+		return &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
+	}
+	return nil
+}
+
 // snapshotRead returns the options of a read transaction whose statements
 // all see one snapshot: repeatable read on PostgreSQL. SQLite's read
 // transaction sees one snapshot at any level.

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ func TestRemoveGroupRacesAWorker(t *testing.T) {
 	defer hold.Rollback()
 	_, err = hold.ExecContext(ctx, `SELECT 1 FROM chunk_claims WHERE range_id = $1 FOR UPDATE`, rs[1].ID)
 	require.NoError(t, err)
+	holder := backendPID(t, hold)
 
 	type removal struct {
 		results int64
@@ -47,11 +49,7 @@ func TestRemoveGroupRacesAWorker(t *testing.T) {
 		_, n, err := s.RemoveGroup(ctx, "g", false)
 		done <- removal{n, err}
 	}()
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_locks WHERE NOT granted`).Scan(&n))
-		return n > 0
-	}, 10*time.Second, 10*time.Millisecond, "the removal waits on the claim")
+	waitBlockedBy(t, s, holder, "the removal waits on the claim")
 
 	l, err := s.Grant(ctx, "w", time.Minute)
 	require.NoError(t, err)
@@ -84,18 +82,36 @@ func TestAddRangesAfterRemoveIsNotFound(t *testing.T) {
 	defer remove.Rollback()
 	_, err = remove.ExecContext(ctx, `SELECT id FROM groups WHERE id = $1 FOR NO KEY UPDATE`, g.ID)
 	require.NoError(t, err)
+	holder := backendPID(t, remove)
 	added := make(chan error, 1)
 	go func() {
 		_, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100, Lane: lease.LaneTail})
 		added <- err
 	}()
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_locks WHERE NOT granted`).Scan(&n))
-		return n > 0
-	}, 10*time.Second, 10*time.Millisecond, "the add waits on the group's lock")
+	waitBlockedBy(t, s, holder, "the add waits on the group's lock")
 	_, err = remove.ExecContext(ctx, `DELETE FROM groups WHERE id = $1`, g.ID)
 	require.NoError(t, err)
 	require.NoError(t, remove.Commit())
 	require.ErrorIs(t, <-added, edgeindex.ErrNotFound)
+}
+
+// backendPID is the server process of tx's connection.
+func backendPID(t *testing.T, tx *sql.Tx) int {
+	t.Helper()
+	var pid int
+	require.NoError(t, tx.QueryRowContext(t.Context(), `SELECT pg_backend_pid()`).Scan(&pid))
+	return pid
+}
+
+// waitBlockedBy waits until a session waits on a lock of the server
+// process holder: this test's own, not another test's on the shared
+// server.
+func waitBlockedBy(t *testing.T, s *sqlstore.Store, holder int, msg string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, s.DB().QueryRowContext(t.Context(),
+			`SELECT COUNT(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&n))
+		return n > 0
+	}, 10*time.Second, 10*time.Millisecond, msg)
 }

@@ -441,7 +441,12 @@ func migrationVersions(names []string) ([]int, error) {
 // tx runs fn in a transaction on the writing pool, committing when fn
 // returns nil.
 func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.db.BeginTxx(ctx, nil)
+	return s.txWith(ctx, nil, fn)
+}
+
+// txWith is tx with opts.
+func (s *Store) txWith(ctx context.Context, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.db.BeginTxx(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -461,20 +466,8 @@ const maxSnapshotTries = 5
 // row another transaction changed meanwhile fails the write, and fn runs
 // again from the start, up to maxSnapshotTries times.
 func (s *Store) txSnapshot(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	var opts *sql.TxOptions
-	if s.d.isPostgres() {
-		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead}
-	}
 	for try := 1; ; try++ {
-		tx, err := s.db.BeginTxx(ctx, opts)
-		if err != nil {
-			return err
-		}
-		if err = fn(tx); err == nil {
-			err = tx.Commit()
-		} else {
-			tx.Rollback()
-		}
+		err := s.txWith(ctx, s.d.snapshotWrite(), fn)
 		pe, ok := errors.AsType[*pq.Error](err)
 		if err == nil || try == maxSnapshotTries || !ok || pe.Code != "40001" {
 			return err
