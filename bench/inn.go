@@ -56,21 +56,10 @@ func closeINN() {
 
 // innFlags adds the inn lines' flags.
 func innFlags(fs *flag.FlagSet, o *options) {
-	fs.IntVar(&o.innArticles, "inn-articles", 0, "articles posted to the throwaway INN the inn lines index (default 200000, 20000 with -quick)")
+	fs.IntVar(&o.innArticles, "inn-articles", 200_000, "articles posted to the throwaway INN the inn lines index (20000 with -quick)")
 	fs.DurationVar(&o.innPoll, "inn-poll", time.Second, "serve's --poll in the inn lines: how soon the tail plans a new post")
 	fs.Int64Var(&o.innRangeSize, "inn-range-size", grouplease.DefaultRangeSize, "the inn lines' group add --range-size: articles per range")
-	fs.StringVar(&o.innCompress, "inn-compress", "auto", "the inn lines' ?compress= on serve's --source: auto (as deployed: COMPRESS DEFLATE, which INN offers), deflate, gzip or none")
-}
-
-// innArticles is -inn-articles, or its default.
-func innArticles(o options) int {
-	switch {
-	case o.innArticles > 0:
-		return o.innArticles
-	case o.quick:
-		return 20_000
-	}
-	return 200_000
+	fs.StringVar(&o.innCompress, "inn-compress", "none", "the inn lines' ?compress= on serve's --source: none (the default: plain, as the bare OVER baseline reads), auto (as deployed: COMPRESS DEFLATE, which INN offers, against a plain baseline), deflate or gzip")
 }
 
 // innMeasures are the inn lines: edgeindex indexing a real INN, the post
@@ -112,7 +101,7 @@ func (b *innBench) setup() error {
 	if b.srv != nil || b.err != nil {
 		return b.err
 	}
-	n := innArticles(b.s.o)
+	n := b.s.o.innArticles
 	began := time.Now()
 	arts := inntest.Generate(n, innGroup)
 	made := time.Since(began)

@@ -341,11 +341,8 @@ func resultsPage(ctx context.Context, base, admin, cursor string) ([]json.RawMes
 // number as it is, null as "".
 func rawCursor(raw json.RawMessage) string {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if json.Unmarshal(raw, &s) == nil { // null too: s stays ""
 		return s
-	}
-	if string(raw) == "null" {
-		return ""
 	}
 	return string(raw)
 }

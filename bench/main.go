@@ -109,6 +109,9 @@ func main() {
 		if !isSet(fs, "duration") {
 			o.duration = 10 * time.Second
 		}
+		if !isSet(fs, "inn-articles") {
+			o.innArticles = 20_000
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
@@ -128,7 +131,8 @@ func (o *options) valid() bool {
 	return o.n >= 1 && o.workers >= 1 && o.count >= 1 && o.ingestBatches >= 1 && o.batchItems >= 1 &&
 		o.articles >= 1 && o.rangeSize >= 1 && o.pipeWorkers >= 1 && o.loadWorkers >= 1 && o.loadItems >= 1 && o.coordinators >= 1 && o.chunkTime >= 1 &&
 		o.search.Releases >= 1 && o.search.Conc >= 1 && o.search.Requests >= 1 && o.search.Queries >= 1 && o.duration > 0 &&
-		o.riverCooldown >= time.Millisecond && o.deployedResults >= 0 && o.innArticles >= 0 && o.innRangeSize >= 1 && o.innPoll > 0
+		o.riverCooldown >= time.Millisecond && o.deployedResults >= 0 && o.innArticles >= 1 && o.innRangeSize >= 1 && o.innPoll > 0 &&
+		slices.Contains([]string{"none", "auto", "deflate", "gzip"}, o.innCompress)
 }
 
 func isSet(fs *flag.FlagSet, name string) bool {
