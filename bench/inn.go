@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -219,8 +218,7 @@ func (b *innBench) index(base, admin, db string, tokens []string, start time.Tim
 func innWorkers(base string, tokens []string) ([]*edge.Worker, error) {
 	ws := make([]*edge.Worker, len(tokens))
 	for i, token := range tokens {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		cl, err := edge.NewClient(edge.Config{BaseURL: base, Token: token, HTTP: &http.Client{Transport: tr}})
+		cl, err := nodeClient(base, token, 0)
 		if err != nil {
 			return nil, err
 		}

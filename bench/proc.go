@@ -283,9 +283,16 @@ func (p *serveProc) Client(ctx context.Context, name string, attempts int) (*edg
 	if err != nil {
 		return nil, err
 	}
+	return nodeClient(p.URL, token, attempts)
+}
+
+// nodeClient is an edge.Client of base with token, with an HTTP transport
+// of its own, as a worker process of its own would have; attempts 0 means
+// the client's default.
+func nodeClient(base, token string, attempts int) (*edge.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 4
-	return edge.NewClient(edge.Config{BaseURL: p.URL, Token: token, HTTP: &http.Client{Transport: tr}, Attempts: attempts})
+	return edge.NewClient(edge.Config{BaseURL: base, Token: token, HTTP: &http.Client{Transport: tr}, Attempts: attempts})
 }
 
 // Clients adds n nodes, prefix1 to prefixN, four `node add` at a time, and
