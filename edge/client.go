@@ -51,8 +51,9 @@ type Config struct {
 	MaxFrame int
 	// MaxSnapshot is the largest snapshot GetSnapshot reads; 0 means 64 MiB.
 	MaxSnapshot int64
-	// Timeout bounds each attempt of every call but Stream, whose body lasts
-	// as long as the range; 0 means 30 s, negative means none.
+	// Timeout bounds each attempt of every call; of a Stream only until its
+	// answer's headers, as its body lasts as long as the range. 0 means
+	// 30 s, negative means none.
 	Timeout time.Duration
 	// Backoff is the wait before the first retry; it doubles with every
 	// further one, up to MaxBackoff. 0 means 250 ms and 30 s.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -36,16 +37,28 @@ func (c *Client) StreamFrom(ctx context.Context, rangeID, token, from int64) (*S
 	cl.accept = api.FramesType
 	cl.retry = true
 	var resp *http.Response
+	var stop context.CancelFunc
 	err := c.retry(ctx, cl, func(base *url.URL) error {
-		r, err := c.roundTrip(ctx, ctx, base, cl)
+		// The answer's headers come within Timeout, or the attempt is
+		// cut: a coordinator that takes the request and never answers
+		// would hold the worker, whose heartbeats keep its lease, for good.
+		// The body, which lasts, is not bounded so.
+		actx, cancel := context.WithCancel(ctx)
+		if c.cfg.Timeout > 0 {
+			timer := time.AfterFunc(c.cfg.Timeout, cancel)
+			defer timer.Stop()
+		}
+		r, err := c.roundTrip(ctx, actx, base, cl)
 		if err != nil {
+			cancel()
 			return err
 		}
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != api.FramesType {
 			r.Body.Close()
+			cancel()
 			return fmt.Errorf("edge: %s: %w: the answer is %q, not %s", cl.name(), ErrProtocol, r.Header.Get("Content-Type"), api.FramesType)
 		}
-		resp = r
+		resp, stop = r, cancel
 		return nil
 	})
 	if err != nil {
@@ -54,15 +67,17 @@ func (c *Client) StreamFrom(ctx context.Context, rangeID, token, from int64) (*S
 	fr, err := edgeframe.NewReader(resp.Body, edgeframe.Config{MaxFrame: c.cfg.MaxFrame})
 	if err != nil {
 		resp.Body.Close()
+		stop()
 		return nil, err
 	}
-	return &Stream{r: fr, body: resp.Body}, nil
+	return &Stream{r: fr, body: resp.Body, stop: stop}, nil
 }
 
 // Stream is an open stream of a range's frames.
 type Stream struct {
 	r    *edgeframe.Reader
 	body io.ReadCloser
+	stop context.CancelFunc // ends the request's context, at Close
 }
 
 var _ io.Closer = (*Stream)(nil)
@@ -97,4 +112,8 @@ func isFrameErr(err error) bool {
 func (s *Stream) Complete() bool { return s.r.Complete() }
 
 // Close closes the stream's body.
-func (s *Stream) Close() error { return s.body.Close() }
+func (s *Stream) Close() error {
+	err := s.body.Close()
+	s.stop()
+	return err
+}

@@ -461,6 +461,29 @@ func TestClientStreamWrongMediaType(t *testing.T) {
 	require.ErrorIs(t, err, edge.ErrProtocol)
 }
 
+// TestClientStreamNoAnswerTimesOut: a coordinator that takes the stream's
+// request and never answers cuts the attempt after Timeout (a network
+// error the worker retries), rather than holding the worker, whose
+// heartbeats keep its lease, until its context ends.
+func TestClientStreamNoAnswerTimesOut(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	cl, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: "t", HTTP: srv.Client(), Timeout: 50 * time.Millisecond, Attempts: 1})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // without the bound, the call ends only here
+	defer cancel()
+	_, err = cl.Stream(ctx, 1, 1)
+	require.ErrorIs(t, err, edge.ErrNetwork)
+	require.NoError(t, ctx.Err(), "the attempt ended, not the caller's context")
+}
+
 func gz(t *testing.T, s string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
