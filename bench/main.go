@@ -82,6 +82,8 @@ func main() {
 	fs.BoolVar(&finalBatches, "final", true, "cycle runs post a final batch that finishes the range (false: a batch, then a finish)")
 	fs.BoolVar(&o.waits, "waits", false, "sample pg_stat_activity during PostgreSQL runs and print what sessions wait on")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (coordinator, workers, baselines) to this file")
+	fs.StringVar(&serveProfiles, "serve-profiles", "", "deployed: keep 3 s of a CPU profile of serve's process during each line's cycles in this directory")
+	fs.BoolVar(&statements, "statements", false, "run PostgreSQL with pg_stat_statements and print each PostgreSQL line's ten costliest statements")
 	fs.StringVar(&o.mutexprofile, "mutexprofile", "", "write a profile of contended mutexes (sync.Mutex, not database locks) to this file")
 	fs.IntVar(&o.coordinators, "coordinators", 3, "scale: cycles and pipeline against 1 to this many coordinators")
 	fs.IntVar(&o.chunkTime, "chunk-ops", 200, "chunkstore: operations of each case of spool's BenchmarkChunkStore")
@@ -154,7 +156,7 @@ func run(ctx context.Context, out io.Writer, o options) (err error) {
 	}
 	defer os.RemoveAll(tmp)
 	defer removeCoordinatorBinary()
-	pg, err := startPostgres()
+	pg, err := startPostgres(statements)
 	if err != nil {
 		return err
 	}
@@ -304,9 +306,17 @@ func (s *session) onPG(name string, f func(url string) (result, error)) (result,
 	if s.o.waits {
 		w = startWaits(s.ctx, s.pg.base)
 	}
+	if statements {
+		if err := resetStatements(s.ctx, s.pg.base); err != nil {
+			return result{}, err
+		}
+	}
 	r, err := f(url)
 	if w != nil {
 		w.stop(s.out, name)
+	}
+	if statements && err == nil {
+		err = printStatements(s.ctx, s.out, s.pg.base, name)
 	}
 	return r, err
 }

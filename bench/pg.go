@@ -24,10 +24,15 @@ type postgres struct {
 
 // startPostgres returns TEST_DATABASE_URL's server, or starts a cluster
 // with room for the load runs' connections, fsync and synchronous_commit
-// on (their defaults, set so that no postgresql.conf can turn them off).
+// on (their defaults, set so that no postgresql.conf can turn them off),
+// and pg_stat_statements loaded when statements is set.
 // The caller must call Close, even on error paths after it returns.
-func startPostgres() (*postgres, error) {
-	base, stop, err := pgtest.Start("max_connections=400", "fsync=on", "synchronous_commit=on")
+func startPostgres(statements bool) (*postgres, error) {
+	settings := []string{"max_connections=400", "fsync=on", "synchronous_commit=on"}
+	if statements {
+		settings = append(settings, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all")
+	}
+	base, stop, err := pgtest.Start(settings...)
 	if err != nil {
 		return nil, err
 	}

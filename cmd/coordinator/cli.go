@@ -57,6 +57,9 @@ type Main struct {
 	// listed there.
 	Newznab, NewznabURL string
 	MinCompletion       int
+	// Pprof is the address of Go's profiles, net/http/pprof's
+	// /debug/pprof/ (serve --pprof; empty: off).
+	Pprof string
 
 	// Ready, when set, is told the address serve listens on; NewznabReady
 	// the address of --newznab.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/edgeindex/edgeindex/blobstore"
@@ -44,6 +46,7 @@ func (m *Main) serveFlags(fs *flag.FlagSet) func(context.Context, []string) erro
 	fs.DurationVar(&m.Store.RetryDelay, "retry-delay", sqlstore.DefaultRetryDelay, "how long a range with a corrupt chunk waits before it is granted again, doubling with each attempt")
 	fs.StringVar(&m.ID, "id", "", "this coordinator's identity as the owner of chunk claims (default: kept in <data>/coordinator.id)")
 	fs.DurationVar(&m.ClaimTTL, "claim-ttl", 2*time.Minute, "how long a chunk claim holds while its fetch runs; a coordinator that dies leaves its chunks to the others after it")
+	fs.StringVar(&m.Pprof, "pprof", "", "address to serve Go's profiles on, /debug/pprof/ (empty: off); they show the process's internals, so keep it on loopback")
 	m.storageFlag(fs)
 	m.releaseFlags(fs)
 	m.newznabFlags(fs)
@@ -79,6 +82,7 @@ type running struct {
 	pf       *prefetch.Prefetcher
 	planner  *grouplease.Planner
 	owner    string
+	pprof    *http.Server // --pprof's, or nil
 }
 
 // start opens everything, binds the address (so a busy port fails at
@@ -120,8 +124,28 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	if r.newznab, r.nzl, err = m.listenNewznab(r.store, log); err != nil {
 		return nil, err
 	}
+	if m.Pprof != "" {
+		ln, err := net.Listen("tcp", m.Pprof)
+		if err != nil {
+			return nil, fmt.Errorf("--pprof: %w", err)
+		}
+		r.pprof = &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
+		go r.pprof.Serve(ln)
+		log.Info("profiles listening", "addr", ln.Addr().String())
+	}
 	m.launch(ctx, r)
 	return r, nil
+}
+
+// pprofMux serves net/http/pprof's handlers under /debug/pprof/.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // openState checks --id, reads the admin token and the owner id (making
@@ -233,6 +257,9 @@ func (r *running) stop() error {
 		r.http.Close()
 	}
 	<-nzDone
+	if r.pprof != nil {
+		r.pprof.Close()
+	}
 	r.cancel()
 	for range cap(r.bg) {
 		<-r.bg
