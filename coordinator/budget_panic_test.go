@@ -67,13 +67,16 @@ func TestBatchBudgetAfterPanic(t *testing.T) {
 }
 
 // TestTypedNilPrefetcherIsNone: a nil *prefetch.Prefetcher in the Config
-// is no prefetcher, as an untyped nil is: leasing does not kick it.
+// is no prefetcher, as an untyped nil is: a stream does not kick it.
 func TestTypedNilPrefetcherIsNone(t *testing.T) {
 	t.Parallel()
 	var none *prefetch.Prefetcher
 	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.Prefetcher = none })
 	h.group("g", false, 1, 100, lease.LaneHistory)
-	require.NotZero(t, h.lease(h.token).Token, "a grant with no prefetcher to kick")
+	l := h.lease(h.token)
+	h.fill(l.Range, 25)
+	r := h.do("GET", fmt.Sprintf("/v1/ranges/%d/stream", l.Range.ID), h.token, l.Token, nil)
+	require.Equal(t, http.StatusOK, r.status, "a stream with no prefetcher to kick: %s", r.body)
 }
 
 // TestHTTPServerLogsWhereTold: the server logs to the Config's Logger, and

@@ -59,7 +59,7 @@ type Store interface {
 }
 
 // Prefetch is what the Service needs of a prefetcher: *prefetch.Prefetcher is
-// one. Kick asks for a pass soon (a range was leased, a chunk dropped);
+// one. Kick asks for a pass soon (a stream opened, a chunk was dropped);
 // Notify returns a channel closed when the next chunk is stored, which a
 // stream takes before it looks for a chunk and then waits on; Stored
 // closes it for a chunk stored elsewhere (ChunkStored).

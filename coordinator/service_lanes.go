@@ -26,15 +26,14 @@ func (s *Service) GrantLane(ctx context.Context, node string, ln lease.Lane) (ap
 	return gl, nil
 }
 
-// Next returns the lane's next range in article order as a range lease, and
-// kicks the prefetcher. It fails with lease.ErrNoWork when no range is
-// ready.
+// Next returns the lane's next range in article order as a range lease.
+// It fails with lease.ErrNoWork when no range is ready. As Grant, it
+// leaves the prefetcher to the range's stream.
 func (s *Service) Next(ctx context.Context, groupID int64, ln lease.Lane, f lease.Fence) (api.Lease, error) {
 	l, err := s.cfg.Store.Next(ctx, groupID, ln, f, s.cfg.LeaseTTL)
 	if err != nil {
 		return api.Lease{}, err
 	}
-	s.kick()
 	return l, nil
 }
 

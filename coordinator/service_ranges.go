@@ -16,13 +16,14 @@ import (
 
 // Grant grants node a range of an unordered group (the tail lane first,
 // then the lowest start; a range reported corrupt waits out its retry
-// delay first), and kicks the prefetcher. It fails with lease.ErrNoWork when no range is eligible.
+// delay first). It fails with lease.ErrNoWork when no range is eligible.
+// It does not kick the prefetcher: the range's stream does when it opens
+// (RangeStream.Send), so a range that nobody streams costs no fetch.
 func (s *Service) Grant(ctx context.Context, node string) (api.Lease, error) {
 	l, err := s.cfg.Store.Grant(ctx, node, s.cfg.LeaseTTL)
 	if err != nil {
 		return api.Lease{}, err
 	}
-	s.kick()
 	s.cfg.Metrics.leased()
 	return l, nil
 }
@@ -80,6 +81,11 @@ func (rs *RangeStream) Send(ctx context.Context, w FrameWriter) error {
 	defer cancel()
 	defer context.AfterFunc(svc.streams, cancel)() // Drain ends streams
 
+	// A stream is what the prefetcher fetches for: its range's chunks
+	// first, then the ranges a grant takes next. Each stream kicks it, not
+	// each grant, so ranges nobody streams cost no fetch, and streams that
+	// find their chunks stored still move the lookahead on.
+	svc.kick()
 	cw := &countingFrames{FrameWriter: w}
 	cfg := StreamConfig{
 		Spool:     svc.cfg.Spool,
@@ -209,7 +215,6 @@ func (s *Service) storeBatch(ctx context.Context, rangeID int64, f lease.Fence, 
 	}
 	switch {
 	case reply.Lease != nil:
-		s.kick()
 		s.cfg.Metrics.leased()
 	case then && reply.Done && !tried:
 		l, err := s.Grant(ctx, f.Node)

@@ -124,7 +124,8 @@ func New(cfg Config) (*Prefetcher, error) {
 	return &Prefetcher{cfg: cfg, kick: make(chan struct{}, 1), arrived: make(chan struct{})}, nil
 }
 
-// Kick asks for a pass soon: a range was leased, a chunk was dropped.
+// Kick asks for a pass soon: a stream opened, a chunk was dropped, ranges
+// were planned.
 func (p *Prefetcher) Kick() {
 	select {
 	case p.kick <- struct{}{}:
