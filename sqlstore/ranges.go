@@ -316,16 +316,17 @@ func (s *Store) Heartbeat(ctx context.Context, rangeID int64, f lease.Fence, ttl
 func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error {
 	defer s.known.forget(rangeID) // no longer the holder's as last written
 	if s.d.writesInWith() {
-		// One statement, fenced in its WHERE, with the claims' delete:
-		// one round trip and its commit, where the transaction below
-		// takes four. Only a refusal, to be told apart, goes on to it.
-		var id int64
-		err := s.db.GetContext(ctx, &id, s.q(finishQuery), rangeID, f.Node, f.Token)
-		if err == nil {
-			return nil
+		// Concurrent finishes go in rounds, one statement and one commit
+		// each, fenced in its WHERE, with the claims' delete
+		// (finishRound), where the transaction below takes four round
+		// trips and a commit for one. Only a refusal, to be told apart,
+		// goes on to it.
+		done, err := s.finishes.do(ctx, finishReq{rangeID: rangeID, f: f})
+		if err != nil {
+			return err
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("finish: %w", err)
+		if done {
+			return nil
 		}
 	}
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
@@ -350,16 +351,6 @@ func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error 
 		return s.finishChecked(ctx, tx, "finish", rangeID, true)
 	})
 }
-
-// finishQuery finishes a range f holds whose batches reach its end, and
-// deletes its chunk claims, in one statement (PostgreSQL); it returns no
-// row when it finished nothing.
-const finishQuery = `WITH done AS (
-		UPDATE ranges SET state = 'done', node = NULL, expires_us = NULL
-		WHERE id = ? AND state = 'leased' AND node = ? AND token = ? AND next_n > end_n
-		RETURNING id),
-	gone AS (DELETE FROM chunk_claims WHERE range_id IN (SELECT id FROM done))
-	SELECT id FROM done`
 
 // finishChecked finishes, in tx, range rangeID whose lease the caller checked
 // under the row's lock and whose next is past its end. When marked, the

@@ -153,8 +153,10 @@ type Store struct {
 	grants  *committer[grantReq, lease.Lease]
 	claims  *committer[chunkReq, bool]
 	fetched *committer[chunkReq, struct{}]
-	stop    context.CancelFunc
-	loops   sync.WaitGroup
+	// finishes runs Finish's fenced statement in rounds (PostgreSQL).
+	finishes *committer[finishReq, bool]
+	stop     context.CancelFunc
+	loops    sync.WaitGroup
 
 	known knownRanges // see putOptimistic
 
@@ -214,8 +216,8 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// startCommitters starts the loops that write Puts, Grants and chunk
-// claims in rounds, one of each: a second loop of a kind halves the
+// startCommitters starts the loops that write Puts, Grants, chunk claims
+// and Finishes in rounds, one of each: a second loop of a kind halves the
 // rounds it makes, and measured slower (cd bench && go run . -only
 // edgeindex).
 func (s *Store) startCommitters() {
@@ -225,6 +227,7 @@ func (s *Store) startCommitters() {
 	s.grants = startCommitter(ctx, &s.loops, s.grantRound)
 	s.claims = startCommitter(ctx, &s.loops, s.claimRound)
 	s.fetched = startCommitter(ctx, &s.loops, s.fetchedRound)
+	s.finishes = startCommitter(ctx, &s.loops, s.finishRound)
 }
 
 // oneRoundTrip asks lib/pq to send a query with arguments in one round
