@@ -3,10 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -57,15 +53,7 @@ func (s *session) deployedMeasures(add addMeasure) {
 // command line, and times the workers, in this process over loopback,
 // doing cfg.N cycles.
 func benchDeployed(ctx context.Context, dbURL, dir string, cfg deployedConfig) (_ result, err error) {
-	sc := serveConfig{DB: dbURL, Data: filepath.Join(dir, "data")}
-	var pprofAddr string
-	if serveProfiles != "" {
-		if pprofAddr, err = freeAddr(); err != nil {
-			return result{}, err
-		}
-		sc.Args = append(sc.Args, "--pprof", pprofAddr)
-	}
-	p, err := startServe(ctx, sc)
+	p, err := startServe(ctx, serveConfig{DB: dbURL, Data: filepath.Join(dir, "data")})
 	if err != nil {
 		return result{}, err
 	}
@@ -98,12 +86,7 @@ func benchDeployed(ctx context.Context, dbURL, dir string, cfg deployedConfig) (
 		}
 		stored = time.Since(t)
 	}
-	profiled := make(chan error, 1)
-	if pprofAddr != "" {
-		go func() { profiled <- saveProfile(ctx, pprofAddr, cfg) }()
-	} else {
-		profiled <- nil
-	}
+	profiled := p.profile(ctx, fmt.Sprintf("deployed-%d-%d-final%v", cfg.Workers, cfg.Waiting, cfg.Mode.final), 3)
 	r, err := timeCycles(ctx, clients, cfg.N, cfg.Mode)
 	if err != nil {
 		return result{}, err
@@ -182,45 +165,4 @@ func storeResults(ctx context.Context, dbURL string, n int) error {
 		return err
 	}
 	return analyze(ctx, dbURL)
-}
-
-// serveProfiles is -serve-profiles: a directory to keep a CPU profile of
-// serve's process during each deployed line's cycles in (empty: none).
-var serveProfiles string
-
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// saveProfile keeps 3 s of serve's CPU profile from its --pprof address,
-// from now, as serveProfiles/deployed-<workers>-<mode>.pprof.
-func saveProfile(ctx context.Context, addr string, cfg deployedConfig) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/debug/pprof/profile?seconds=3", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("serve's profile: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("serve's profile: %s", resp.Status)
-	}
-	name := fmt.Sprintf("deployed-%d-%d-final%v.pprof", cfg.Workers, cfg.Waiting, cfg.Mode.final)
-	f, err := os.Create(filepath.Join(serveProfiles, name))
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -141,7 +141,11 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	profiled := srv.profile(ctx, "inn", 2)
 	r, err := b.index(srv.URL, srv.AdminToken, db, tokens, start)
+	if perr := <-profiled; err == nil {
+		err = perr
+	}
 	if serr := srv.Stop(); err == nil {
 		err = serr
 	}

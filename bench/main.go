@@ -82,7 +82,7 @@ func main() {
 	fs.BoolVar(&finalBatches, "final", true, "cycle runs post a final batch that finishes the range (false: a batch, then a finish)")
 	fs.BoolVar(&o.waits, "waits", false, "sample pg_stat_activity during PostgreSQL runs and print what sessions wait on")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (coordinator, workers, baselines) to this file")
-	fs.StringVar(&serveProfiles, "serve-profiles", "", "deployed: keep 3 s of a CPU profile of serve's process during each line's cycles in this directory")
+	fs.StringVar(&serveProfiles, "serve-profiles", "", "deployed: keep CPU profiles of serve's process in this directory: 3 s of each deployed line's cycles, 2 s of the INN index")
 	fs.BoolVar(&statements, "statements", false, "run PostgreSQL with pg_stat_statements and print each PostgreSQL line's ten costliest statements")
 	fs.StringVar(&o.mutexprofile, "mutexprofile", "", "write a profile of contended mutexes (sync.Mutex, not database locks) to this file")
 	fs.IntVar(&o.coordinators, "coordinators", 3, "scale: cycles and pipeline against 1 to this many coordinators")

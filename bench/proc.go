@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -54,6 +55,7 @@ type serveProc struct {
 	waitErr error
 	tmpData bool
 	state   *os.ProcessState // once stopped
+	pprof   string           // --pprof's address, with -serve-profiles
 }
 
 // CPU is the user and system time serve took, once Stop has returned.
@@ -146,6 +148,13 @@ func startServe(ctx context.Context, cfg serveConfig) (_ *serveProc, err error) 
 // its "coordinator listening" line gives.
 func (p *serveProc) launch() (string, error) {
 	args := append([]string{"serve", "--addr", "127.0.0.1:0"}, p.where()...)
+	if serveProfiles != "" {
+		var err error
+		if p.pprof, err = freeAddr(); err != nil {
+			return "", err
+		}
+		args = append(args, "--pprof", p.pprof)
+	}
 	for _, s := range p.cfg.Sources {
 		args = append(args, "--source", s)
 	}
@@ -400,4 +409,55 @@ func (p *serveProc) Stop() error {
 		p.tmpData = false
 	}
 	return err
+}
+
+// serveProfiles is -serve-profiles: a directory to keep CPU profiles of
+// serve's process in, from the deployed and the INN lines (empty: none).
+var serveProfiles string
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// profile keeps seconds of serve's CPU profile from now, through its
+// --pprof, as serveProfiles/NAME.pprof; the channel gets the outcome. It
+// does nothing but answer nil without -serve-profiles.
+func (p *serveProc) profile(ctx context.Context, name string, seconds int) <-chan error {
+	done := make(chan error, 1)
+	if p.pprof == "" {
+		done <- nil
+		return done
+	}
+	go func() { done <- saveProfile(ctx, p.pprof, filepath.Join(serveProfiles, name+".pprof"), seconds) }()
+	return done
+}
+
+func saveProfile(ctx context.Context, addr, path string, seconds int) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("serve's profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("serve's profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
