@@ -293,6 +293,18 @@ func (s *Store) Heartbeat(ctx context.Context, rangeID int64, f lease.Fence, ttl
 	if err != nil {
 		return time.Time{}, err
 	}
+	if s.d.takesArrays() {
+		// Concurrent heartbeats go in rounds, one statement and one
+		// commit each (heartbeatRound); one its round did not renew goes
+		// on alone, below, to be renewed or told apart.
+		exp, err := s.heartbeats.do(ctx, heartbeatReq{rangeID: rangeID, f: f, ttlUS: ttlUS})
+		if err != nil {
+			return time.Time{}, err
+		}
+		if exp.Valid {
+			return fromMicros(exp), nil
+		}
+	}
 	var exp sql.NullInt64
 	err = s.db.GetContext(ctx, &exp, s.q(`
 		UPDATE ranges SET expires_us = {now} + ?

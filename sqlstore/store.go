@@ -155,8 +155,10 @@ type Store struct {
 	fetched *committer[chunkReq, struct{}]
 	// finishes runs Finish's fenced statement in rounds (PostgreSQL).
 	finishes *committer[finishReq, bool]
-	stop     context.CancelFunc
-	loops    sync.WaitGroup
+	// heartbeats renews leases in rounds (PostgreSQL).
+	heartbeats *committer[heartbeatReq, sql.NullInt64]
+	stop       context.CancelFunc
+	loops      sync.WaitGroup
 
 	known knownRanges // see putOptimistic
 
@@ -216,8 +218,8 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// startCommitters starts the loops that write Puts, Grants, chunk claims
-// and Finishes in rounds, one of each: a second loop of a kind halves the
+// startCommitters starts the loops that write Puts, Grants, chunk claims,
+// Finishes and Heartbeats in rounds, one of each: a second loop of a kind halves the
 // rounds it makes, and measured slower (cd bench && go run . -only
 // edgeindex).
 func (s *Store) startCommitters() {
@@ -228,6 +230,7 @@ func (s *Store) startCommitters() {
 	s.claims = startCommitter(ctx, &s.loops, s.claimRound)
 	s.fetched = startCommitter(ctx, &s.loops, s.fetchedRound)
 	s.finishes = startCommitter(ctx, &s.loops, s.finishRound)
+	s.heartbeats = startCommitter(ctx, &s.loops, s.heartbeatRound)
 }
 
 // oneRoundTrip asks lib/pq to send a query with arguments in one round
