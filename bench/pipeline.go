@@ -62,7 +62,7 @@ func runPipeline(ctx context.Context, cs []*coord, articles, rangeSize int64, wo
 		return result{}, pipelineRun{}, err
 	}
 	// Ranges come last, just before the timer starts: the prefetcher's
-	// first pass is over, and it fetches nothing until a lease kicks it
+	// first pass is over, and it fetches nothing until a stream kicks it
 	// (or its idle pass 2 s later), so no chunk is fetched before the
 	// timer starts. The baseline's fetches are timed too.
 	rs, err := c.store.AddRanges(ctx, grouplease.NewRanges{Group: pipelineGroup, From: 1, To: articles})

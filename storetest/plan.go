@@ -173,6 +173,30 @@ func testPlanAhead(t *testing.T, e *env) {
 		spansOf(added), "finished ranges make room for more, from the cursor")
 }
 
+// A group of 10^9 articles costs the database what planning keeps ahead,
+// however often it is planned: at most planAhead unfinished ranges in each
+// lane (issue 21), not a row per range of the group.
+func testPlanBillion(t *testing.T, e *env) {
+	g := e.plan(t, "g", grouplease.GroupPlan{Tail: true, History: true})
+	const high = 1_000_000_000
+	for range 3 { // the first reply, then its confirmations
+		_, err := e.PlanRanges(e.ctx, g.ID, 1, high)
+		require.NoError(t, err)
+	}
+	rs, err := e.Ranges(e.ctx, grouplease.RangeFilter{Group: "g", Limit: 10 * planAhead})
+	require.NoError(t, err)
+	lanes := map[lease.Lane]int{}
+	for _, r := range rs {
+		lanes[r.Lane]++
+	}
+	require.Equal(t, planAhead, lanes[lease.LaneHistory], "history keeps planAhead ranges ahead")
+	require.LessOrEqual(t, lanes[lease.LaneTail], planAhead)
+	require.LessOrEqual(t, len(rs), 2*planAhead, "no more rows than the two lanes' limits")
+	st := e.planOf(t, g.ID)
+	require.Equal(t, int64(high), st.High, "the billion is trusted")
+	require.LessOrEqual(t, st.HistoryNext, int64(100*planAhead+1), "the rest of the history waits for room, not planned")
+}
+
 func testPlanBadInput(t *testing.T, e *env) {
 	e.group(t, "g", false)
 	for _, p := range []grouplease.GroupPlan{{}, {Tail: true, Margin: -1}, {History: true, HistoryBack: -5}} {

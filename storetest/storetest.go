@@ -118,6 +118,7 @@ func Run(t *testing.T, open Open) {
 		{"PlanHistoryBack", testPlanHistoryBack},
 		{"PlanAroundRanges", testPlanAroundRanges},
 		{"PlanAhead", testPlanAhead},
+		{"PlanBillion", testPlanBillion},
 		{"PlanBadInput", testPlanBadInput},
 		{"PlanConcurrent", testPlanConcurrent},
 		{"PlanEmptyReply", testPlanEmptyReply},
