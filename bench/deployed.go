@@ -62,12 +62,11 @@ func benchDeployed(ctx context.Context, dbURL, dir string, cfg deployedConfig) (
 			err = stopErr
 		}
 	}()
-	// The nodes first, the ranges last, as runPipeline does: the
-	// prefetcher fetches nothing before a lease or its idle pass (2 s),
-	// so a run whose ranges are added in less fetches no chunk before
-	// the timer. Adding a million takes longer (about 20 s), and the
-	// passes meanwhile fetch ahead for the 1M line: its ratio leans its
-	// way by what they fetched.
+	// The nodes first, the ranges last, as runPipeline does. The cycles
+	// stream nothing, so the prefetcher fetches only at its idle passes
+	// (every 2 s): the leased ranges' chunks, and 4 ranges ahead. Adding
+	// a million ranges takes about 20 s, and those passes meanwhile fetch
+	// ahead for the 1M line too: 4 ranges a pass, next to nothing.
 	clients, err := p.Clients(ctx, "w", cfg.Workers, 1)
 	if err != nil {
 		return result{}, err
