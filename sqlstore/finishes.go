@@ -1,8 +1,10 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/lib/pq"
 
@@ -24,10 +26,12 @@ type finishReq struct {
 // returns the fence that finished each range, and only the first call of
 // that fence is answered true: a call under another fence of the range,
 // or the same call twice, goes to the transaction, as if it came after.
+// The rows go in range id order, the order the locked batch path locks
+// ranges in, so that two rounds never wait for each other's rows.
 func (s *Store) finishRound(ctx context.Context, round []*call[finishReq, bool]) {
 	commitRound(ctx, round, func(ctx context.Context, round []*call[finishReq, bool]) error {
 		ids, nodes, tokens := make([]int64, len(round)), make([]string, len(round)), make([]int64, len(round))
-		for i, c := range round {
+		for i, c := range byRange(round, func(r finishReq) int64 { return r.rangeID }) {
 			ids[i], nodes[i], tokens[i] = c.req.rangeID, c.req.f.Node, c.req.f.Token
 		}
 		st, err := s.prepared(ctx, finishRoundQuery)
@@ -67,3 +71,11 @@ const finishRoundQuery = `WITH v AS (
 		RETURNING r.id, v.node, v.token),
 	gone AS (DELETE FROM chunk_claims WHERE range_id IN (SELECT id FROM done))
 	SELECT id, node, token FROM done`
+
+// byRange returns a copy of round in the order of its range ids (id), the
+// order a round's statement takes its rows in.
+func byRange[Req, Res any](round []*call[Req, Res], id func(Req) int64) []*call[Req, Res] {
+	sorted := slices.Clone(round)
+	slices.SortStableFunc(sorted, func(a, b *call[Req, Res]) int { return cmp.Compare(id(a.req), id(b.req)) })
+	return sorted
+}

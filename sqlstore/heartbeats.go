@@ -22,12 +22,13 @@ type heartbeatReq struct {
 // answered with its new expiry, or with no value when its fence did not
 // renew the range: it then goes on alone, to be renewed or told apart.
 // The statement returns the fence that renewed each range, and only the
-// first call of that fence is answered from it.
+// first call of that fence is answered from it. The rows go in range id
+// order, as finishRound's do.
 func (s *Store) heartbeatRound(ctx context.Context, round []*call[heartbeatReq, sql.NullInt64]) {
 	commitRound(ctx, round, func(ctx context.Context, round []*call[heartbeatReq, sql.NullInt64]) error {
 		n := len(round)
 		ids, nodes, tokens, ttls := make([]int64, n), make([]string, n), make([]int64, n), make([]int64, n)
-		for i, c := range round {
+		for i, c := range byRange(round, func(r heartbeatReq) int64 { return r.rangeID }) {
 			ids[i], nodes[i], tokens[i], ttls[i] = c.req.rangeID, c.req.f.Node, c.req.f.Token, c.req.ttlUS
 		}
 		st, err := s.prepared(ctx, heartbeatRoundQuery)
