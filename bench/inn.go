@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -136,6 +138,7 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	inn0 := b.innCPU()
 	start := time.Now() // the timer runs from serve's start: its first poll plans the group
 	srv, err := startServe(ctx, serveConfig{DB: db, Data: data, Sources: []string{source}, Args: []string{"--poll", o.innPoll.String()}})
 	if err != nil {
@@ -150,7 +153,8 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 		err = serr
 	}
 	if err == nil {
-		r.detail += fmt.Sprintf(", serve's CPU %s in all", srv.CPU().Round(time.Millisecond))
+		r.detail += fmt.Sprintf(", serve's CPU %s in all, INN's %s (its readers', the post's included)",
+			srv.CPU().Round(time.Millisecond), (b.innCPU() - inn0).Round(time.Millisecond))
 	}
 	return r, err
 }
@@ -339,15 +343,41 @@ func overSpans(rs []lease.Range, high int64) []lease.Span {
 
 // over is the inn/over line: the same spans over bare connections.
 func (b *innBench) over() (result, error) {
+	inn0 := b.innCPU()
 	lines, elapsed, err := overBaseline(b.s.ctx, b.srv.Addr(), innGroup, b.spans, innConns)
 	if err != nil {
 		return result{}, err
 	}
+	inn := b.innCPU() - inn0
 	if want := b.indexed; lines != want {
 		return result{}, fmt.Errorf("inn/over: %d overview lines for %d articles", lines, want)
 	}
 	return result{rate: float64(lines) / elapsed.Seconds(), elapsed: elapsed,
-		detail: fmt.Sprintf("%d articles, %d OVER spans, %d bare connections into io.Discard", lines, len(b.spans), innConns)}, nil
+		detail: fmt.Sprintf("%d articles, %d OVER spans, %d bare connections into io.Discard, INN's CPU %s", lines, len(b.spans), innConns,
+			inn.Round(time.Millisecond))}, nil
+}
+
+// innCPU is the CPU time innd and its readers that have exited used so
+// far: utime, stime, cutime and cstime of /proc/PID/stat, in clock ticks
+// of 10 ms (Linux's USER_HZ). It waits 200 ms first, so that readers
+// whose connections just closed are reaped; 0 when it cannot be read.
+func (b *innBench) innCPU() time.Duration {
+	time.Sleep(200 * time.Millisecond)
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b.srv.Pid()))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 15 {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{11, 12, 13, 14} { // utime, stime, cutime, cstime: fields 14 to 17
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // processCPU is the user and system CPU time this process used so far.

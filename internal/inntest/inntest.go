@@ -150,6 +150,10 @@ func Start(tb testing.TB) *Server {
 // transit mode (IHAVE); send MODE READER to read.
 func (s *Server) Addr() string { return s.addr }
 
+// Pid is innd's process id: the readers it forks (nnrpd), once they
+// exit, count in its children's CPU time (/proc/PID/stat).
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // Dir is the instance's directory.
 func (s *Server) Dir() string { return s.dir }
 
