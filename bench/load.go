@@ -83,8 +83,12 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 			l.work(cl, rand.New(rand.NewPCG(uint64(i), 7)))
 		}()
 	}
+	profiled := p.profile(ctx, "load", int(min(cfg.Duration, 10*time.Second)/time.Second))
 	refillErr := l.watch(ctx, start)
 	wg.Wait()
+	if perr := <-profiled; refillErr == nil {
+		refillErr = perr
+	}
 	elapsed := time.Since(start)
 	if err := ctx.Err(); err != nil {
 		return err
