@@ -69,7 +69,7 @@ func main() {
 	fs.IntVar(&o.workers, "workers", 32, "workers of the cycle runs")
 	fs.IntVar(&o.count, "count", 1, "runs of each measurement; figures and ratios are medians")
 	fs.BoolVar(&o.quick, "quick", false, "a fast smoke run: small sizes (overrides -n, -ingest-batches, -articles, -duration)")
-	fs.BoolVar(&o.prefetch, "prefetch", true, "also time the PostgreSQL cycles with the coordinator's prefetcher running, as serve runs it (edgeindex/postgres+prefetch: each range's chunk fetched into the spool too, which River's no-op jobs have no counterpart of)")
+	fs.BoolVar(&o.prefetch, "prefetch", true, "also time the PostgreSQL cycles with the coordinator's prefetcher running, as serve runs it (edgeindex/postgres+prefetch; it fetches for streams, and these cycles stream nothing, so only its idle passes fetch)")
 	fs.StringVar(&o.only, "only", "", "comma-separated phases to run: "+strings.Join(phases, ","))
 	fs.IntVar(&o.ingestBatches, "ingest-batches", 10, "batches posted (and COPYs) in the ingest runs")
 	fs.IntVar(&o.batchItems, "batch-items", 10_000, "items per ingest batch")
