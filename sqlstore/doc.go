@@ -10,9 +10,10 @@
 // SKIP LOCKED, many items go in with COPY, and migrations run under an
 // advisory lock so processes that start together do not race.
 //
-// Concurrent writes of the hot path (Put, Grant, ClaimChunk, ChunkFetched)
-// are written in rounds, one loop per kind taking every call waiting when
-// it is free, each call answered as it would have been alone. On
+// Concurrent writes of the hot path (Put, Grant, ClaimChunk, ChunkFetched,
+// and on PostgreSQL Finish and Heartbeat) are written in rounds, one loop
+// per kind taking every call waiting when it is free, each call answered
+// as it would have been alone. On
 // PostgreSQL a round of small batches is written with one statement whose
 // range updates hold only where each range is still as it was read (the
 // fence in the WHERE), and which also grants the next ranges a
