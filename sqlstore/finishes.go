@@ -1,10 +1,8 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/lib/pq"
 
@@ -26,12 +24,16 @@ type finishReq struct {
 // returns the fence that finished each range, and only the first call of
 // that fence is answered true: a call under another fence of the range,
 // or the same call twice, goes to the transaction, as if it came after.
-// The rows go in range id order, the order the locked batch path locks
-// ranges in, so that two rounds never wait for each other's rows.
+//
+// The round takes only the rows it can lock at once (SKIP LOCKED): a range
+// whose row another transaction holds (a big batch's COPY, a grant) goes
+// to the transaction, which waits for that row alone. A round that waited
+// would hold up every finish behind it, and could deadlock with a round of
+// another kind that locks the same rows in another order.
 func (s *Store) finishRound(ctx context.Context, round []*call[finishReq, bool]) {
 	commitRound(ctx, round, func(ctx context.Context, round []*call[finishReq, bool]) error {
 		ids, nodes, tokens := make([]int64, len(round)), make([]string, len(round)), make([]int64, len(round))
-		for i, c := range byRange(round, func(r finishReq) int64 { return r.rangeID }) {
+		for i, c := range round {
 			ids[i], nodes[i], tokens[i] = c.req.rangeID, c.req.f.Node, c.req.f.Token
 		}
 		st, err := s.prepared(ctx, finishRoundQuery)
@@ -65,17 +67,13 @@ type finishedRow struct {
 // tokens whose fence holds, and returns each with the fence that matched.
 const finishRoundQuery = `WITH v AS (
 		SELECT * FROM unnest(CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[])) AS v(id, node, token)),
+	free AS (
+		SELECT r.id, v.node, v.token FROM ranges r JOIN v ON r.id = v.id
+		WHERE r.state = 'leased' AND r.node = v.node AND r.token = v.token AND r.next_n > r.end_n
+		FOR NO KEY UPDATE OF r SKIP LOCKED),
 	done AS (
-		UPDATE ranges r SET state = 'done', node = NULL, expires_us = NULL FROM v
-		WHERE r.id = v.id AND r.state = 'leased' AND r.node = v.node AND r.token = v.token AND r.next_n > r.end_n
-		RETURNING r.id, v.node, v.token),
+		UPDATE ranges r SET state = 'done', node = NULL, expires_us = NULL FROM free
+		WHERE r.id = free.id
+		RETURNING r.id, free.node, free.token),
 	gone AS (DELETE FROM chunk_claims WHERE range_id IN (SELECT id FROM done))
 	SELECT id, node, token FROM done`
-
-// byRange returns a copy of round in the order of its range ids (id), the
-// order a round's statement takes its rows in.
-func byRange[Req, Res any](round []*call[Req, Res], id func(Req) int64) []*call[Req, Res] {
-	sorted := slices.Clone(round)
-	slices.SortStableFunc(sorted, func(a, b *call[Req, Res]) int { return cmp.Compare(id(a.req), id(b.req)) })
-	return sorted
-}

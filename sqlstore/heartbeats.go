@@ -22,13 +22,15 @@ type heartbeatReq struct {
 // answered with its new expiry, or with no value when its fence did not
 // renew the range: it then goes on alone, to be renewed or told apart.
 // The statement returns the fence that renewed each range, and only the
-// first call of that fence is answered from it. The rows go in range id
-// order, as finishRound's do.
+// first call of that fence is answered from it. As finishRound, it takes
+// only the rows it can lock at once: a heartbeat whose range's row is held
+// (by a big batch's transaction, say) goes on alone and waits for that row,
+// while the round renews the others' leases.
 func (s *Store) heartbeatRound(ctx context.Context, round []*call[heartbeatReq, sql.NullInt64]) {
 	commitRound(ctx, round, func(ctx context.Context, round []*call[heartbeatReq, sql.NullInt64]) error {
 		n := len(round)
 		ids, nodes, tokens, ttls := make([]int64, n), make([]string, n), make([]int64, n), make([]int64, n)
-		for i, c := range byRange(round, func(r heartbeatReq) int64 { return r.rangeID }) {
+		for i, c := range round {
 			ids[i], nodes[i], tokens[i], ttls[i] = c.req.rangeID, c.req.f.Node, c.req.f.Token, c.req.ttlUS
 		}
 		st, err := s.prepared(ctx, heartbeatRoundQuery)
@@ -60,7 +62,11 @@ func (s *Store) heartbeatRound(ctx context.Context, round []*call[heartbeatReq, 
 // tokens and TTLs whose fence holds, and returns each range renewed with
 // the fence that renewed it and its new expiry.
 const heartbeatRoundQuery = `WITH v AS (
-		SELECT * FROM unnest(CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) AS v(id, node, token, ttl_us))
-	UPDATE ranges r SET expires_us = {now} + v.ttl_us FROM v
-	WHERE r.id = v.id AND r.state = 'leased' AND r.node = v.node AND r.token = v.token
-	RETURNING r.id, v.node, v.token, r.expires_us`
+		SELECT * FROM unnest(CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) AS v(id, node, token, ttl_us)),
+	free AS (
+		SELECT r.id, v.node, v.token, v.ttl_us FROM ranges r JOIN v ON r.id = v.id
+		WHERE r.state = 'leased' AND r.node = v.node AND r.token = v.token
+		FOR NO KEY UPDATE OF r SKIP LOCKED)
+	UPDATE ranges r SET expires_us = {now} + free.ttl_us FROM free
+	WHERE r.id = free.id
+	RETURNING r.id, free.node, free.token, r.expires_us`
