@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -28,7 +29,29 @@ func TestServePprof(t *testing.T) {
 	code, body := get("http://" + m[1] + "/debug/pprof/")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, "goroutine")
+	code, _ = get("http://" + m[1] + "/debug/pprof/cmdline")
+	require.Equal(t, http.StatusNotFound, code, "the command line, which may hold passwords, is not served")
 	code, _ = get(s.base + "/debug/pprof/")
 	require.Equal(t, http.StatusNotFound, code, "the node API does not serve the profiles")
 	s.stop(t)
+}
+
+// A --pprof address that is taken fails serve at start, and leaves nothing
+// of it listening: not --newznab's address either (the reviewer's find).
+func TestServePprofBusy(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	nz := free.Addr().String()
+	require.NoError(t, free.Close())
+	m := NewMain(io.Discard, io.Discard)
+	err = m.Run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"),
+		"--newznab", nz, "--pprof", busy.Addr().String()})
+	require.ErrorContains(t, err, "--pprof")
+	ln, err := net.Listen("tcp", nz)
+	require.NoError(t, err, "--newznab's address is free again")
+	ln.Close()
 }

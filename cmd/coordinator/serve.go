@@ -46,7 +46,7 @@ func (m *Main) serveFlags(fs *flag.FlagSet) func(context.Context, []string) erro
 	fs.DurationVar(&m.Store.RetryDelay, "retry-delay", sqlstore.DefaultRetryDelay, "how long a range with a corrupt chunk waits before it is granted again, doubling with each attempt")
 	fs.StringVar(&m.ID, "id", "", "this coordinator's identity as the owner of chunk claims (default: kept in <data>/coordinator.id)")
 	fs.DurationVar(&m.ClaimTTL, "claim-ttl", 2*time.Minute, "how long a chunk claim holds while its fetch runs; a coordinator that dies leaves its chunks to the others after it")
-	fs.StringVar(&m.Pprof, "pprof", "", "address to serve Go's profiles on, /debug/pprof/ (empty: off); they show the process's internals, so keep it on loopback")
+	fs.StringVar(&m.Pprof, "pprof", "", "address to serve Go's profiles on, /debug/pprof/ (empty: off); they need no token and show the process's internals, so keep it on loopback")
 	m.storageFlag(fs)
 	m.releaseFlags(fs)
 	m.newznabFlags(fs)
@@ -83,6 +83,7 @@ type running struct {
 	planner  *grouplease.Planner
 	owner    string
 	pprof    *http.Server // --pprof's, or nil
+	ppl      net.Listener // --pprof's, or nil
 }
 
 // start opens everything, binds the address (so a busy port fails at
@@ -121,27 +122,25 @@ func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err err
 	if err := m.build(r, token); err != nil {
 		return nil, err
 	}
-	if r.newznab, r.nzl, err = m.listenNewznab(r.store, log); err != nil {
-		return nil, err
-	}
 	if m.Pprof != "" {
-		ln, err := net.Listen("tcp", m.Pprof)
-		if err != nil {
+		if r.ppl, err = net.Listen("tcp", m.Pprof); err != nil {
 			return nil, fmt.Errorf("--pprof: %w", err)
 		}
-		r.pprof = &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
-		go r.pprof.Serve(ln)
-		log.Info("profiles listening", "addr", ln.Addr().String())
+		closers = append(closers, r.ppl.Close)
+	}
+	if r.newznab, r.nzl, err = m.listenNewznab(r.store, log); err != nil {
+		return nil, err
 	}
 	m.launch(ctx, r)
 	return r, nil
 }
 
-// pprofMux serves net/http/pprof's handlers under /debug/pprof/.
+// pprofMux serves net/http/pprof's handlers under /debug/pprof/, but for
+// cmdline: the command line may hold a database's or a provider's
+// password.
 func pprofMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
@@ -211,6 +210,15 @@ func (m *Main) launch(ctx context.Context, r *running) {
 	go func() { r.bg <- m.runReleases(pctx, r.store, r.log) }()
 	go func() { r.bg <- listenChunks(pctx, r.api.Service(), r.log) }()
 	go func() { r.served <- r.http.Serve(r.listener) }()
+	if r.ppl != nil {
+		r.pprof = &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := r.pprof.Serve(r.ppl); !errors.Is(err, http.ErrServerClosed) {
+				r.log.Warn("profiles stopped", "err", err)
+			}
+		}()
+		r.log.Info("profiles listening", "addr", r.ppl.Addr().String())
+	}
 	if r.newznab != nil {
 		go func() { r.served <- r.newznab.Serve(r.nzl) }()
 		r.log.Info("newznab API and search page listening", "addr", r.nzl.Addr().String(), "min_completion", m.MinCompletion)
