@@ -80,11 +80,7 @@ func main() {
 	fs.DurationVar(&o.riverCooldown, "river-fetch-cooldown", 2*time.Millisecond, "River's FetchCooldown (its poll interval is 10×): 2ms as River's own benchmark; River's default is 100ms")
 	fs.BoolVar(&handOver, "then-lease", true, "cycle runs' final batches ask for the next lease in their answer (?then=lease), as edge.Worker does")
 	fs.BoolVar(&finalBatches, "final", true, "cycle runs post a final batch that finishes the range (false: a batch, then a finish)")
-	fs.BoolVar(&o.waits, "waits", false, "sample pg_stat_activity during PostgreSQL runs and print what sessions wait on")
-	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (coordinator, workers, baselines) to this file")
-	fs.StringVar(&serveProfiles, "serve-profiles", "", "deployed: keep CPU profiles of serve's process in this directory: 3 s of each deployed line's cycles, 2 s of the INN index")
-	fs.BoolVar(&statements, "statements", false, "run PostgreSQL with pg_stat_statements and print each PostgreSQL line's ten costliest statements")
-	fs.StringVar(&o.mutexprofile, "mutexprofile", "", "write a profile of contended mutexes (sync.Mutex, not database locks) to this file")
+	diagnosisFlags(fs, &o)
 	fs.IntVar(&o.coordinators, "coordinators", 3, "scale: cycles and pipeline against 1 to this many coordinators")
 	fs.IntVar(&o.chunkTime, "chunk-ops", 200, "chunkstore: operations of each case of spool's BenchmarkChunkStore")
 	fs.IntVar(&o.search.Releases, "search-releases", 1_000_000, "search: releases stored on each backend")
@@ -93,11 +89,7 @@ func main() {
 	fs.IntVar(&o.search.Queries, "search-queries", 1000, "search: distinct two-word queries drawn from the stored names")
 	fs.BoolVar(&o.deployed1M, "deployed-1m", false, "deployed: also time the cycles with a million ranges waiting (deployed-1M/postgres)")
 	fs.IntVar(&o.deployedResults, "deployed-results", 10_000_000, "deployed-1M: results stored before its cycles (0: none)")
-	fs.BoolVar(&o.load, "load", false, "run the load test (deliverable 5) instead of the comparisons")
-	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the load test runs")
-	fs.IntVar(&o.loadWorkers, "load-workers", 200, "concurrent workers of the load test")
-	fs.DurationVar(&o.think, "think", 200*time.Millisecond, "load test: mean pause after each call of a worker (jittered ±50%); 0: none")
-	fs.IntVar(&o.loadItems, "load-items", 10, "load test: items per batch")
+	loadFlags(fs, &o)
 	fs.Parse(os.Args[1:])
 	if fs.NArg() > 0 || !o.valid() {
 		fmt.Fprintln(os.Stderr, "bench: sizes must be positive, and there are no arguments (see -h)")
@@ -126,6 +118,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// loadFlags adds the load test's flags.
+func loadFlags(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.load, "load", false, "run the load test (deliverable 5) instead of the comparisons")
+	fs.DurationVar(&o.duration, "duration", time.Minute, "how long the load test runs")
+	fs.IntVar(&o.loadWorkers, "load-workers", 200, "concurrent workers of the load test")
+	fs.DurationVar(&o.think, "think", 200*time.Millisecond, "load test: mean pause after each call of a worker (jittered ±50%); 0: none")
+	fs.IntVar(&o.loadItems, "load-items", 10, "load test: items per batch")
+}
+
+// diagnosisFlags adds the flags that say where the time goes.
+func diagnosisFlags(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.waits, "waits", false, "sample pg_stat_activity during PostgreSQL runs and print what sessions wait on")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (coordinator, workers, baselines) to this file")
+	fs.StringVar(&serveProfiles, "serve-profiles", "", "deployed: keep CPU profiles of serve's process in this directory: 3 s of each deployed line's cycles, 2 s of the INN index")
+	fs.BoolVar(&statements, "statements", false, "run PostgreSQL with pg_stat_statements and print each PostgreSQL line's ten costliest statements")
+	fs.StringVar(&o.mutexprofile, "mutexprofile", "", "write a profile of contended mutexes (sync.Mutex, not database locks) to this file")
 }
 
 // valid reports whether every size is positive.
