@@ -20,11 +20,18 @@ const ingestGroup = "alt.binaries.bench.ingest"
 // ingestItems returns n items whose values are collator items (a binary
 // with 2 to 33 parts): about 500 B to 4 KiB of JSON each.
 func ingestItems(n int) (items []batch.Item, minSize, maxSize, total int64) {
+	return ingestItemsAt(n, 0)
+}
+
+// ingestItemsAt is ingestItems numbering its binaries from first, so that
+// items made with different firsts are different binaries.
+func ingestItemsAt(n, first int) (items []batch.Item, minSize, maxSize, total int64) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	items = make([]batch.Item, n)
 	minSize = 1 << 62
-	article := int64(1_000_000)
-	for i := range items {
+	article := int64(1_000_000) + int64(first)*40
+	for j := range items {
+		i := first + j
 		parts := 2 + rng.IntN(32)
 		b := usenet.Binary{
 			Subject: fmt.Sprintf(`Quiet.River.%d.1080p.WEB-DL.x264-SYN [%02d/27] - "Quiet.River.%d.part%02d.rar" yEnc`, i, i%27+1, i, i%27+1),
@@ -41,7 +48,7 @@ func ingestItems(n int) (items []batch.Item, minSize, maxSize, total int64) {
 		if err != nil {
 			panic(err)
 		}
-		items[i] = batch.Item{Key: b.Key(), Value: v}
+		items[j] = batch.Item{Key: b.Key(), Value: v}
 		size := int64(len(v))
 		minSize, maxSize, total = min(minSize, size), max(maxSize, size), total+size
 	}

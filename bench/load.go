@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -83,7 +84,17 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 			l.work(cl, rand.New(rand.NewPCG(uint64(i), 7)))
 		}()
 	}
-	profiled := p.profile(ctx, "load", int(min(cfg.Duration, 10*time.Second)/time.Second))
+	// The profile is of the run's last 10 s (or all of a shorter one):
+	// what the load costs once its tables have grown.
+	profiled := make(chan error, 1)
+	go func() {
+		span := min(cfg.Duration, 10*time.Second)
+		if clock.Sleep(lctx, clock.Real, cfg.Duration-span) != nil {
+			profiled <- nil
+			return
+		}
+		profiled <- <-p.profile(ctx, "load", int(span/time.Second))
+	}()
 	refillErr := l.watch(ctx, start)
 	wg.Wait()
 	if perr := <-profiled; refillErr == nil {
@@ -128,7 +139,6 @@ func (l *loadRun) prepare(ctx context.Context, dbURL string) ([]*edge.Client, er
 		return nil, err
 	}
 	fmt.Fprintf(l.out, "load: %d nodes added with coordinator node add in %s\n", cfg.Workers, time.Since(t).Round(time.Millisecond))
-	l.items, _, _, _ = ingestItems(cfg.Items)
 	return clients, nil
 }
 
@@ -138,7 +148,6 @@ type loadRun struct {
 	p     *serveProc
 	out   io.Writer
 	ctx   context.Context // ends with the run
-	items []batch.Item
 
 	added     atomic.Int64 // articles planned: ranges are added from 1 on
 	hists     [nOps]hist
@@ -221,8 +230,12 @@ func (l *loadRun) work(cl *edge.Client, rng *rand.Rand) {
 		if !l.pause(rng) || l.timed(opHeartbeat, func() error { _, err := cl.Heartbeat(ctx, r.ID, ls.Token); return err }) != nil {
 			continue
 		}
+		// Binaries of their own a range, as a real group's are: the same
+		// items in every batch would make every release merge the parts of
+		// all of them, a cost that grows with the run.
+		items, _, _, _ := ingestItemsAt(l.cfg.Items, int(r.ID)*l.cfg.Items)
 		if !l.pause(rng) || l.timed(opBatch, func() error {
-			_, err := cl.PostBatch(ctx, r.ID, ls.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1, Items: l.items})
+			_, err := cl.PostBatch(ctx, r.ID, ls.Token, batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1, Items: items})
 			return err
 		}) != nil {
 			continue
