@@ -9,8 +9,9 @@ import (
 	"github.com/edgeindex/edgeindex/lease"
 )
 
-// finishReq is one Finish, for the finish rounds (PostgreSQL).
-type finishReq struct {
+// rangeFence is a range and the fence a call names it under: a Finish of
+// the finish rounds (PostgreSQL), and the key both rounds answer by.
+type rangeFence struct {
 	rangeID int64
 	f       lease.Fence
 }
@@ -30,8 +31,8 @@ type finishReq struct {
 // to the transaction, which waits for that row alone. A round that waited
 // would hold up every finish behind it, and could deadlock with a round of
 // another kind that locks the same rows in another order.
-func (s *Store) finishRound(ctx context.Context, round []*call[finishReq, bool]) {
-	commitRound(ctx, round, func(ctx context.Context, round []*call[finishReq, bool]) error {
+func (s *Store) finishRound(ctx context.Context, round []*call[rangeFence, bool]) {
+	commitRound(ctx, round, func(ctx context.Context, round []*call[rangeFence, bool]) error {
 		ids, nodes, tokens := make([]int64, len(round)), make([]string, len(round)), make([]int64, len(round))
 		for i, c := range round {
 			ids[i], nodes[i], tokens[i] = c.req.rangeID, c.req.f.Node, c.req.f.Token
@@ -40,13 +41,13 @@ func (s *Store) finishRound(ctx context.Context, round []*call[finishReq, bool])
 		if err != nil {
 			return fmt.Errorf("finish: %w", err)
 		}
-		var done []finishedRow
+		var done []fencedRow
 		if err := st.SelectContext(ctx, &done, pq.Array(ids), pq.Array(nodes), pq.Array(tokens)); err != nil {
 			return fmt.Errorf("finish: %w", err)
 		}
-		finished := make(map[finishReq]bool, len(done))
+		finished := make(map[rangeFence]bool, len(done))
 		for _, d := range done {
-			finished[finishReq{rangeID: d.ID, f: lease.Fence{Node: d.Node, Token: d.Token}}] = true
+			finished[rangeFence{rangeID: d.ID, f: lease.Fence{Node: d.Node, Token: d.Token}}] = true
 		}
 		for _, c := range round {
 			c.res, c.err = finished[c.req], nil
@@ -56,8 +57,8 @@ func (s *Store) finishRound(ctx context.Context, round []*call[finishReq, bool])
 	})
 }
 
-// finishedRow is a range finishRoundQuery finished, and the fence that did.
-type finishedRow struct {
+// fencedRow is a range a round wrote, and the fence that matched.
+type fencedRow struct {
 	ID    int64  `db:"id"`
 	Node  string `db:"node"`
 	Token int64  `db:"token"`

@@ -37,10 +37,10 @@ func TestFinishRound(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	fin := func(l lease.Lease, token int64) *call[finishReq, bool] {
-		return &call[finishReq, bool]{ctx: ctx, done: make(chan struct{}), req: finishReq{rangeID: l.Range.ID, f: lease.Fence{Node: "a", Token: token}}}
+	fin := func(l lease.Lease, token int64) *call[rangeFence, bool] {
+		return &call[rangeFence, bool]{ctx: ctx, done: make(chan struct{}), req: rangeFence{rangeID: l.Range.ID, f: lease.Fence{Node: "a", Token: token}}}
 	}
-	round := []*call[finishReq, bool]{fin(ls[0], ls[0].Token+1), fin(ls[0], ls[0].Token), fin(ls[0], ls[0].Token),
+	round := []*call[rangeFence, bool]{fin(ls[0], ls[0].Token+1), fin(ls[0], ls[0].Token), fin(ls[0], ls[0].Token),
 		fin(ls[1], ls[1].Token+1), fin(ls[2], ls[2].Token)}
 	s.finishRound(context.Background(), round)
 	var got []bool

@@ -38,18 +38,18 @@ func (s *Store) heartbeatRound(ctx context.Context, round []*call[heartbeatReq, 
 			return fmt.Errorf("heartbeat: %w", err)
 		}
 		var renewed []struct {
-			finishedRow
+			fencedRow
 			Expires int64 `db:"expires_us"`
 		}
 		if err := st.SelectContext(ctx, &renewed, pq.Array(ids), pq.Array(nodes), pq.Array(tokens), pq.Array(ttls), s.now()); err != nil {
 			return fmt.Errorf("heartbeat: %w", err)
 		}
-		expires := make(map[finishReq]int64, len(renewed))
+		expires := make(map[rangeFence]int64, len(renewed))
 		for _, r := range renewed {
-			expires[finishReq{rangeID: r.ID, f: lease.Fence{Node: r.Node, Token: r.Token}}] = r.Expires
+			expires[rangeFence{rangeID: r.ID, f: lease.Fence{Node: r.Node, Token: r.Token}}] = r.Expires
 		}
 		for _, c := range round {
-			k := finishReq{rangeID: c.req.rangeID, f: c.req.f}
+			k := rangeFence{rangeID: c.req.rangeID, f: c.req.f}
 			exp, ok := expires[k]
 			c.res, c.err = sql.NullInt64{Int64: exp, Valid: ok}, nil
 			delete(expires, k)

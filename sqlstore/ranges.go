@@ -333,7 +333,7 @@ func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error 
 		// (finishRound), where the transaction below takes four round
 		// trips and a commit for one. Only a refusal, to be told apart,
 		// goes on to it.
-		done, err := s.finishes.do(ctx, finishReq{rangeID: rangeID, f: f})
+		done, err := s.finishes.do(ctx, rangeFence{rangeID: rangeID, f: f})
 		if err != nil {
 			return err
 		}

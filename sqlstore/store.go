@@ -154,7 +154,7 @@ type Store struct {
 	claims  *committer[chunkReq, bool]
 	fetched *committer[chunkReq, struct{}]
 	// finishes runs Finish's fenced statement in rounds (PostgreSQL).
-	finishes *committer[finishReq, bool]
+	finishes *committer[rangeFence, bool]
 	// heartbeats renews leases in rounds (PostgreSQL).
 	heartbeats *committer[heartbeatReq, sql.NullInt64]
 	stop       context.CancelFunc
