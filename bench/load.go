@@ -144,10 +144,10 @@ func (l *loadRun) prepare(ctx context.Context, dbURL string) ([]*edge.Client, er
 
 // loadRun is the state a load run's workers share.
 type loadRun struct {
-	cfg   loadConfig
-	p     *serveProc
-	out   io.Writer
-	ctx   context.Context // ends with the run
+	cfg loadConfig
+	p   *serveProc
+	out io.Writer
+	ctx context.Context // ends with the run
 
 	added     atomic.Int64 // articles planned: ranges are added from 1 on
 	hists     [nOps]hist
