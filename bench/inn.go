@@ -162,20 +162,18 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 // prepare adds the planned group and one node a worker, with the CLI, and
 // returns the workers' tokens.
 func (b *innBench) prepare(db, data, source string) ([]string, error) {
-	ctx, env := b.s.ctx, os.Environ()
-	common := []string{"--db", db, "--data", data}
-	args := append([]string{"group", "add", innGroup, "--plan", "tail,history", "--range-size", fmt.Sprint(b.s.o.innRangeSize),
-		"--source", source}, common...)
-	if _, err := runCLI(ctx, b.bin, env, args...); err != nil {
+	ctx := b.s.ctx
+	cli := coordinatorCLI{bin: b.bin, env: os.Environ(), db: db, data: data}
+	if _, err := cli.run(ctx, "group", "add", innGroup, "--plan", "tail,history", "--range-size", fmt.Sprint(b.s.o.innRangeSize),
+		"--source", source); err != nil {
 		return nil, err
 	}
 	tokens := make([]string, b.s.o.pipeWorkers)
 	for i := range tokens {
-		out, err := runCLI(ctx, b.bin, env, append([]string{"node", "add", fmt.Sprintf("worker-%d", i+1)}, common...)...)
-		if err != nil {
+		var err error
+		if tokens[i], err = cli.addNode(ctx, fmt.Sprintf("worker-%d", i+1)); err != nil {
 			return nil, err
 		}
-		tokens[i] = strings.TrimSpace(out)
 	}
 	return tokens, nil
 }

@@ -147,7 +147,7 @@ func startServe(ctx context.Context, cfg serveConfig) (_ *serveProc, err error) 
 // launch starts serve, its stderr going to p.Log, and returns the address
 // its "coordinator listening" line gives.
 func (p *serveProc) launch() (string, error) {
-	args := append([]string{"serve", "--addr", "127.0.0.1:0"}, p.where()...)
+	args := append([]string{"serve", "--addr", "127.0.0.1:0"}, p.cli().where()...)
 	if serveProfiles != "" {
 		var err error
 		if p.pprof, err = freeAddr(); err != nil {
@@ -247,27 +247,43 @@ func (p *serveProc) awaitReady(ctx context.Context) error {
 	}
 }
 
-// where is the --data flag, and --db when it is set.
-func (p *serveProc) where() []string {
-	w := []string{"--data", p.Data}
-	if p.cfg.DB != "" {
-		w = append(w, "--db", p.cfg.DB)
-	}
-	return w
+// cli is the coordinator's command line against serve's --db and --data,
+// with its environment.
+func (p *serveProc) cli() coordinatorCLI {
+	return coordinatorCLI{bin: p.bin, env: p.env, db: p.cfg.DB, data: p.Data}
 }
 
 // CLI runs the coordinator's command args (such as "range", "add", G,
 // "1", "100") against serve's --db and --data, with its environment, and
 // returns its stdout.
 func (p *serveProc) CLI(ctx context.Context, args ...string) (string, error) {
-	return runCLI(ctx, p.bin, p.env, append(args, p.where()...)...)
+	return p.cli().run(ctx, args...)
 }
 
-// runCLI runs one command of the coordinator binary bin with env and
-// returns what it printed; an error carries its stderr.
-func runCLI(ctx context.Context, bin string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
+// coordinatorCLI runs commands of the coordinator binary bin, with env,
+// against one --db and --data: serve's (serveProc.cli), or a store's
+// before serve starts on it.
+type coordinatorCLI struct {
+	bin  string
+	env  []string
+	db   string // --db; empty: none, so SQLite in data
+	data string // --data
+}
+
+// where is the --data flag, and --db when it is set.
+func (c coordinatorCLI) where() []string {
+	w := []string{"--data", c.data}
+	if c.db != "" {
+		w = append(w, "--db", c.db)
+	}
+	return w
+}
+
+// run runs the command args with --data and --db and returns what it
+// printed; an error carries its stderr.
+func (c coordinatorCLI) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, c.bin, append(args, c.where()...)...)
+	cmd.Env = c.env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -277,11 +293,17 @@ func runCLI(ctx context.Context, bin string, env []string, args ...string) (stri
 	return string(out), nil
 }
 
+// addNode adds the edge node name with `coordinator node add` and returns
+// its token.
+func (c coordinatorCLI) addNode(ctx context.Context, name string) (string, error) {
+	out, err := c.run(ctx, "node", "add", name)
+	return strings.TrimSpace(out), err
+}
+
 // AddNode adds the edge node name with `coordinator node add` and returns
 // its token.
 func (p *serveProc) AddNode(ctx context.Context, name string) (string, error) {
-	out, err := p.CLI(ctx, "node", "add", name)
-	return strings.TrimSpace(out), err
+	return p.cli().addNode(ctx, name)
 }
 
 // Client adds the node name and returns a client for it that tries each
