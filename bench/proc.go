@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,11 +128,9 @@ func startServe(ctx context.Context, cfg serveConfig) (_ *serveProc, err error) 
 			p.Stop()
 		}
 	}()
-	var tok [16]byte
-	if _, err := rand.Read(tok[:]); err != nil {
+	if p.AdminToken, err = randomHex(); err != nil {
 		return nil, err
 	}
-	p.AdminToken = hex.EncodeToString(tok[:])
 	p.env = append(append(os.Environ(), "EDGEINDEX_ADMIN_TOKEN="+p.AdminToken), cfg.Env...)
 	addr, err := p.launch()
 	if err != nil {
@@ -363,11 +359,17 @@ func (p *serveProc) allDone(ctx context.Context, group string) error {
 // Admin sends GET path (such as "/v1/fleet") to the admin API and returns
 // the body of a 200.
 func (p *serveProc) Admin(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+path, nil)
+	return adminGet(ctx, p.URL, p.AdminToken, path)
+}
+
+// adminGet sends GET path to the admin API at base with the admin token
+// and returns the body of a 200.
+func adminGet(ctx context.Context, base, token, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+p.AdminToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
