@@ -451,13 +451,15 @@ func freeAddr() (string, error) {
 
 // profile keeps seconds of serve's CPU profile from now, through its
 // --pprof, as serveProfiles/NAME.pprof; the channel gets the outcome. It
-// does nothing but answer nil without -serve-profiles.
+// does nothing but answer nil without -serve-profiles. Seconds below 1
+// are 1: pprof reads 0 as its default of 30.
 func (p *serveProc) profile(ctx context.Context, name string, seconds int) <-chan error {
 	done := make(chan error, 1)
 	if p.pprof == "" {
 		done <- nil
 		return done
 	}
+	seconds = max(seconds, 1)
 	go func() { done <- saveProfile(ctx, p.pprof, filepath.Join(serveProfiles, name+".pprof"), seconds) }()
 	return done
 }
