@@ -244,25 +244,7 @@ func innWorkers(base string, tokens []string) ([]*edge.Worker, error) {
 // waitHeaders waits until ws have stored headers headers between them,
 // and returns their summed stats.
 func waitHeaders(ctx context.Context, ws []*edge.Worker, headers int64) (edge.Stats, error) {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var st edge.Stats
-		for _, w := range ws {
-			s := w.Stats()
-			st.Ranges += s.Ranges
-			st.Headers += s.Headers
-			st.Items += s.Items
-		}
-		if st.Headers >= headers {
-			return st, nil
-		}
-		select {
-		case <-ctx.Done():
-			return st, ctx.Err()
-		case <-tick.C:
-		}
-	}
+	return waitStats(ctx, ws, func(st edge.Stats) bool { return st.Headers >= headers })
 }
 
 // settle waits until the store's plan has seen b.high with no lag and no
