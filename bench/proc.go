@@ -436,7 +436,8 @@ func (p *serveProc) Stop() error {
 }
 
 // serveProfiles is -serve-profiles: a directory to keep CPU profiles of
-// serve's process in, from the deployed and the INN lines (empty: none).
+// serve's process in, from the deployed and the INN lines and -load
+// (empty: none).
 var serveProfiles string
 
 // freeAddr returns a loopback address that was free a moment ago.
