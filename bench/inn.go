@@ -26,7 +26,9 @@ import (
 // innGroup is the group the inn lines post to and index.
 const innGroup = "alt.binaries.edgeindex.inn"
 
-// innConns is the NNTP connections of both sides of the inn lines.
+// innConns is the NNTP connections of both sides of the inn lines. The
+// source fetches on at most innConns-1 of them, keeping one for the
+// watermarks; the baseline reads on all of them.
 const innConns = 4
 
 // innBench is what the inn lines share: one throwaway INN, its articles
@@ -215,8 +217,8 @@ func (b *innBench) index(base, admin, db string, tokens []string, start time.Tim
 	b.indexed = indexed
 	b.high++ // the article postToResult posted
 	return result{rate: float64(indexed) / elapsed.Seconds(), elapsed: elapsed,
-		detail: fmt.Sprintf("%d articles, %d ranges, %d OVER spans, %d items, %d workers, %d NNTP connections, compress %s, serve ready after %s, the workers' CPU %s",
-			indexed, b.ranges, len(b.spans), st.Items, len(ws), innConns, b.s.o.innCompress, ready.Round(time.Millisecond), workersCPU.Round(time.Millisecond))}, nil
+		detail: fmt.Sprintf("%d articles, %d ranges, %d OVER spans, %d items, %d workers, %d NNTP connections (%d fetching), compress %s, serve ready after %s, the workers' CPU %s",
+			indexed, b.ranges, len(b.spans), st.Items, len(ws), innConns, max(1, innConns-1), b.s.o.innCompress, ready.Round(time.Millisecond), workersCPU.Round(time.Millisecond))}, nil
 }
 
 // innWorkers makes one collating edge.Worker a token, working plain
