@@ -137,7 +137,7 @@ func startServe(ctx context.Context, cfg serveConfig) (_ *serveProc, err error) 
 		return nil, err
 	}
 	p.URL = "http://" + addr
-	return p, p.awaitReady(ctx)
+	return p, p.awaitReady(ctx, time.Minute)
 }
 
 // launch starts serve, its stderr going to p.Log, and returns the address
@@ -215,15 +215,19 @@ func (p *serveProc) logTail() string {
 	return strings.TrimSpace(string(b))
 }
 
-// awaitReady polls /readyz until it answers 200.
-func (p *serveProc) awaitReady(ctx context.Context) error {
-	deadline := time.Now().Add(time.Minute)
+// awaitReady polls /readyz until it answers 200, for at most within: a
+// request that never gets its answer ends then too.
+func (p *serveProc) awaitReady(ctx context.Context, within time.Duration) error {
+	deadline := time.Now().Add(within)
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/readyz", nil)
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, p.URL+"/readyz", nil)
 		if err != nil {
+			cancel()
 			return err
 		}
 		resp, err := http.DefaultClient.Do(req)
+		cancel()
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -238,7 +242,7 @@ func (p *serveProc) awaitReady(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("coordinator serve: /readyz not ready within a minute (last: %v)", err)
+			return fmt.Errorf("coordinator serve: /readyz not ready within %s (last: %v)", within, err)
 		}
 	}
 }
