@@ -366,6 +366,10 @@ func (p *serveProc) Admin(ctx context.Context, path string) ([]byte, error) {
 	return adminGet(ctx, p.URL, p.AdminToken, path)
 }
 
+// adminHTTP is adminGet's client: an answer that never ends fails after
+// a minute.
+var adminHTTP = &http.Client{Timeout: time.Minute}
+
 // adminGet sends GET path to the admin API at base with the admin token
 // and returns the body of a 200.
 func adminGet(ctx context.Context, base, token, path string) ([]byte, error) {
@@ -374,7 +378,7 @@ func adminGet(ctx context.Context, base, token, path string) ([]byte, error) {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := adminHTTP.Do(req)
 	if err != nil {
 		return nil, err
 	}
