@@ -121,13 +121,7 @@ func addDeployedRanges(ctx context.Context, p *serveProc, dbURL string, n int) e
 
 // analyze runs ANALYZE on dbURL's schema.
 func analyze(ctx context.Context, dbURL string) error {
-	c, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer c.Close(context.Background())
-	_, err = c.Exec(ctx, "ANALYZE")
-	return err
+	return execOn(ctx, dbURL, "ANALYZE")
 }
 
 // storeResults stores n items of one article each in the deployed group,

@@ -29,6 +29,8 @@ func ingestItemsAt(n, first int) (items []batch.Item, minSize, maxSize, total in
 	rng := rand.New(rand.NewPCG(1, 2))
 	items = make([]batch.Item, n)
 	minSize = 1 << 62
+	// 40 article numbers a binary, more than its 33 parts at most: the
+	// binaries of different firsts share no article.
 	article := int64(1_000_000) + int64(first)*40
 	for j := range items {
 		i := first + j

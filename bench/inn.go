@@ -26,7 +26,9 @@ import (
 // innGroup is the group the inn lines post to and index.
 const innGroup = "alt.binaries.edgeindex.inn"
 
-// innConns is the NNTP connections of both sides of the inn lines.
+// innConns is the NNTP connections of both sides of the inn lines. The
+// source fetches on at most innConns-1 of them, keeping one for the
+// watermarks; the baseline reads on all of them.
 const innConns = 4
 
 // innBench is what the inn lines share: one throwaway INN, its articles
@@ -162,20 +164,18 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 // prepare adds the planned group and one node a worker, with the CLI, and
 // returns the workers' tokens.
 func (b *innBench) prepare(db, data, source string) ([]string, error) {
-	ctx, env := b.s.ctx, os.Environ()
-	common := []string{"--db", db, "--data", data}
-	args := append([]string{"group", "add", innGroup, "--plan", "tail,history", "--range-size", fmt.Sprint(b.s.o.innRangeSize),
-		"--source", source}, common...)
-	if _, err := runCLI(ctx, b.bin, env, args...); err != nil {
+	ctx := b.s.ctx
+	cli := coordinatorCLI{bin: b.bin, env: os.Environ(), db: db, data: data}
+	if _, err := cli.run(ctx, "group", "add", innGroup, "--plan", "tail,history", "--range-size", fmt.Sprint(b.s.o.innRangeSize),
+		"--source", source); err != nil {
 		return nil, err
 	}
 	tokens := make([]string, b.s.o.pipeWorkers)
 	for i := range tokens {
-		out, err := runCLI(ctx, b.bin, env, append([]string{"node", "add", fmt.Sprintf("worker-%d", i+1)}, common...)...)
-		if err != nil {
+		var err error
+		if tokens[i], err = cli.addNode(ctx, fmt.Sprintf("worker-%d", i+1)); err != nil {
 			return nil, err
 		}
-		tokens[i] = strings.TrimSpace(out)
 	}
 	return tokens, nil
 }
@@ -217,8 +217,8 @@ func (b *innBench) index(base, admin, db string, tokens []string, start time.Tim
 	b.indexed = indexed
 	b.high++ // the article postToResult posted
 	return result{rate: float64(indexed) / elapsed.Seconds(), elapsed: elapsed,
-		detail: fmt.Sprintf("%d articles, %d ranges, %d OVER spans, %d items, %d workers, %d NNTP connections, compress %s, serve ready after %s, the workers' CPU %s",
-			indexed, b.ranges, len(b.spans), st.Items, len(ws), innConns, b.s.o.innCompress, ready.Round(time.Millisecond), workersCPU.Round(time.Millisecond))}, nil
+		detail: fmt.Sprintf("%d articles, %d ranges, %d OVER spans, %d items, %d workers, %d NNTP connections (%d fetching), compress %s, serve ready after %s, the workers' CPU %s",
+			indexed, b.ranges, len(b.spans), st.Items, len(ws), innConns, max(1, innConns-1), b.s.o.innCompress, ready.Round(time.Millisecond), workersCPU.Round(time.Millisecond))}, nil
 }
 
 // innWorkers makes one collating edge.Worker a token, working plain
@@ -246,25 +246,7 @@ func innWorkers(base string, tokens []string) ([]*edge.Worker, error) {
 // waitHeaders waits until ws have stored headers headers between them,
 // and returns their summed stats.
 func waitHeaders(ctx context.Context, ws []*edge.Worker, headers int64) (edge.Stats, error) {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var st edge.Stats
-		for _, w := range ws {
-			s := w.Stats()
-			st.Ranges += s.Ranges
-			st.Headers += s.Headers
-			st.Items += s.Items
-		}
-		if st.Headers >= headers {
-			return st, nil
-		}
-		select {
-		case <-ctx.Done():
-			return st, ctx.Err()
-		case <-tick.C:
-		}
-	}
+	return waitStats(ctx, ws, func(st edge.Stats) bool { return st.Headers >= headers })
 }
 
 // settle waits until the store's plan has seen b.high with no lag and no

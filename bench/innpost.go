@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/textproto"
 	"net/url"
 	"sync"
@@ -314,25 +313,16 @@ func resultsPage(ctx context.Context, base, admin, cursor string) ([]json.RawMes
 	if cursor != "" {
 		q.Set("after", cursor)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/results?"+q.Encode(), nil)
+	b, err := adminGet(ctx, base, admin, "/v1/results?"+q.Encode())
 	if err != nil {
 		return nil, "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+admin)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("GET /v1/results: %s", resp.Status)
 	}
 	var page struct {
 		Results []json.RawMessage `json:"results"`
 		Next    json.RawMessage   `json:"next"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		return nil, "", err
+	if err := json.Unmarshal(b, &page); err != nil {
+		return nil, "", fmt.Errorf("GET /v1/results: %w", err)
 	}
 	return page.Results, rawCursor(page.Next), nil
 }

@@ -133,7 +133,7 @@ func loadFlags(fs *flag.FlagSet, o *options) {
 func diagnosisFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.waits, "waits", false, "sample pg_stat_activity during PostgreSQL runs and print what sessions wait on")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run (coordinator, workers, baselines) to this file")
-	fs.StringVar(&serveProfiles, "serve-profiles", "", "deployed: keep CPU profiles of serve's process in this directory: 3 s of each deployed line's cycles, 2 s of the INN index")
+	fs.StringVar(&serveProfiles, "serve-profiles", "", "keep CPU profiles of serve's process in this directory: 3 s of each deployed line's cycles, 2 s of the INN index, the last 10 s of -load")
 	fs.BoolVar(&statements, "statements", false, "run PostgreSQL with pg_stat_statements and print each PostgreSQL line's ten costliest statements")
 	fs.StringVar(&o.mutexprofile, "mutexprofile", "", "write a profile of contended mutexes (sync.Mutex, not database locks) to this file")
 }

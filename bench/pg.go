@@ -72,13 +72,23 @@ func (p *postgres) schema(ctx context.Context, prefix string) (string, func(), e
 
 // exec runs one statement on a connection of its own.
 func (p *postgres) exec(ctx context.Context, sql string) error {
-	c, err := pgx.Connect(ctx, p.base)
+	return execOn(ctx, p.base, sql)
+}
+
+// execOn runs the statements sqls, in order, on a connection of its own
+// to dbURL, and stops at the first that fails.
+func execOn(ctx context.Context, dbURL string, sqls ...string) error {
+	c, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
-	_, err = c.Exec(ctx, sql)
-	return err
+	for _, q := range sqls {
+		if _, err := c.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // describe returns the server's version and its durability settings.

@@ -114,27 +114,11 @@ func runWorkers(ctx context.Context, ws []*edge.Worker, ranges int64) (edge.Stat
 	for _, w := range ws {
 		g.Go(func() error { return w.Run(wctx) })
 	}
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	var st edge.Stats
-	for {
-		st = edge.Stats{}
-		for _, w := range ws {
-			s := w.Stats()
-			st.Ranges += s.Ranges
-			st.Headers += s.Headers
-			st.Items += s.Items
-		}
-		if st.Ranges >= ranges {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			stop()
-			g.Wait()
-			return st, 0, ctx.Err()
-		case <-tick.C:
-		}
+	st, err := waitStats(ctx, ws, func(st edge.Stats) bool { return st.Ranges >= ranges })
+	if err != nil {
+		stop()
+		g.Wait()
+		return st, 0, err
 	}
 	elapsed := time.Since(start)
 	stop()
@@ -142,6 +126,30 @@ func runWorkers(ctx context.Context, ws []*edge.Worker, ranges int64) (edge.Stat
 		return st, elapsed, err
 	}
 	return st, elapsed, nil
+}
+
+// waitStats polls ws every 5 ms until their summed stats are done, and
+// returns those stats.
+func waitStats(ctx context.Context, ws []*edge.Worker, done func(edge.Stats) bool) (edge.Stats, error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var st edge.Stats
+		for _, w := range ws {
+			s := w.Stats()
+			st.Ranges += s.Ranges
+			st.Headers += s.Headers
+			st.Items += s.Items
+		}
+		if done(st) {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 // benchBaseline is the pipeline's fair one-process baseline: the same

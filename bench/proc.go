@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,24 +128,22 @@ func startServe(ctx context.Context, cfg serveConfig) (_ *serveProc, err error) 
 			p.Stop()
 		}
 	}()
-	var tok [16]byte
-	if _, err := rand.Read(tok[:]); err != nil {
+	if p.AdminToken, err = randomHex(); err != nil {
 		return nil, err
 	}
-	p.AdminToken = hex.EncodeToString(tok[:])
 	p.env = append(append(os.Environ(), "EDGEINDEX_ADMIN_TOKEN="+p.AdminToken), cfg.Env...)
 	addr, err := p.launch()
 	if err != nil {
 		return nil, err
 	}
 	p.URL = "http://" + addr
-	return p, p.awaitReady(ctx)
+	return p, p.awaitReady(ctx, time.Minute)
 }
 
 // launch starts serve, its stderr going to p.Log, and returns the address
 // its "coordinator listening" line gives.
 func (p *serveProc) launch() (string, error) {
-	args := append([]string{"serve", "--addr", "127.0.0.1:0"}, p.where()...)
+	args := append([]string{"serve", "--addr", "127.0.0.1:0"}, p.cli().where()...)
 	if serveProfiles != "" {
 		var err error
 		if p.pprof, err = freeAddr(); err != nil {
@@ -219,15 +215,19 @@ func (p *serveProc) logTail() string {
 	return strings.TrimSpace(string(b))
 }
 
-// awaitReady polls /readyz until it answers 200.
-func (p *serveProc) awaitReady(ctx context.Context) error {
-	deadline := time.Now().Add(time.Minute)
+// awaitReady polls /readyz until it answers 200, for at most within: a
+// request that never gets its answer ends then too.
+func (p *serveProc) awaitReady(ctx context.Context, within time.Duration) error {
+	deadline := time.Now().Add(within)
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/readyz", nil)
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		req, err := http.NewRequestWithContext(rctx, http.MethodGet, p.URL+"/readyz", nil)
 		if err != nil {
+			cancel()
 			return err
 		}
 		resp, err := http.DefaultClient.Do(req)
+		cancel()
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -242,32 +242,48 @@ func (p *serveProc) awaitReady(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("coordinator serve: /readyz not ready within a minute (last: %v)", err)
+			return fmt.Errorf("coordinator serve: /readyz not ready within %s (last: %v)", within, err)
 		}
 	}
 }
 
-// where is the --data flag, and --db when it is set.
-func (p *serveProc) where() []string {
-	w := []string{"--data", p.Data}
-	if p.cfg.DB != "" {
-		w = append(w, "--db", p.cfg.DB)
-	}
-	return w
+// cli is the coordinator's command line against serve's --db and --data,
+// with its environment.
+func (p *serveProc) cli() coordinatorCLI {
+	return coordinatorCLI{bin: p.bin, env: p.env, db: p.cfg.DB, data: p.Data}
 }
 
 // CLI runs the coordinator's command args (such as "range", "add", G,
 // "1", "100") against serve's --db and --data, with its environment, and
 // returns its stdout.
 func (p *serveProc) CLI(ctx context.Context, args ...string) (string, error) {
-	return runCLI(ctx, p.bin, p.env, append(args, p.where()...)...)
+	return p.cli().run(ctx, args...)
 }
 
-// runCLI runs one command of the coordinator binary bin with env and
-// returns what it printed; an error carries its stderr.
-func runCLI(ctx context.Context, bin string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = env
+// coordinatorCLI runs commands of the coordinator binary bin, with env,
+// against one --db and --data: serve's (serveProc.cli), or a store's
+// before serve starts on it.
+type coordinatorCLI struct {
+	bin  string
+	env  []string
+	db   string // --db; empty: none, so SQLite in data
+	data string // --data
+}
+
+// where is the --data flag, and --db when it is set.
+func (c coordinatorCLI) where() []string {
+	w := []string{"--data", c.data}
+	if c.db != "" {
+		w = append(w, "--db", c.db)
+	}
+	return w
+}
+
+// run runs the command args with --data and --db and returns what it
+// printed; an error carries its stderr.
+func (c coordinatorCLI) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, c.bin, append(args, c.where()...)...)
+	cmd.Env = c.env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -277,11 +293,17 @@ func runCLI(ctx context.Context, bin string, env []string, args ...string) (stri
 	return string(out), nil
 }
 
+// addNode adds the edge node name with `coordinator node add` and returns
+// its token.
+func (c coordinatorCLI) addNode(ctx context.Context, name string) (string, error) {
+	out, err := c.run(ctx, "node", "add", name)
+	return strings.TrimSpace(out), err
+}
+
 // AddNode adds the edge node name with `coordinator node add` and returns
 // its token.
 func (p *serveProc) AddNode(ctx context.Context, name string) (string, error) {
-	out, err := p.CLI(ctx, "node", "add", name)
-	return strings.TrimSpace(out), err
+	return p.cli().addNode(ctx, name)
 }
 
 // Client adds the node name and returns a client for it that tries each
@@ -341,12 +363,22 @@ func (p *serveProc) allDone(ctx context.Context, group string) error {
 // Admin sends GET path (such as "/v1/fleet") to the admin API and returns
 // the body of a 200.
 func (p *serveProc) Admin(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+path, nil)
+	return adminGet(ctx, p.URL, p.AdminToken, path)
+}
+
+// adminHTTP is adminGet's client: an answer that never ends fails after
+// a minute.
+var adminHTTP = &http.Client{Timeout: time.Minute}
+
+// adminGet sends GET path to the admin API at base with the admin token
+// and returns the body of a 200.
+func adminGet(ctx context.Context, base, token, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+p.AdminToken)
-	resp, err := http.DefaultClient.Do(req)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := adminHTTP.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +444,8 @@ func (p *serveProc) Stop() error {
 }
 
 // serveProfiles is -serve-profiles: a directory to keep CPU profiles of
-// serve's process in, from the deployed and the INN lines (empty: none).
+// serve's process in, from the deployed and the INN lines and -load
+// (empty: none).
 var serveProfiles string
 
 // freeAddr returns a loopback address that was free a moment ago.
@@ -427,13 +460,15 @@ func freeAddr() (string, error) {
 
 // profile keeps seconds of serve's CPU profile from now, through its
 // --pprof, as serveProfiles/NAME.pprof; the channel gets the outcome. It
-// does nothing but answer nil without -serve-profiles.
+// does nothing but answer nil without -serve-profiles. Seconds below 1
+// are 1: pprof reads 0 as its default of 30.
 func (p *serveProc) profile(ctx context.Context, name string, seconds int) <-chan error {
 	done := make(chan error, 1)
 	if p.pprof == "" {
 		done <- nil
 		return done
 	}
+	seconds = max(seconds, 1)
 	go func() { done <- saveProfile(ctx, p.pprof, filepath.Join(serveProfiles, name+".pprof"), seconds) }()
 	return done
 }

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -54,5 +58,25 @@ func TestServeProc(t *testing.T) {
 	}
 	if _, err := p.RSS(); err == nil {
 		t.Fatal("RSS of a stopped process")
+	}
+}
+
+// TestAwaitReadyUnanswered checks that a /readyz that never answers ends
+// the wait at its bound, not never.
+func TestAwaitReadyUnanswered(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // the answer never comes
+	}))
+	defer srv.Close()
+	p := &serveProc{URL: srv.URL, exited: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() { done <- p.awaitReady(context.Background(), 200*time.Millisecond) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not ready within 200ms") {
+			t.Fatalf("awaitReady = %v, want not ready within 200ms", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("awaitReady still waiting for an answer that never comes")
 	}
 }

@@ -17,16 +17,12 @@ var statements bool
 // resetStatements creates pg_stat_statements on base's database when it is
 // not there and empties it.
 func resetStatements(ctx context.Context, base string) error {
-	c, err := pgx.Connect(ctx, base)
+	err := execOn(ctx, base, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public",
+		"SELECT public.pg_stat_statements_reset()")
 	if err != nil {
-		return err
-	}
-	defer c.Close(context.Background())
-	if _, err := c.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements SCHEMA public"); err != nil {
 		return fmt.Errorf("pg_stat_statements: %w", err)
 	}
-	_, err = c.Exec(ctx, "SELECT public.pg_stat_statements_reset()")
-	return err
+	return nil
 }
 
 var spaces = regexp.MustCompile(`\s+`)
