@@ -1,40 +1,26 @@
 package coordinator_test
 
 import (
-	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/internal/apidoctest"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
-
-// docRoute is a route as docs/api.md names it: a method and a path, in a
-// heading ("### POST /v1/lease → ...") or in bold ("**GET /v1/fleet**"),
-// the path ending at its optional part ("[?then=lease]") or its query.
-var docRoute = regexp.MustCompile("(?m)(?:^#+ |\\*\\*)(GET|POST|PUT|DELETE|PATCH) (/[^\\s\\[?*`]*)")
 
 // TestRoutesDocumented: every pattern on the coordinator's mux (the node
 // API, the admin API, the probes and /metrics) is a route docs/api.md
 // names, method and path alike.
 func TestRoutesDocumented(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "api.md"))
-	require.NoError(t, err)
 	// The coordinator's part: the fleet reader's and the front door's
 	// routes, named after it, are other servers'.
-	own, _, found := strings.Cut(string(doc), "\n## Fleet reader")
-	require.True(t, found, "docs/api.md has a Fleet reader part")
-	named := map[string]bool{}
-	for _, m := range docRoute.FindAllStringSubmatch(own, -1) {
-		named[m[1]+" "+m[2]] = true
-	}
+	named := apidoctest.Routes(apidoctest.Before(t, "Fleet reader"))
 	dir := t.TempDir()
 	store, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(dir, "edgeindex.db"), sqlstore.Config{})
 	require.NoError(t, err)

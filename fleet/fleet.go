@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/fleetcache"
+	"github.com/edgeindex/edgeindex/grouplease"
 )
 
 // The statuses of a host in a fleet read.
@@ -157,14 +158,16 @@ func describe(ctx context.Context, err error, timeout time.Duration) string {
 }
 
 // answerText is "401: <the coordinator's error sentence>" for an error
-// answer, or "401 Unauthorized" when it had no sentence.
+// answer, or "401 Unauthorized" when it had no sentence. The sentence is
+// a peer's text: it is shown on one line, cut to grouplease.MaxPlanError
+// bytes (grouplease.PeerText).
 func answerText(err error) string {
 	var ae *api.Error
 	if !errors.As(err, &ae) {
 		return err.Error()
 	}
 	if ae.Message != "" {
-		return fmt.Sprintf("%d: %s", ae.Status, ae.Message)
+		return fmt.Sprintf("%d: %s", ae.Status, grouplease.PeerText(ae.Message, grouplease.MaxPlanError))
 	}
 	return fmt.Sprintf("%d %s", ae.Status, http.StatusText(ae.Status))
 }

@@ -52,3 +52,10 @@ func ExamplePlanner() {
 	// tail 9901-10400
 	// tail 10401-10600
 }
+
+// A provider's reply, fit to show on a status line: its line break goes,
+// and it is cut to 16 bytes, the cut marked.
+func ExamplePeerText() {
+	fmt.Printf("%q\n", grouplease.PeerText("411 no such\r\ngroup alt.binaries.example", 16))
+	// Output: "411 no such  …"
+}

@@ -268,20 +268,24 @@ func OneLine(s string) string {
 	}, s)
 }
 
-// PlanErrorText is err's text as a PlanError holds it: on one line
-// (OneLine), and cut to MaxPlanError bytes, at a rune's
-// start, with "…" where it was cut.
-func PlanErrorText(err error) string {
-	msg := OneLine(err.Error())
-	if len(msg) <= MaxPlanError {
-		return msg
+// PeerText is s, a peer's text, as it may be shown: on one line
+// (OneLine), and cut to at most limit bytes, at a rune's start, with "…"
+// where it was cut. limit must leave room for the "…".
+func PeerText(s string, limit int) string {
+	s = OneLine(s)
+	if len(s) <= limit {
+		return s
 	}
-	cut := MaxPlanError - len("…")
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+	cut := limit - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return msg[:cut] + "…"
+	return s[:cut] + "…"
 }
+
+// PlanErrorText is err's text as a PlanError holds it: PeerText of it,
+// cut to MaxPlanError bytes.
+func PlanErrorText(err error) string { return PeerText(err.Error(), MaxPlanError) }
 
 // plan plans a group's ranges for one reply, and logs what it did.
 func (p *Planner) plan(ctx context.Context, pl PlanStatus, low, high int64) (Planned, error) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/nzb"
@@ -117,10 +118,12 @@ func sendNZB(w http.ResponseWriter, rel release.Release, doc []byte) {
 }
 
 // headerText is s as a header value can carry it: nzb.Text of it with
-// every control character a space, at most nzb.MaxFileName bytes.
+// every control character, format character (a bidi override) and line or
+// paragraph separator a space, at most nzb.MaxFileName bytes. The name is
+// a poster's, and the downloader shows it and names a directory after it.
 func headerText(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
 			return ' '
 		}
 		return r

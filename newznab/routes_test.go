@@ -1,18 +1,13 @@
 package newznab
 
 import (
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-// docRoute is a route as docs/api.md's Front door part names it, in bold
-// ("**GET /details/{id}**"), the path ending at its query.
-var docRoute = regexp.MustCompile(`\*\*(GET|POST) (/[^\s\[?*` + "`" + `]*)`)
+	"github.com/edgeindex/edgeindex/internal/apidoctest"
+)
 
 // TestRoutesDocumented: every route of the Handler's mux is one the Front
 // door part of docs/api.md names, and it names no other. A pattern without
@@ -20,15 +15,8 @@ var docRoute = regexp.MustCompile(`\*\*(GET|POST) (/[^\s\[?*` + "`" + `]*)`)
 // which the part says in words.
 func TestRoutesDocumented(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "api.md"))
-	require.NoError(t, err)
-	_, part, found := strings.Cut(string(doc), "\n## Front door (Newznab)")
-	require.True(t, found, "docs/api.md has a Front door part")
-	part, _, _ = strings.Cut(part, "\n## ")
-	named := map[string]bool{}
-	for _, m := range docRoute.FindAllStringSubmatch(part, -1) {
-		named[m[1]+" "+m[2]] = true
-	}
+	part := apidoctest.Part(t, "Front door (Newznab)")
+	named := apidoctest.Routes(part)
 	served := map[string]bool{}
 	var h *Handler
 	for _, r := range h.routes() {

@@ -330,6 +330,10 @@ func TestFeedDoc(t *testing.T) {
 
 func TestHeaderText(t *testing.T) {
 	require.Equal(t, "a  b � c�", headerText("a\r\nb \xff c\x00"))
+	// A poster's name reaches the downloader, which shows it and names a
+	// directory after it: no C1 control, no bidi override or other format
+	// character, no line or paragraph separator turns it around.
+	require.Equal(t, "Show gpj.exe x y z", headerText("Show\u202egpj.exe\u0085x\u2028y\u2029z\u200b"))
 	long := headerText(string(bytes.Repeat([]byte("é"), nzb.MaxFileName)))
 	require.LessOrEqual(t, len(long), nzb.MaxFileName)
 	require.True(t, utf8Valid(long))
