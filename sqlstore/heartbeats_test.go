@@ -34,7 +34,7 @@ func TestHeartbeatRound(t *testing.T) {
 
 	beat := func(l lease.Lease, token int64) *call[heartbeatReq, sql.NullInt64] {
 		return &call[heartbeatReq, sql.NullInt64]{ctx: ctx, done: make(chan struct{}),
-			req: heartbeatReq{rangeID: l.Range.ID, f: lease.Fence{Node: "a", Token: token}, ttlUS: time.Hour.Microseconds()}}
+			req: heartbeatReq{rangeFence: rangeFence{rangeID: l.Range.ID, f: lease.Fence{Node: "a", Token: token}}, ttlUS: time.Hour.Microseconds()}}
 	}
 	round := []*call[heartbeatReq, sql.NullInt64]{beat(a, a.Token+1), beat(a, a.Token), beat(a, a.Token), beat(b, b.Token+1)}
 	s.heartbeatRound(context.Background(), round)

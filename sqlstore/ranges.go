@@ -297,7 +297,7 @@ func (s *Store) Heartbeat(ctx context.Context, rangeID int64, f lease.Fence, ttl
 		// Concurrent heartbeats go in rounds, one statement and one
 		// commit each (heartbeatRound); one its round did not renew goes
 		// on alone, below, to be renewed or told apart.
-		exp, err := s.heartbeats.do(ctx, heartbeatReq{rangeID: rangeID, f: f, ttlUS: ttlUS})
+		exp, err := s.heartbeats.do(ctx, heartbeatReq{rangeFence: rangeFence{rangeID: rangeID, f: f}, ttlUS: ttlUS})
 		if err != nil {
 			return time.Time{}, err
 		}
