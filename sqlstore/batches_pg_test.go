@@ -28,6 +28,18 @@ func pgRanges(t *testing.T, to int64) *Store {
 	return s
 }
 
+// grantN grants n leases of a minute to node, in grant order.
+func grantN(t *testing.T, s *Store, node string, n int) []lease.Lease {
+	t.Helper()
+	ls := make([]lease.Lease, n)
+	for i := range ls {
+		var err error
+		ls[i], err = s.Grant(t.Context(), node, time.Minute)
+		require.NoError(t, err)
+	}
+	return ls
+}
+
 // A range that changes between putOptimistic's read and its write (here
 // released and granted to another node) has nothing of its Put written:
 // the Put is decided again under the range's lock and refused, while the
@@ -36,12 +48,11 @@ func TestOptimisticPutStaleRange(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := pgRanges(t, 20)
-	a, err := s.Grant(ctx, "a", time.Minute)
-	require.NoError(t, err)
-	b, err := s.Grant(ctx, "a", time.Minute)
-	require.NoError(t, err)
+	ls := grantN(t, s, "a", 2)
+	a, b := ls[0], ls[1]
 
 	var stolen lease.Lease
+	var err error
 	s.testHookWrite = func() {
 		s.testHookWrite = nil
 		require.NoError(t, s.Release(ctx, b.Range.ID, lease.Fence{Node: "a", Token: b.Token}))

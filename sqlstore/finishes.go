@@ -33,10 +33,7 @@ type rangeFence struct {
 // another kind that locks the same rows in another order.
 func (s *Store) finishRound(ctx context.Context, round []*call[rangeFence, bool]) {
 	commitRound(ctx, round, func(ctx context.Context, round []*call[rangeFence, bool]) error {
-		ids, nodes, tokens := make([]int64, len(round)), make([]string, len(round)), make([]int64, len(round))
-		for i, c := range round {
-			ids[i], nodes[i], tokens[i] = c.req.rangeID, c.req.f.Node, c.req.f.Token
-		}
+		ids, nodes, tokens := fenceArrays(round)
 		st, err := s.prepared(ctx, finishRoundQuery)
 		if err != nil {
 			return fmt.Errorf("finish: %w", err)
@@ -47,21 +44,50 @@ func (s *Store) finishRound(ctx context.Context, round []*call[rangeFence, bool]
 		}
 		finished := make(map[rangeFence]bool, len(done))
 		for _, d := range done {
-			finished[rangeFence{rangeID: d.ID, f: lease.Fence{Node: d.Node, Token: d.Token}}] = true
+			finished[d.key()] = true
 		}
-		for _, c := range round {
-			c.res, c.err = finished[c.req], nil
-			delete(finished, c.req) // a second call of the fence goes to the transaction
-		}
+		answerOnce(round, finished)
 		return nil
 	})
 }
+
+// fenced is the request of a round that writes ranges under their fences.
+type fenced interface{ key() rangeFence }
+
+func (k rangeFence) key() rangeFence { return k }
 
 // fencedRow is a range a round wrote, and the fence that matched.
 type fencedRow struct {
 	ID    int64  `db:"id"`
 	Node  string `db:"node"`
 	Token int64  `db:"token"`
+}
+
+func (r fencedRow) key() rangeFence {
+	return rangeFence{rangeID: r.ID, f: lease.Fence{Node: r.Node, Token: r.Token}}
+}
+
+// fenceArrays are the range ids, nodes and tokens of a round's calls, for
+// its statement's unnest.
+func fenceArrays[Req fenced, Res any](round []*call[Req, Res]) (ids []int64, nodes []string, tokens []int64) {
+	ids, nodes, tokens = make([]int64, len(round)), make([]string, len(round)), make([]int64, len(round))
+	for i, c := range round {
+		k := c.req.key()
+		ids[i], nodes[i], tokens[i] = k.rangeID, k.f.Node, k.f.Token
+	}
+	return ids, nodes, tokens
+}
+
+// answerOnce answers each call of a round with what its statement wrote
+// under the call's fence, got (by fencedRow.key), or with Res's zero when
+// it wrote nothing under it. A fence is answered from got once: the same
+// call twice gets the zero for its second, as if it came after the round.
+func answerOnce[Req fenced, Res any](round []*call[Req, Res], got map[rangeFence]Res) {
+	for _, c := range round {
+		k := c.req.key()
+		c.res, c.err = got[k], nil
+		delete(got, k)
+	}
 }
 
 // finishRoundQuery finishes the ranges of arrays of range ids, nodes and

@@ -23,12 +23,7 @@ func TestFinishRound(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := pgRanges(t, 30)
-	var ls []lease.Lease
-	for range 3 {
-		l, err := s.Grant(ctx, "a", time.Minute)
-		require.NoError(t, err)
-		ls = append(ls, l)
-	}
+	ls := grantN(t, s, "a", 3)
 	for _, l := range ls[:2] { // the third keeps articles to store
 		_, err := s.Put(ctx, l.Range.ID, lease.Fence{Node: "a", Token: l.Token}, batch.Batch{From: l.Range.Start, To: l.Range.End, Headers: 10})
 		require.NoError(t, err)

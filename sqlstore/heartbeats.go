@@ -6,15 +6,12 @@ import (
 	"fmt"
 
 	"github.com/lib/pq"
-
-	"github.com/edgeindex/edgeindex/lease"
 )
 
 // heartbeatReq is one Heartbeat, for the heartbeat rounds (PostgreSQL).
 type heartbeatReq struct {
-	rangeID int64
-	f       lease.Fence
-	ttlUS   int64
+	rangeFence
+	ttlUS int64
 }
 
 // heartbeatRound renews a round of leases with one statement and one
@@ -28,10 +25,10 @@ type heartbeatReq struct {
 // while the round renews the others' leases.
 func (s *Store) heartbeatRound(ctx context.Context, round []*call[heartbeatReq, sql.NullInt64]) {
 	commitRound(ctx, round, func(ctx context.Context, round []*call[heartbeatReq, sql.NullInt64]) error {
-		n := len(round)
-		ids, nodes, tokens, ttls := make([]int64, n), make([]string, n), make([]int64, n), make([]int64, n)
+		ids, nodes, tokens := fenceArrays(round)
+		ttls := make([]int64, len(round))
 		for i, c := range round {
-			ids[i], nodes[i], tokens[i], ttls[i] = c.req.rangeID, c.req.f.Node, c.req.f.Token, c.req.ttlUS
+			ttls[i] = c.req.ttlUS
 		}
 		st, err := s.prepared(ctx, heartbeatRoundQuery)
 		if err != nil {
@@ -44,16 +41,11 @@ func (s *Store) heartbeatRound(ctx context.Context, round []*call[heartbeatReq, 
 		if err := st.SelectContext(ctx, &renewed, pq.Array(ids), pq.Array(nodes), pq.Array(tokens), pq.Array(ttls), s.now()); err != nil {
 			return fmt.Errorf("heartbeat: %w", err)
 		}
-		expires := make(map[rangeFence]int64, len(renewed))
+		expires := make(map[rangeFence]sql.NullInt64, len(renewed))
 		for _, r := range renewed {
-			expires[rangeFence{rangeID: r.ID, f: lease.Fence{Node: r.Node, Token: r.Token}}] = r.Expires
+			expires[r.key()] = sql.NullInt64{Int64: r.Expires, Valid: true}
 		}
-		for _, c := range round {
-			k := rangeFence{rangeID: c.req.rangeID, f: c.req.f}
-			exp, ok := expires[k]
-			c.res, c.err = sql.NullInt64{Int64: exp, Valid: ok}, nil
-			delete(expires, k)
-		}
+		answerOnce(round, expires)
 		return nil
 	})
 }

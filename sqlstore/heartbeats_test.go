@@ -21,10 +21,8 @@ func TestHeartbeatRound(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := pgRanges(t, 20)
-	a, err := s.Grant(ctx, "a", time.Minute)
-	require.NoError(t, err)
-	b, err := s.Grant(ctx, "a", time.Minute)
-	require.NoError(t, err)
+	ls := grantN(t, s, "a", 2)
+	a, b := ls[0], ls[1]
 	expires := func(id int64) int64 {
 		var us int64
 		require.NoError(t, s.db.GetContext(ctx, &us, "SELECT expires_us FROM ranges WHERE id = $1", id))
@@ -34,7 +32,7 @@ func TestHeartbeatRound(t *testing.T) {
 
 	beat := func(l lease.Lease, token int64) *call[heartbeatReq, sql.NullInt64] {
 		return &call[heartbeatReq, sql.NullInt64]{ctx: ctx, done: make(chan struct{}),
-			req: heartbeatReq{rangeID: l.Range.ID, f: lease.Fence{Node: "a", Token: token}, ttlUS: time.Hour.Microseconds()}}
+			req: heartbeatReq{rangeFence: rangeFence{rangeID: l.Range.ID, f: lease.Fence{Node: "a", Token: token}}, ttlUS: time.Hour.Microseconds()}}
 	}
 	round := []*call[heartbeatReq, sql.NullInt64]{beat(a, a.Token+1), beat(a, a.Token), beat(a, a.Token), beat(b, b.Token+1)}
 	s.heartbeatRound(context.Background(), round)
@@ -48,7 +46,7 @@ func TestHeartbeatRound(t *testing.T) {
 	require.Greater(t, round[1].res.Int64, a.ExpiresAt.UnixMicro(), "an hour's TTL renews past the minute's")
 	require.Equal(t, bBefore, expires(b.Range.ID), "a stale token renews nothing")
 
-	_, err = s.Heartbeat(ctx, b.Range.ID, lease.Fence{Node: "a", Token: b.Token + 1}, time.Minute)
+	_, err := s.Heartbeat(ctx, b.Range.ID, lease.Fence{Node: "a", Token: b.Token + 1}, time.Minute)
 	require.ErrorIs(t, err, edgeindex.ErrLeaseLost)
 	exp, err := s.Heartbeat(ctx, a.Range.ID, lease.Fence{Node: "a", Token: a.Token}, time.Minute)
 	require.NoError(t, err)
@@ -61,12 +59,7 @@ func TestHeartbeatsConcurrent(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := pgRanges(t, 400)
-	var ls []lease.Lease
-	for range 40 {
-		l, err := s.Grant(ctx, "a", time.Minute)
-		require.NoError(t, err)
-		ls = append(ls, l)
-	}
+	ls := grantN(t, s, "a", 40)
 	errs := make([]error, len(ls))
 	var wg sync.WaitGroup
 	for i, l := range ls {

@@ -297,7 +297,7 @@ func (s *Store) Heartbeat(ctx context.Context, rangeID int64, f lease.Fence, ttl
 		// Concurrent heartbeats go in rounds, one statement and one
 		// commit each (heartbeatRound); one its round did not renew goes
 		// on alone, below, to be renewed or told apart.
-		exp, err := s.heartbeats.do(ctx, heartbeatReq{rangeID: rangeID, f: f, ttlUS: ttlUS})
+		exp, err := s.heartbeats.do(ctx, heartbeatReq{rangeFence: rangeFence{rangeID: rangeID, f: f}, ttlUS: ttlUS})
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -348,14 +348,12 @@ func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error 
 			WHERE id = ? AND state = 'leased' AND node = ? AND token = ? AND next_n > end_n
 			RETURNING id`), rangeID, f.Node, f.Token)
 		if errors.Is(err, sql.ErrNoRows) {
-			if err := s.fenceError(ctx, tx, "finish", rangeID, f); err != nil {
+			// The fence's read has the row's next and end too.
+			r, err := s.currentRange(ctx, tx, "finish", rangeID, f, "")
+			if err != nil {
 				return err
 			}
-			var next, end int64
-			if err := tx.QueryRowxContext(ctx, s.q("SELECT next_n, end_n FROM ranges WHERE id = ?"), rangeID).Scan(&next, &end); err != nil {
-				return fmt.Errorf("finish: %w", err)
-			}
-			return fmt.Errorf("finish: range %d: %w: the batches reach %d but the range ends at %d", rangeID, edgeindex.ErrConflict, next-1, end)
+			return fmt.Errorf("finish: range %d: %w: the batches reach %d but the range ends at %d", rangeID, edgeindex.ErrConflict, r.Next-1, r.End)
 		}
 		if err != nil {
 			return fmt.Errorf("finish: %w", err)

@@ -147,7 +147,7 @@ func TestPutAndHeartbeatRoundsDoNotDeadlock(t *testing.T) {
 	require.Eventually(t, waitingOn, 10*time.Second, 5*time.Millisecond)
 	beat := func(l lease.Lease, node string) *call[heartbeatReq, sql.NullInt64] {
 		return &call[heartbeatReq, sql.NullInt64]{ctx: ctx, done: make(chan struct{}),
-			req: heartbeatReq{rangeID: l.Range.ID, f: lease.Fence{Node: node, Token: l.Token}, ttlUS: time.Minute.Microseconds()}}
+			req: heartbeatReq{rangeFence: rangeFence{rangeID: l.Range.ID, f: lease.Fence{Node: node, Token: l.Token}}, ttlUS: time.Minute.Microseconds()}}
 	}
 	beats := []*call[heartbeatReq, sql.NullInt64]{beat(a, "a"), beat(b, "b")}
 	s.heartbeatRound(context.Background(), beats)

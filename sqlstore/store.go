@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"    // the "postgres" driver
-	_ "modernc.org/sqlite" // the "sqlite" driver, pure Go
+	"github.com/lib/pq"            // the "postgres" driver
+	sqlitedrv "modernc.org/sqlite" // the "sqlite" driver, pure Go
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
@@ -178,7 +178,7 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	switch {
 	case strings.HasPrefix(rawURL, "sqlite://"):
 		s.d = sqlite
-		if err := s.openSQLite(strings.TrimPrefix(rawURL, "sqlite://")); err != nil {
+		if err := s.openSQLite(ctx, strings.TrimPrefix(rawURL, "sqlite://")); err != nil {
 			return nil, err
 		}
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
@@ -249,7 +249,7 @@ func oneRoundTrip(rawURL string) string {
 	return u.String()
 }
 
-func (s *Store) openSQLite(path string) error {
+func (s *Store) openSQLite(ctx context.Context, path string) error {
 	if path == "" {
 		return fmt.Errorf("%w: sqlite:// needs a path", ErrUnsupportedURL)
 	}
@@ -266,6 +266,10 @@ func (s *Store) openSQLite(path string) error {
 		return fmt.Errorf("sqlstore: open sqlite: %w", err)
 	}
 	w.SetMaxOpenConns(1) // one writer
+	if err := firstConn(ctx, w); err != nil {
+		w.Close()
+		return fmt.Errorf("sqlstore: open sqlite: %w", err)
+	}
 	r, err := sqlx.Open("sqlite", dsn+"&_pragma=query_only(1)")
 	if err != nil {
 		w.Close()
@@ -274,6 +278,29 @@ func (s *Store) openSQLite(path string) error {
 	r.SetMaxOpenConns(8)
 	s.db, s.rdb = w, r
 	return nil
+}
+
+// firstConn opens w's first connection, again while SQLite answers
+// SQLITE_BUSY, for up to about 13 seconds. The first connection of each
+// process that opens a new database turns its journal to WAL (the DSN's
+// pragma), which takes the database's exclusive lock; SQLite answers one
+// that waits for it while holding a shared lock at once, whatever the
+// busy timeout, so that the two do not deadlock. Processes that start
+// together on a new database then all open it.
+func firstConn(ctx context.Context, w *sqlx.DB) error {
+	const sqliteBusy = 5 // SQLITE_BUSY, the primary code of an extended one
+	for try := 1; ; try++ {
+		err := w.PingContext(ctx)
+		var e *sqlitedrv.Error
+		if err == nil || !errors.As(err, &e) || e.Code()&0xff != sqliteBusy || try == 50 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(try) * 10 * time.Millisecond):
+		}
+	}
 }
 
 // Close stops the committers (calls after it fail) and closes the
