@@ -61,7 +61,7 @@ func TestBatchBudgetAfterPanic(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	b := `{"from": 1, "to": 10, "headers": 10, "items": []}`
-	post(b, -1) // unknown length: it reserves MaxBody, and Put panics
+	post(b, -1) // unknown length: it takes its bytes, and Put panics
 	st, body := post(b, int64(len(b)))
 	require.Equal(t, http.StatusOK, st, "the budget is given back after a panic: %s", body)
 }

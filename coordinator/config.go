@@ -70,8 +70,9 @@ type Config struct {
 	// MaxBody caps a batch body (413 above it). Default 64 MiB.
 	MaxBody int64
 	// MaxBatchBytes bounds the bytes of batch bodies decoded and stored at
-	// once (a body of unknown length counts as MaxBody); a batch with no
-	// room gets 503 busy with Retry-After. Decoding takes a few times a
+	// once (a body of unknown length counts its bytes as they arrive, so a
+	// stalled one holds what it sent); a batch with no room gets 503 busy
+	// with Retry-After. Decoding takes a few times a
 	// body's size in memory, so this bounds the memory batches take. At
 	// least MaxBody; default 2 × MaxBody.
 	MaxBatchBytes int64

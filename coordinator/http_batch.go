@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 
@@ -48,7 +49,8 @@ const smallBatch = 64 << 10
 // lease is lost, so the answer is the same either way. A body over
 // Config.MaxBody fails with api.ErrTooLarge. The body's bytes are then
 // taken from the batch budget (Config.MaxBatchBytes) until done is
-// called, and a batch the budget has no room for fails with api.ErrBusy.
+// called: a known length's at once, an unknown length's as they arrive.
+// A batch the budget has no room for fails with api.ErrBusy.
 // A decoded batch passed edgeframe's checks (edgeframe.ValidateBatch).
 func (s *Server) readBatch(ctx context.Context, rangeID int64, f lease.Fence, r *http.Request) (b api.Batch, done func(), err error) {
 	size := r.ContentLength
@@ -66,14 +68,16 @@ func (s *Server) readBatch(ctx context.Context, rangeID int64, f lease.Fence, r 
 	if size > s.cfg.MaxBody {
 		return api.Batch{}, nil, fmt.Errorf("%w: a batch of at most %d bytes", api.ErrTooLarge, s.cfg.MaxBody)
 	}
-	reserved := size
-	if size < 0 { // unknown length: the most it may be
-		reserved = s.cfg.MaxBody
-	}
-	if !s.batches.take(reserved) {
+	body := io.Reader(r.Body)
+	var reserved int64 // what this batch holds of the budget; a growing body's grows
+	if size < 0 {
+		body = &budgetReader{r: r.Body, b: &s.batches, held: &reserved, limit: s.cfg.MaxBody}
+	} else if !s.batches.take(size) {
 		return api.Batch{}, nil, errBatchBusy
+	} else {
+		reserved = size
 	}
-	b, err = edgeframe.DecodeBatchSize(r.Body, size, s.cfg.MaxBody)
+	b, err = edgeframe.DecodeBatchSize(body, size, s.cfg.MaxBody)
 	if err != nil {
 		s.batches.give(reserved)
 		if small {
@@ -118,4 +122,36 @@ func (b *budget) give(n int64) {
 	b.mu.Lock()
 	b.used -= n
 	b.mu.Unlock()
+}
+
+// budgetStep is the most a budgetReader reads at once, so that it takes
+// the budget for no more than about what the body has sent.
+const budgetStep = 256 << 10
+
+// budgetReader reads a body of unknown length, taking each piece's bytes
+// from the budget before reading it (at most budgetStep at a time, and no
+// more than limit, MaxBody, in all), so that the body holds what it has sent, not
+// MaxBody from its first byte: a body that stalls halfway holds half.
+// *held counts what it took; a read with no room fails with errBatchBusy.
+type budgetReader struct {
+	r     io.Reader
+	b     *budget
+	held  *int64
+	limit int64
+}
+
+func (br *budgetReader) Read(p []byte) (int, error) {
+	n := min(int64(len(p)), budgetStep, br.limit-*br.held)
+	if n <= 0 && len(p) > 0 {
+		// A byte past the limit, unbudgeted: the decoder reads it to
+		// tell a body over MaxBody (413) from one that ends there.
+		return br.r.Read(p[:1])
+	}
+	if !br.b.take(n) {
+		return 0, errBatchBusy
+	}
+	m, err := br.r.Read(p[:n])
+	br.b.give(n - int64(m))
+	*br.held += int64(m)
+	return m, err
 }

@@ -201,8 +201,9 @@ func TestBatchBudget(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // its bytes are taken from the budget
 
 	second := `{"from": 11, "to": 20, "headers": 10, "items": []}`
-	for name, length := range map[string]int64{"no room for 3000 bytes": 3000, "an unknown length counts as MaxBody": -1} {
-		r := post(io.MultiReader(strings.NewReader(second), bytes.NewReader(bytes.Repeat([]byte(" "), max(0, int(length)-len(second))))), length)
+	for name, length := range map[string]int64{"no room for 3000 bytes": 3000, "no room for an unknown length's 3000 bytes": -3000} {
+		pad := bytes.Repeat([]byte(" "), max(0, int(abs(length))-len(second)))
+		r := post(io.MultiReader(strings.NewReader(second), bytes.NewReader(pad)), max(length, -1))
 		require.Equal(t, http.StatusServiceUnavailable, r.status, "%s: %s", name, r.body)
 		require.Equal(t, "1", r.header.Get("Retry-After"))
 		require.Contains(t, string(r.body), `"code":"busy"`)
@@ -220,6 +221,61 @@ func TestBatchBudget(t *testing.T) {
 	require.Equal(t, http.StatusOK, fr.status, "%s", fr.body)
 	r = post(strings.NewReader(second), int64(len(second)))
 	require.Equal(t, http.StatusOK, r.status, "the budget is given back: %s", r.body)
+}
+
+// abs is n's absolute value.
+func abs(n int64) int64 { return max(n, -n) }
+
+// TestBatchBudgetStalledBody: a body of unknown length holds the budget's
+// bytes it sent, not MaxBody from its first byte, so a worker that stalls
+// halfway through one does not make every other batch busy.
+func TestBatchBudgetStalledBody(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.MaxBody = 32 << 10; c.MaxBatchBytes = 32 << 10 })
+	h.group("g", false, 1, 100, lease.LaneHistory)
+	l := h.lease(h.token)
+	path := fmt.Sprintf("%s/v1/ranges/%d/batch", h.http.URL, l.Range.ID)
+	post := func(body io.Reader, length int64) reply {
+		req, err := http.NewRequestWithContext(t.Context(), "POST", path, body)
+		require.NoError(t, err)
+		req.ContentLength = length
+		req.Header.Set("Authorization", "Bearer "+h.token)
+		req.Header.Set("Lease-Token", fmt.Sprint(l.Token))
+		resp, err := h.http.Client().Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+	next := func(size int) reply { // 11-20: a gap (409, nothing stored) until 1-10 is stored
+		b := []byte(`{"from": 11, "to": 20, "headers": 10, "items": []}`)
+		b = append(b, bytes.Repeat([]byte(" "), size-len(b))...)
+		return post(bytes.NewReader(b), int64(len(b)))
+	}
+
+	// The client's transport holds back the last 4 KiB it was given:
+	// the server reads at least 16 KiB of these 20,000 bytes.
+	stalled := []byte(`{"from": 1, "to": 10, "headers": 10, "items": [{"key": "a", "value": "` + strings.Repeat("x", 24000) + `"}]}`)
+	pr, pw := io.Pipe()
+	done := make(chan reply, 1)
+	go func() { done <- post(pr, -1) }()
+	_, err := pw.Write(stalled[:20000])
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return next(20000).status == http.StatusServiceUnavailable },
+		10*time.Second, 10*time.Millisecond, "what the stalled body sent leaves no room for 20,000 bytes")
+	r := next(8000)
+	require.Equal(t, http.StatusConflict, r.status, "8,000 bytes fit beside what the stalled body sent: %s", r.body)
+
+	_, err = pw.Write(stalled[20000:])
+	require.NoError(t, err)
+	pw.Close()
+	fr := <-done
+	require.Equal(t, http.StatusOK, fr.status, "%s", fr.body)
+	r = next(20000)
+	require.Equal(t, http.StatusOK, r.status, "the budget is given back, and 11-20 follows 1-10: %s", r.body)
+	got, err := h.store.Range(t.Context(), l.Range.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(21), got.Next, "only the two batches were stored")
 }
 
 // pingFails is a store whose database does not answer.
