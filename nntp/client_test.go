@@ -108,10 +108,11 @@ func TestParseURLEnvironment(t *testing.T) {
 
 func TestConfigHidesPassword(t *testing.T) {
 	t.Parallel()
-	c := nntp.Config{Addr: "h:119", User: "u", Pass: "hunter2-secret"}
+	c := nntp.Config{Addr: "h:119", User: "u", Pass: "hunter2-secret", IdleTimeout: 7 * time.Second}
 	for _, s := range []string{c.String(), fmt.Sprint(c), fmt.Sprintf("%v", c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), fmt.Sprintf("%v", &c), fmt.Sprintf("%s", c)} {
 		require.NotContains(t, s, "hunter2")
 		require.Contains(t, s, "h:119")
+		require.Contains(t, s, "IdleTimeout:7s", "every field but the password is shown")
 	}
 }
 

@@ -219,9 +219,9 @@ func (c Config) String() string {
 	if c.Pass != "" {
 		pass = "<redacted>"
 	}
-	return fmt.Sprintf("nntp.Config{Addr:%q TLS:%t StartTLS:%s User:%q Pass:%q Compress:%s MaxConns:%d Timeout:%s DialBackoff:%s MaxDialBackoff:%s MinRate:%d MaxFetchBytes:%d MaxChunkBytes:%d}",
-		c.Addr, c.TLS, c.StartTLS, c.User, pass, c.Compress, c.MaxConns, c.Timeout, c.DialBackoff, c.MaxDialBackoff,
-		c.MinRate, c.MaxFetchBytes, c.MaxChunkBytes)
+	return fmt.Sprintf("nntp.Config{Addr:%q TLS:%t StartTLS:%s User:%q Pass:%q Compress:%s MaxConns:%d Budget:%t IdleTimeout:%s Timeout:%s DialBackoff:%s MaxDialBackoff:%s MinRate:%d MaxFetchBytes:%d MaxChunkBytes:%d}",
+		c.Addr, c.TLS, c.StartTLS, c.User, pass, c.Compress, c.MaxConns, c.Budget != nil, c.IdleTimeout, c.Timeout, c.DialBackoff,
+		c.MaxDialBackoff, c.MinRate, c.MaxFetchBytes, c.MaxChunkBytes)
 }
 
 // GoString is String, so %#v does not show the password either.
