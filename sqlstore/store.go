@@ -253,7 +253,9 @@ func (s *Store) openSQLite(ctx context.Context, path string) error {
 	if path == "" {
 		return fmt.Errorf("%w: sqlite:// needs a path", ErrUnsupportedURL)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// The owner's only: the database holds the hashes of node tokens and
+	// API keys, and the users.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("sqlstore: %w", err)
 	}
 	// WAL lets readers run beside the one writer; the busy timeout covers
