@@ -3,10 +3,14 @@ package sqlstore_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/internal/pgtest"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
@@ -39,5 +43,57 @@ func TestOpenSQLiteMakesAPrivateDirectory(t *testing.T) {
 		info, err := os.Stat(d)
 		require.NoError(t, err)
 		require.Equal(t, os.FileMode(0o700), info.Mode().Perm(), d)
+	}
+}
+
+// TestOpenRefuseForeign: with RefuseForeign, a database that holds tables
+// but none of edgeindex's is refused and gets no table; an empty one, and
+// one edgeindex made, open. Without it, edgeindex's tables go beside.
+func TestOpenRefuseForeign(t *testing.T) {
+	t.Parallel()
+	refuse := sqlstore.Config{RefuseForeign: true}
+	for _, b := range pgtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			empty := b.URL(t)
+			for range 2 { // made, then edgeindex's
+				s, err := sqlstore.Open(t.Context(), empty, refuse)
+				require.NoError(t, err)
+				require.NoError(t, s.Close())
+			}
+
+			foreign := b.URL(t)
+			driver, dsn := "postgres", foreign
+			if path, ok := strings.CutPrefix(foreign, "sqlite://"); ok {
+				driver, dsn = "sqlite", "file:"+path
+			}
+			db, err := sqlx.Open(driver, dsn)
+			require.NoError(t, err)
+			defer db.Close()
+			_, err = db.ExecContext(t.Context(), "CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+			require.NoError(t, err)
+			tables := func() []string {
+				q := "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+				if driver == "sqlite" {
+					q = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1"
+				}
+				var names []string
+				require.NoError(t, db.SelectContext(t.Context(), &names, q))
+				return names
+			}
+
+			_, err = sqlstore.Open(t.Context(), foreign, refuse)
+			require.ErrorIs(t, err, sqlstore.ErrForeign)
+			require.ErrorIs(t, err, edgeindex.ErrNotFound)
+			require.Equal(t, []string{"invoices"}, tables(), "nothing was made")
+
+			s, err := sqlstore.Open(t.Context(), foreign, sqlstore.Config{})
+			require.NoError(t, err, "without RefuseForeign edgeindex's tables go beside")
+			require.NoError(t, s.Close())
+			require.Contains(t, tables(), "schema_migrations")
+			s, err = sqlstore.Open(t.Context(), foreign, refuse)
+			require.NoError(t, err, "then the database is edgeindex's too")
+			require.NoError(t, s.Close())
+		})
 	}
 }

@@ -44,6 +44,11 @@ var (
 // ErrUnsupportedURL means Open was given a URL that names no backend.
 var ErrUnsupportedURL = errors.New("unsupported database URL")
 
+// ErrForeign means Open, with Config.RefuseForeign, found a database that
+// holds tables, none of them edgeindex's. It is an edgeindex.ErrNotFound:
+// no edgeindex database is there.
+var ErrForeign = fmt.Errorf("%w: the database holds tables, none of them edgeindex's", edgeindex.ErrNotFound)
+
 // Defaults of Config.
 const (
 	// DefaultMaxAttempts is how many corrupt chunks a range survives before it fails.
@@ -93,6 +98,13 @@ type Config struct {
 	// is granted or fetched again, doubling with each attempt, as River
 	// schedules a job's retry. Zero means DefaultRetryDelay.
 	RetryDelay time.Duration
+	// RefuseForeign makes Open fail with ErrForeign, making nothing, when
+	// the database (PostgreSQL's current schema, SQLite's main one) holds
+	// tables but not edgeindex's migrations: a database of something else,
+	// named by mistake. An empty database, or one edgeindex made, opens as
+	// ever. False (the default) puts edgeindex's tables beside any others,
+	// as a program that shares its own database wants.
+	RefuseForeign bool
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -197,6 +209,12 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		s.db, s.rdb, s.url = db, db, rawURL
 	default:
 		return nil, fmt.Errorf("%w: %q: want sqlite://PATH or postgres://", ErrUnsupportedURL, redact.URL(rawURL))
+	}
+	if cfg.RefuseForeign {
+		if err := s.refuseForeign(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
@@ -389,6 +407,25 @@ var migrations embed.FS
 // migrate applies the embedded migrations that are not applied yet, in
 // order, each in its own transaction. On PostgreSQL the transaction first
 // takes an advisory lock, so processes that start together do not race.
+// refuseForeign fails with ErrForeign when the database holds tables but
+// no schema_migrations (see Config.RefuseForeign).
+func (s *Store) refuseForeign(ctx context.Context) error {
+	query := `SELECT COUNT(*), COUNT(*) FILTER (WHERE tablename = 'schema_migrations')
+		FROM pg_tables WHERE schemaname = current_schema()`
+	if s.d.name == "sqlite" {
+		query = `SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'schema_migrations')
+			FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`
+	}
+	var tables, ours int
+	if err := s.db.QueryRowxContext(ctx, query).Scan(&tables, &ours); err != nil {
+		return fmt.Errorf("sqlstore: %w", err)
+	}
+	if tables > 0 && ours == 0 {
+		return fmt.Errorf("sqlstore: %w (%d of them)", ErrForeign, tables)
+	}
+	return nil
+}
+
 func (s *Store) migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex"
@@ -328,6 +329,45 @@ func TestInitPostgres(t *testing.T) {
 	require.NoError(t, err)
 	_, err = os.Stat(data)
 	require.ErrorIs(t, err, os.ErrNotExist, "PostgreSQL's init makes no data directory")
+}
+
+// An admin command pointed at a database of something else (tables, none
+// of them edgeindex's) fails in one line, says how to point elsewhere, and
+// adds no table; init puts edgeindex's tables beside, and then the
+// commands find them.
+func TestAdminCommandsRefuseAForeignDatabase(t *testing.T) {
+	t.Parallel()
+	eachBackend(t, func(t *testing.T, db string) {
+		data := t.TempDir()
+		driver, dsn := "postgres", db
+		if path, ok := strings.CutPrefix(db, "sqlite://"); ok {
+			driver, dsn = "sqlite", "file:"+path
+		}
+		raw, err := sqlx.Open(driver, dsn)
+		require.NoError(t, err)
+		defer raw.Close()
+		_, err = raw.ExecContext(t.Context(), "CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
+		require.NoError(t, err)
+		count := "SELECT COUNT(*) FROM pg_tables WHERE schemaname = current_schema()"
+		if driver == "sqlite" {
+			count = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'"
+		}
+		for _, args := range [][]string{{"status"}, {"group", "add", "alt.binaries.test"}, {"node", "list"}} {
+			code, _, stderr := runExit(t, append(args, "--db", db, "--data", data)...)
+			require.Equal(t, 1, code, "%q: %s", args, stderr)
+			for _, want := range []string{"none of them edgeindex's", "from --db", "coordinator init"} {
+				require.Contains(t, stderr, want, "%q", args)
+			}
+			require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %s", stderr)
+			var n int
+			require.NoError(t, raw.GetContext(t.Context(), &n, count))
+			require.Equal(t, 1, n, "%q added no table", args)
+		}
+		_, err = run(t, data, "init", "--db", db)
+		require.NoError(t, err)
+		_, err = run(t, data, "group", "add", "alt.binaries.test", "--db", db)
+		require.NoError(t, err)
+	})
 }
 
 // status shows the planner's last failure of a group beside the plans,

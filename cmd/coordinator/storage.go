@@ -44,12 +44,17 @@ func (m *Main) create(ctx context.Context) (*sqlstore.Store, error) {
 // database is there when its file is, or may be made when its directory
 // is there and holds nothing else of its own (a directory made for it, see
 // madeFor); a PostgreSQL database is there when the server has it.
+//
+// A database that holds tables, none of them edgeindex's, is refused too
+// (sqlstore.Config.RefuseForeign): a --db that names the wrong PostgreSQL
+// database gets no tables added.
 func (m *Main) open(ctx context.Context) (*sqlstore.Store, error) {
 	if m.store == nil {
 		if err := m.checkDatabase(); err != nil {
 			return nil, err
 		}
 	}
+	m.Store.RefuseForeign = true
 	return m.openDB(ctx)
 }
 
@@ -61,6 +66,10 @@ func (m *Main) openDB(ctx context.Context) (*sqlstore.Store, error) {
 	}
 	db := m.dbURL()
 	s, err := sqlstore.Open(ctx, db, m.Store)
+	if errors.Is(err, sqlstore.ErrForeign) {
+		return nil, fmt.Errorf("database %s (%s): %w; point to yours with --db URL or EDGEINDEX_DB, "+
+			"or make a new one with coordinator init", redact.URL(db), m.whereFrom(), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("database %s (%s): %w", redact.URL(db), m.whereFrom(), err)
 	}
