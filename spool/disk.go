@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
@@ -198,6 +199,60 @@ func (d *Disk) Open(rangeID int64, span lease.Span) (io.ReadCloser, int64, error
 		return nil, 0, fmt.Errorf("spool: open %d %s: %w", rangeID, ChunkName(span), err)
 	}
 	return f, info.Size(), nil
+}
+
+// recountEvery is how often a WaitRoom that finds no room looks on disk
+// for chunks removed behind the spool's back (see Disk.WaitRoom).
+var recountEvery = 5 * time.Second
+
+// WaitRoom implements Store. A Disk counts only its own Puts and Drops,
+// so when it finds no room it looks for the chunks it counts on disk,
+// then every recountEvery while it waits, and forgets those that are gone:
+// another process that shares dir (group rm's, another coordinator's)
+// dropped their ranges, and their bytes are free. Without that, a serve
+// whose removed group's chunks were dropped behind it would count them,
+// and wait for room, until it restarts.
+func (d *Disk) WaitRoom(ctx context.Context, n int64) error {
+	d.mu.Lock()
+	full := d.size+n > d.max
+	d.mu.Unlock()
+	if full {
+		d.recount()
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, recountEvery)
+		err := d.index.WaitRoom(wctx, n)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		d.recount()
+	}
+}
+
+// recount forgets the chunks the index has but the disk does not. It
+// stats them without the lock; lost checks each missing one again under
+// it.
+func (d *Disk) recount() {
+	d.mu.Lock()
+	var have []rangeSpan
+	for id, spans := range d.chunks {
+		for sp := range spans {
+			have = append(have, rangeSpan{id, sp})
+		}
+	}
+	d.mu.Unlock()
+	for _, c := range have {
+		if _, err := os.Lstat(ChunkPath(d.dir, c.id, c.span)); errors.Is(err, fs.ErrNotExist) {
+			d.lost(c.id, c.span)
+		}
+	}
+}
+
+// rangeSpan names one chunk.
+type rangeSpan struct {
+	id   int64
+	span lease.Span
 }
 
 // lost forgets a chunk the index has but the disk does not (removed behind

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -142,4 +143,40 @@ func TestDiskDropLeavesNothing(t *testing.T) {
 	require.Zero(t, d2.Size())
 	_, err = os.Stat(aside)
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestDiskRoomFreedBehindItsBack: chunks another process dropped (group
+// rm's, or another coordinator's on the same directory) stop counting:
+// a WaitRoom with no room looks on disk at once, and again while it
+// waits, rather than waiting for room until the process restarts. (Not
+// parallel: it sets how often the wait looks.)
+func TestDiskRoomFreedBehindItsBack(t *testing.T) {
+	defer spool.SetRecountEvery(20 * time.Millisecond)()
+	dir := t.TempDir()
+	serve := openDisk(t, dir, spool.Config{MaxBytes: 1000})
+	rm := openDisk(t, dir, spool.Config{MaxBytes: 1000})
+	sp := lease.Span{From: 1, To: 10}
+	require.NoError(t, serve.Put(1, sp, make([]byte, 600)))
+	require.NoError(t, serve.Put(2, sp, make([]byte, 300)))
+
+	require.NoError(t, rm.Drop(1))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, serve.WaitRoom(ctx, 500), "dropped before the wait: room at once")
+	require.Equal(t, int64(300), serve.Size())
+	require.False(t, serve.Has(1, sp))
+
+	done := make(chan error, 1)
+	go func() { done <- serve.WaitRoom(ctx, 800) }()
+	select {
+	case err := <-done:
+		t.Fatalf("WaitRoom returned %v with 300 of 1000 bytes stored", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	require.NoError(t, rm.Drop(2))
+	select {
+	case err := <-done:
+		require.NoError(t, err, "dropped during the wait")
+	}
+	require.Zero(t, serve.Size())
 }
