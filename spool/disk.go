@@ -59,6 +59,8 @@ type Disk struct {
 	drops  uint64   // Drops so far, to name the directories they move aside; under mu
 	marker *os.File // this Disk's marker, locked; nil once closed
 	torn   int      // chunks Open removed as torn
+
+	recounted time.Time // the last recount's start; under mu
 }
 
 var _ Store = (*Disk)(nil)
@@ -211,7 +213,9 @@ var recountEvery = 5 * time.Second
 // another process that shares dir (group rm's, another coordinator's)
 // dropped their ranges, and their bytes are free. Without that, a serve
 // whose removed group's chunks were dropped behind it would count them,
-// and wait for room, until it restarts.
+// and wait for room, until it restarts. A spool that is full because the
+// workers are slower than the fetches is looked at once every
+// recountEvery at most, however many WaitRooms find it full.
 func (d *Disk) WaitRoom(ctx context.Context, n int64) error {
 	d.mu.Lock()
 	full := d.size+n > d.max
@@ -230,11 +234,17 @@ func (d *Disk) WaitRoom(ctx context.Context, n int64) error {
 	}
 }
 
-// recount forgets the chunks the index has but the disk does not. It
-// stats them without the lock; lost checks each missing one again under
-// it.
+// recount forgets the chunks the index has but the disk does not, unless
+// it did less than recountEvery ago. It stats them without the lock; lost
+// checks each missing one again under it.
 func (d *Disk) recount() {
 	d.mu.Lock()
+	now := time.Now()
+	if now.Sub(d.recounted) < recountEvery {
+		d.mu.Unlock()
+		return
+	}
+	d.recounted = now
 	var have []rangeSpan
 	for id, spans := range d.chunks {
 		for sp := range spans {
