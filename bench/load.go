@@ -107,7 +107,7 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 	if refillErr != nil {
 		return refillErr
 	}
-	l.summary(elapsed)
+	l.summary(ctx, elapsed)
 	return nil
 }
 
@@ -304,14 +304,16 @@ func (l *loadRun) errors() int64 {
 }
 
 // summary prints the LOAD lines: each call's quantiles and errors, the
-// cycles, the coordinator's RSS and the first error of each call.
-func (l *loadRun) summary(elapsed time.Duration) {
+// coordinator's own view of them (serveLatency), the cycles, the
+// coordinator's RSS and the first error of each call.
+func (l *loadRun) summary(ctx context.Context, elapsed time.Duration) {
 	rssEnd := l.sampleRSS()
 	for o := range nOps {
 		h := &l.hists[o]
 		fmt.Fprintf(l.out, "LOAD %-9s n=%-7d p50=%-9s p99=%-9s max=%-9s errors=%d\n", opNames[o], h.count.Load(),
 			round(h.quantile(0.50)), round(h.quantile(0.99)), round(time.Duration(h.max.Load())), l.errCount[o].Load())
 	}
+	l.serveLatency(ctx)
 	cycles := l.cycles.Load()
 	fmt.Fprintf(l.out, "LOAD cycles=%d (%.0f/s) idle-leases=%d errors=%d\n", cycles, float64(cycles)/elapsed.Seconds(), l.idle.Load(), l.errors())
 	fmt.Fprintf(l.out, "LOAD coordinator RSS (VmRSS, sampled every second): start %.1f MiB, peak %.1f MiB, end %.1f MiB (pid %d)\n",
