@@ -47,11 +47,21 @@ func TestOpenSQLiteMakesAPrivateDirectory(t *testing.T) {
 }
 
 // TestOpenRefuseForeign: with RefuseForeign, a database that holds tables
-// but none of edgeindex's is refused and gets no table; an empty one, and
-// one edgeindex made, open. Without it, edgeindex's tables go beside.
+// or views but none of edgeindex's (another tool's schema_migrations is
+// not edgeindex's) is refused and gets nothing; an empty one, and one
+// edgeindex made, open. Without it, edgeindex's tables go beside.
 func TestOpenRefuseForeign(t *testing.T) {
 	t.Parallel()
 	refuse := sqlstore.Config{RefuseForeign: true}
+	foreign := map[string][]string{
+		"a table":    {"CREATE TABLE invoices (id INTEGER PRIMARY KEY)"},
+		"views only": {"CREATE VIEW invoices AS SELECT 1 AS id"},
+		"another tool's schema_migrations": {
+			"CREATE TABLE invoices (id INTEGER PRIMARY KEY)",
+			"CREATE TABLE schema_migrations (version VARCHAR(255) PRIMARY KEY)", // Rails's
+			"INSERT INTO schema_migrations VALUES ('20240101000000')",
+		},
+	}
 	for _, b := range pgtest.Backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
@@ -61,39 +71,50 @@ func TestOpenRefuseForeign(t *testing.T) {
 				require.NoError(t, err)
 				require.NoError(t, s.Close())
 			}
-
-			foreign := b.URL(t)
-			driver, dsn := "postgres", foreign
-			if path, ok := strings.CutPrefix(foreign, "sqlite://"); ok {
-				driver, dsn = "sqlite", "file:"+path
-			}
-			db, err := sqlx.Open(driver, dsn)
-			require.NoError(t, err)
-			defer db.Close()
-			_, err = db.ExecContext(t.Context(), "CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
-			require.NoError(t, err)
-			tables := func() []string {
-				q := "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
-				if driver == "sqlite" {
-					q = "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY 1"
+			for name, setup := range foreign {
+				u := b.URL(t)
+				db, relations := rawDB(t, u)
+				for _, q := range setup {
+					_, err := db.ExecContext(t.Context(), q)
+					require.NoError(t, err, name)
 				}
-				var names []string
-				require.NoError(t, db.SelectContext(t.Context(), &names, q))
-				return names
+				before := relations()
+				_, err := sqlstore.Open(t.Context(), u, refuse)
+				require.ErrorIs(t, err, sqlstore.ErrForeign, name)
+				require.ErrorIs(t, err, edgeindex.ErrNotFound, name)
+				require.Equal(t, before, relations(), "%s: nothing was made", name)
 			}
 
-			_, err = sqlstore.Open(t.Context(), foreign, refuse)
-			require.ErrorIs(t, err, sqlstore.ErrForeign)
-			require.ErrorIs(t, err, edgeindex.ErrNotFound)
-			require.Equal(t, []string{"invoices"}, tables(), "nothing was made")
-
-			s, err := sqlstore.Open(t.Context(), foreign, sqlstore.Config{})
+			u := b.URL(t)
+			db, relations := rawDB(t, u)
+			_, err := db.ExecContext(t.Context(), foreign["a table"][0])
+			require.NoError(t, err)
+			s, err := sqlstore.Open(t.Context(), u, sqlstore.Config{})
 			require.NoError(t, err, "without RefuseForeign edgeindex's tables go beside")
 			require.NoError(t, s.Close())
-			require.Contains(t, tables(), "schema_migrations")
-			s, err = sqlstore.Open(t.Context(), foreign, refuse)
+			require.Contains(t, relations(), "schema_migrations")
+			s, err = sqlstore.Open(t.Context(), u, refuse)
 			require.NoError(t, err, "then the database is edgeindex's too")
 			require.NoError(t, s.Close())
 		})
+	}
+}
+
+// rawDB opens the database of a store URL with its driver alone, and
+// returns it with a func that lists its tables and views.
+func rawDB(t *testing.T, storeURL string) (*sqlx.DB, func() []string) {
+	driver, dsn := "postgres", storeURL
+	q := `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`
+	if path, ok := strings.CutPrefix(storeURL, "sqlite://"); ok {
+		driver, dsn = "sqlite", "file:"+path
+		q = "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY 1"
+	}
+	db, err := sqlx.Open(driver, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return db, func() []string {
+		var names []string
+		require.NoError(t, db.SelectContext(t.Context(), &names, q))
+		return names
 	}
 }

@@ -45,9 +45,9 @@ var (
 var ErrUnsupportedURL = errors.New("unsupported database URL")
 
 // ErrForeign means Open, with Config.RefuseForeign, found a database that
-// holds tables, none of them edgeindex's. It is an edgeindex.ErrNotFound:
+// holds tables or views, none of them edgeindex's. It is an edgeindex.ErrNotFound:
 // no edgeindex database is there.
-var ErrForeign = fmt.Errorf("%w: the database holds tables, none of them edgeindex's", edgeindex.ErrNotFound)
+var ErrForeign = fmt.Errorf("%w: the database holds tables or views, none of them edgeindex's", edgeindex.ErrNotFound)
 
 // Defaults of Config.
 const (
@@ -100,10 +100,11 @@ type Config struct {
 	RetryDelay time.Duration
 	// RefuseForeign makes Open fail with ErrForeign, making nothing, when
 	// the database (PostgreSQL's current schema, SQLite's main one) holds
-	// tables but not edgeindex's migrations: a database of something else,
-	// named by mistake. An empty database, or one edgeindex made, opens as
-	// ever. False (the default) puts edgeindex's tables beside any others,
-	// as a program that shares its own database wants.
+	// tables or views but not edgeindex's migrations: a database of
+	// something else, named by mistake. An empty database, or one
+	// edgeindex made, opens as ever. False (the default) puts edgeindex's
+	// tables beside any others, as a program that shares its own database
+	// wants.
 	RefuseForeign bool
 }
 
@@ -404,28 +405,34 @@ func (s *Store) now() any {
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// migrate applies the embedded migrations that are not applied yet, in
-// order, each in its own transaction. On PostgreSQL the transaction first
-// takes an advisory lock, so processes that start together do not race.
-// refuseForeign fails with ErrForeign when the database holds tables but
-// no schema_migrations (see Config.RefuseForeign).
+// refuseForeign fails with ErrForeign when the database holds tables or
+// views but not edgeindex's schema_migrations (see Config.RefuseForeign).
+// Other tools name their table schema_migrations too (Rails,
+// golang-migrate); edgeindex's is the one with a name column.
 func (s *Store) refuseForeign(ctx context.Context) error {
-	query := `SELECT COUNT(*), COUNT(*) FILTER (WHERE tablename = 'schema_migrations')
-		FROM pg_tables WHERE schemaname = current_schema()`
+	query := `SELECT
+		(SELECT COUNT(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f')),
+		(SELECT COUNT(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'name')`
 	if s.d.name == "sqlite" {
-		query = `SELECT COUNT(*), COUNT(*) FILTER (WHERE name = 'schema_migrations')
-			FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`
+		query = `SELECT
+			(SELECT COUNT(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\'),
+			(SELECT COUNT(*) FROM pragma_table_info('schema_migrations') WHERE name = 'name')`
 	}
-	var tables, ours int
-	if err := s.db.QueryRowxContext(ctx, query).Scan(&tables, &ours); err != nil {
+	var relations, ours int
+	if err := s.db.QueryRowxContext(ctx, query).Scan(&relations, &ours); err != nil {
 		return fmt.Errorf("sqlstore: %w", err)
 	}
-	if tables > 0 && ours == 0 {
-		return fmt.Errorf("sqlstore: %w (%d of them)", ErrForeign, tables)
+	if relations > 0 && ours == 0 {
+		return fmt.Errorf("sqlstore: %w (%d of them)", ErrForeign, relations)
 	}
 	return nil
 }
 
+// migrate applies the embedded migrations that are not applied yet, in
+// order, each in its own transaction. On PostgreSQL the transaction first
+// takes an advisory lock, so processes that start together do not race.
 func (s *Store) migrate(ctx context.Context) error {
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
