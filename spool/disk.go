@@ -227,7 +227,12 @@ func (d *Disk) WaitRoom(ctx context.Context, n int64) error {
 		wctx, cancel := context.WithTimeout(ctx, recountEvery)
 		err := d.index.WaitRoom(wctx, n)
 		cancel()
-		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err() // not wctx's: a cancel as it timed out is the caller's
+		case !errors.Is(err, context.DeadlineExceeded):
 			return err
 		}
 		d.recount()

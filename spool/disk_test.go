@@ -180,3 +180,19 @@ func TestDiskRoomFreedBehindItsBack(t *testing.T) {
 	}
 	require.Zero(t, serve.Size())
 }
+
+// TestDiskWaitRoomReturnsCtxsError: a WaitRoom cancelled as its own wait
+// between two looks on disk times out returns the caller's error,
+// context.Canceled, not the inner wait's DeadlineExceeded. (Not parallel:
+// it sets how often the wait looks.)
+func TestDiskWaitRoomReturnsCtxsError(t *testing.T) {
+	defer spool.SetRecountEvery(10 * time.Millisecond)()
+	d := openDisk(t, t.TempDir(), spool.Config{MaxBytes: 1000})
+	require.NoError(t, d.Put(1, lease.Span{From: 1, To: 10}, make([]byte, 900)))
+	for range 100 {
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(10*time.Millisecond, cancel)
+		require.ErrorIs(t, d.WaitRoom(ctx, 500), context.Canceled)
+		cancel()
+	}
+}
