@@ -35,3 +35,10 @@ func HTTPFrames(w http.ResponseWriter, timeout time.Duration) FrameWriter {
 
 // Patterns lists every pattern registered on s's mux.
 func Patterns(s *Server) []string { return s.patterns }
+
+// BatchBytesHeld is what batch bodies hold of s's batch budget now.
+func BatchBytesHeld(s *Server) int64 {
+	s.batches.mu.Lock()
+	defer s.batches.mu.Unlock()
+	return s.batches.used
+}

@@ -27,6 +27,9 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	}
 	b, done, err := s.readBatch(r.Context(), id, f, r)
 	if err != nil {
+		// The body may be unread: net/http would read up to 256 KiB of
+		// it before answering, waiting on a worker that paused mid-body.
+		w.Header().Set("Connection", "close")
 		return err
 	}
 	res, err := func() (api.BatchReply, error) {
@@ -124,15 +127,16 @@ func (b *budget) give(n int64) {
 	b.mu.Unlock()
 }
 
-// budgetStep is the most a budgetReader reads at once, so that it takes
-// the budget for no more than about what the body has sent.
-const budgetStep = 256 << 10
+// budgetStep is the most a budgetReader reads at once: the most memory a
+// body of unknown length holds past the budget, in the moment before its
+// read finds no room and it is refused.
+const budgetStep = 64 << 10
 
-// budgetReader reads a body of unknown length, taking each piece's bytes
-// from the budget before reading it (at most budgetStep at a time, and no
-// more than limit, MaxBody, in all), so that the body holds what it has sent, not
-// MaxBody from its first byte: a body that stalls halfway holds half.
-// *held counts what it took; a read with no room fails with errBatchBusy.
+// budgetReader reads a body of unknown length, taking each read's bytes
+// from the budget once read (at most budgetStep a read, MaxBody, limit, in
+// all), so that the body holds what it has sent, not MaxBody from its
+// first byte: one that stalls halfway holds half. *held counts what it
+// holds; a read whose bytes find no room fails with errBatchBusy.
 type budgetReader struct {
 	r     io.Reader
 	b     *budget
@@ -147,11 +151,10 @@ func (br *budgetReader) Read(p []byte) (int, error) {
 		// tell a body over MaxBody (413) from one that ends there.
 		return br.r.Read(p[:1])
 	}
-	if !br.b.take(n) {
+	m, err := br.r.Read(p[:n])
+	if m > 0 && !br.b.take(int64(m)) {
 		return 0, errBatchBusy
 	}
-	m, err := br.r.Read(p[:n])
-	br.b.give(n - int64(m))
 	*br.held += int64(m)
 	return m, err
 }

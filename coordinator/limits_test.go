@@ -176,19 +176,7 @@ func TestBatchBudget(t *testing.T) {
 	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.MaxBody = 4096; c.MaxBatchBytes = 6000 })
 	h.group("g", false, 1, 100, lease.LaneHistory)
 	l := h.lease(h.token)
-	path := fmt.Sprintf("%s/v1/ranges/%d/batch", h.http.URL, l.Range.ID)
-	post := func(body io.Reader, length int64) reply {
-		req, err := http.NewRequestWithContext(t.Context(), "POST", path, body)
-		require.NoError(t, err)
-		req.ContentLength = length
-		req.Header.Set("Authorization", "Bearer "+h.token)
-		req.Header.Set("Lease-Token", fmt.Sprint(l.Token))
-		resp, err := h.http.Client().Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return reply{status: resp.StatusCode, header: resp.Header, body: b}
-	}
+	post := h.batchPoster(l)
 
 	// A first batch of 4000 bytes is being read.
 	first := []byte(`{"from": 1, "to": 10, "headers": 10, "items": [{"key": "a", "value": "` + strings.Repeat("x", 3000) + `"}]}`)
@@ -223,6 +211,25 @@ func TestBatchBudget(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, "the budget is given back: %s", r.body)
 }
 
+// batchPoster returns a func that posts a batch body to l's range over
+// HTTP, as l's holder, with the Content-Length given (-1: unknown, the
+// body chunked).
+func (h *harness) batchPoster(l lease.Lease) func(body io.Reader, length int64) reply {
+	path := fmt.Sprintf("%s/v1/ranges/%d/batch", h.http.URL, l.Range.ID)
+	return func(body io.Reader, length int64) reply {
+		req, err := http.NewRequestWithContext(h.t.Context(), "POST", path, body)
+		require.NoError(h.t, err)
+		req.ContentLength = length
+		req.Header.Set("Authorization", "Bearer "+h.token)
+		req.Header.Set("Lease-Token", fmt.Sprint(l.Token))
+		resp, err := h.http.Client().Do(req)
+		require.NoError(h.t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return reply{status: resp.StatusCode, header: resp.Header, body: b}
+	}
+}
+
 // abs is n's absolute value.
 func abs(n int64) int64 { return max(n, -n) }
 
@@ -234,48 +241,80 @@ func TestBatchBudgetStalledBody(t *testing.T) {
 	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.MaxBody = 32 << 10; c.MaxBatchBytes = 32 << 10 })
 	h.group("g", false, 1, 100, lease.LaneHistory)
 	l := h.lease(h.token)
-	path := fmt.Sprintf("%s/v1/ranges/%d/batch", h.http.URL, l.Range.ID)
-	post := func(body io.Reader, length int64) reply {
-		req, err := http.NewRequestWithContext(t.Context(), "POST", path, body)
-		require.NoError(t, err)
-		req.ContentLength = length
-		req.Header.Set("Authorization", "Bearer "+h.token)
-		req.Header.Set("Lease-Token", fmt.Sprint(l.Token))
-		resp, err := h.http.Client().Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return reply{status: resp.StatusCode, header: resp.Header, body: b}
-	}
-	next := func(size int) reply { // 11-20: a gap (409, nothing stored) until 1-10 is stored
+	post := h.batchPoster(l)
+	next := func(size int, length int64) reply { // 11-20: a gap (409, nothing stored) until 1-10 is stored
 		b := []byte(`{"from": 11, "to": 20, "headers": 10, "items": []}`)
 		b = append(b, bytes.Repeat([]byte(" "), size-len(b))...)
-		return post(bytes.NewReader(b), int64(len(b)))
+		return post(bytes.NewReader(b), length)
 	}
 
-	// The client's transport holds back the last 4 KiB it was given:
-	// the server reads at least 16 KiB of these 20,000 bytes.
 	stalled := []byte(`{"from": 1, "to": 10, "headers": 10, "items": [{"key": "a", "value": "` + strings.Repeat("x", 24000) + `"}]}`)
 	pr, pw := io.Pipe()
 	done := make(chan reply, 1)
 	go func() { done <- post(pr, -1) }()
 	_, err := pw.Write(stalled[:20000])
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return next(20000).status == http.StatusServiceUnavailable },
-		10*time.Second, 10*time.Millisecond, "what the stalled body sent leaves no room for 20,000 bytes")
-	r := next(8000)
+	require.Eventually(t, func() bool { return coordinator.BatchBytesHeld(h.srv) == 20000 },
+		10*time.Second, 10*time.Millisecond, "the stalled body holds the 20,000 bytes it sent")
+	r := next(20000, 20000)
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "no room for 20,000 more: %s", r.body)
+	r = next(8000, 8000)
 	require.Equal(t, http.StatusConflict, r.status, "8,000 bytes fit beside what the stalled body sent: %s", r.body)
+	r = next(50, -1)
+	require.Equal(t, http.StatusConflict, r.status, "so does a small body of unknown length: %s", r.body)
+	require.Equal(t, int64(20000), coordinator.BatchBytesHeld(h.srv), "they gave theirs back")
 
 	_, err = pw.Write(stalled[20000:])
 	require.NoError(t, err)
 	pw.Close()
 	fr := <-done
 	require.Equal(t, http.StatusOK, fr.status, "%s", fr.body)
-	r = next(20000)
+	r = next(20000, 20000)
 	require.Equal(t, http.StatusOK, r.status, "the budget is given back, and 11-20 follows 1-10: %s", r.body)
 	got, err := h.store.Range(t.Context(), l.Range.ID)
 	require.NoError(t, err)
 	require.Equal(t, int64(21), got.Next, "only the two batches were stored")
+	require.Zero(t, coordinator.BatchBytesHeld(h.srv))
+}
+
+// TestBatchBusyAnswersAPausedBody: a batch refused before its body is read
+// (here: busy) is answered at once with Connection: close, not after
+// net/http has read on in the body of a worker that paused in it.
+func TestBatchBusyAnswersAPausedBody(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.MaxBody = 32 << 10; c.MaxBatchBytes = 32 << 10 })
+	h.group("g", false, 1, 100, lease.LaneHistory)
+	l := h.lease(h.token)
+	post := h.batchPoster(l)
+	full := []byte(`{"from": 1, "to": 10, "headers": 10, "items": []}`)
+	full = append(full, bytes.Repeat([]byte(" "), 32<<10-len(full))...)
+	pr1, pw1 := io.Pipe()
+	done1 := make(chan reply, 1)
+	go func() { done1 <- post(pr1, int64(len(full))) }()
+	_, err := pw1.Write(full[:100])
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return coordinator.BatchBytesHeld(h.srv) == 32<<10 },
+		10*time.Second, 10*time.Millisecond, "the first batch holds the whole budget")
+
+	for name, length := range map[string]int64{"unknown length": -1, "known length": 20000} {
+		pr2, pw2 := io.Pipe()
+		done2 := make(chan reply, 1)
+		go func() { done2 <- post(pr2, length) }()
+		_, err = pw2.Write([]byte(`{"from": 11, "to": 20, `)) // then the worker pauses
+		require.NoError(t, err)
+		select {
+		case r := <-done2:
+			require.Equal(t, http.StatusServiceUnavailable, r.status, "%s: %s", name, r.body)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: the busy answer waits for the paused body", name)
+		}
+		pw2.Close()
+	}
+	_, err = pw1.Write(full[100:])
+	require.NoError(t, err)
+	pw1.Close()
+	r := <-done1
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 }
 
 // pingFails is a store whose database does not answer.
