@@ -71,13 +71,14 @@ func (s *Server) readBatch(ctx context.Context, rangeID int64, f lease.Fence, r 
 	if size > s.cfg.MaxBody {
 		return api.Batch{}, nil, fmt.Errorf("%w: a batch of at most %d bytes", api.ErrTooLarge, s.cfg.MaxBody)
 	}
+	var reserved int64 // what this batch holds of the budget
 	body := io.Reader(r.Body)
-	var reserved int64 // what this batch holds of the budget; a growing body's grows
-	if size < 0 {
+	switch {
+	case size < 0:
 		body = &budgetReader{r: r.Body, b: &s.batches, held: &reserved, limit: s.cfg.MaxBody}
-	} else if !s.batches.take(size) {
+	case !s.batches.take(size):
 		return api.Batch{}, nil, errBatchBusy
-	} else {
+	default:
 		reserved = size
 	}
 	b, err = edgeframe.DecodeBatchSize(body, size, s.cfg.MaxBody)

@@ -45,9 +45,9 @@ func (m *Main) create(ctx context.Context) (*sqlstore.Store, error) {
 // is there and holds nothing else of its own (a directory made for it, see
 // madeFor); a PostgreSQL database is there when the server has it.
 //
-// A database that holds tables, none of them edgeindex's, is refused too
-// (sqlstore.Config.RefuseForeign): a --db that names the wrong PostgreSQL
-// database gets no tables added.
+// A database that holds tables or views, none of them edgeindex's, is
+// refused too (sqlstore.Config.RefuseForeign): a --db that names the wrong
+// PostgreSQL database gets no tables added.
 func (m *Main) open(ctx context.Context) (*sqlstore.Store, error) {
 	if m.store == nil {
 		if err := m.checkDatabase(); err != nil {
@@ -66,12 +66,12 @@ func (m *Main) openDB(ctx context.Context) (*sqlstore.Store, error) {
 	}
 	db := m.dbURL()
 	s, err := sqlstore.Open(ctx, db, m.Store)
-	if errors.Is(err, sqlstore.ErrForeign) {
-		return nil, fmt.Errorf("database %s (%s): %w; point to yours with --db URL or EDGEINDEX_DB, "+
-			"or make a new one with coordinator init", redact.URL(db), m.whereFrom(), err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("database %s (%s): %w", redact.URL(db), m.whereFrom(), err)
+		hint := ""
+		if errors.Is(err, sqlstore.ErrForeign) {
+			hint = "; point to yours with --db URL or EDGEINDEX_DB, or make a new one with coordinator init"
+		}
+		return nil, fmt.Errorf("database %s (%s): %w%s", redact.URL(db), m.whereFrom(), err, hint)
 	}
 	m.DB, m.store = db, s
 	if path, ok := strings.CutPrefix(db, "sqlite://"); ok {
