@@ -189,9 +189,9 @@ func TestBatchBudget(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // its bytes are taken from the budget
 
 	second := `{"from": 11, "to": 20, "headers": 10, "items": []}`
-	for name, length := range map[string]int64{"no room for 3000 bytes": 3000, "no room for an unknown length's 3000 bytes": -3000} {
-		pad := bytes.Repeat([]byte(" "), max(0, int(abs(length))-len(second)))
-		r := post(io.MultiReader(strings.NewReader(second), bytes.NewReader(pad)), max(length, -1))
+	padded := second + strings.Repeat(" ", 3000-len(second))
+	for name, length := range map[string]int64{"no room for 3000 bytes": 3000, "no room for an unknown length's 3000 bytes": -1} {
+		r := post(strings.NewReader(padded), length)
 		require.Equal(t, http.StatusServiceUnavailable, r.status, "%s: %s", name, r.body)
 		require.Equal(t, "1", r.header.Get("Retry-After"))
 		require.Contains(t, string(r.body), `"code":"busy"`)
@@ -229,9 +229,6 @@ func (h *harness) batchPoster(l lease.Lease) func(body io.Reader, length int64) 
 		return reply{status: resp.StatusCode, header: resp.Header, body: b}
 	}
 }
-
-// abs is n's absolute value.
-func abs(n int64) int64 { return max(n, -n) }
 
 // TestBatchBudgetStalledBody: a body of unknown length holds the budget's
 // bytes it sent, not MaxBody from its first byte, so a worker that stalls
