@@ -132,6 +132,47 @@ func testGroupRemove(t *testing.T, e *env) {
 	require.Zero(t, results)
 }
 
+// testGroupRemoveBusy: a leased lane of the group, and a live claim on a
+// chunk of one of its ranges (a prefetcher fetching it), each keep an
+// unforced removal off, as a leased range does; once the lane's lease
+// and the claim expire they hold nothing. Forced, the removal takes them.
+func testGroupRemoveBusy(t *testing.T, e *env) {
+	rm := remover(t, e)
+	if reusesIDs(e) {
+		t.Skip("the backend removes no group that has ranges")
+	}
+	e.group(t, "laned", true)
+	e.ranges(t, "laned", 1, 100, lease.LaneTail)
+	e.grantLane(t, "a", lease.LaneTail)
+	_, _, err := rm.RemoveGroup(e.ctx, "laned", false)
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "its lane is leased")
+
+	e.group(t, "claimed", false)
+	claimed := e.ranges(t, "claimed", 1, 100, lease.LaneHistory)
+	ok, err := e.ClaimChunk(e.ctx, claimed[0].ID, lease.Span{From: 1, To: 50}, "prefetcher", ttl)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, _, err = rm.RemoveGroup(e.ctx, "claimed", false)
+	require.ErrorIs(t, err, edgeindex.ErrConflict, "a chunk of it is being fetched")
+	_, err = e.Group(e.ctx, "claimed")
+	require.NoError(t, err, "nothing was removed")
+	require.Equal(t, claimed[0], e.get(t, claimed[0].ID))
+
+	ranges, _, err := rm.RemoveGroup(e.ctx, "laned", true)
+	require.NoError(t, err, "forced")
+	require.Len(t, ranges, 1)
+	lanes, err := e.Lanes(e.ctx, "")
+	require.NoError(t, err)
+	for _, ln := range lanes {
+		require.NotEqual(t, "laned", ln.Group, "the leased lane went with it")
+	}
+
+	e.clock.Advance(2 * ttl)
+	ranges, _, err = rm.RemoveGroup(e.ctx, "claimed", false)
+	require.NoError(t, err, "the claim expired")
+	require.Equal(t, []int64{claimed[0].ID}, ranges)
+}
+
 // testGroupRemovePlan: removing a plan stops the planning; the group and
 // its ranges stay.
 func testGroupRemovePlan(t *testing.T, e *env) {

@@ -141,7 +141,7 @@ func Run(t *testing.T, open Open) {
 		{"ConnSlotsTake", testConnSlotsTake}, {"ConnSlotsExpiry", testConnSlotsExpiry}, {"ConnSlotsRace", testConnSlotsRace}, {"ConnSlotsSize", testConnSlotsSize},
 		{"ConnSlotsDemand", testConnSlotsDemand},
 		{"PlanErrors", testPlanErrors},
-		{"GroupRemove", testGroupRemove}, {"GroupRemoveTypo", testGroupRemoveTypo}, {"GroupRemovePlan", testGroupRemovePlan},
+		{"GroupRemove", testGroupRemove}, {"GroupRemoveBusy", testGroupRemoveBusy}, {"GroupRemoveTypo", testGroupRemoveTypo}, {"GroupRemovePlan", testGroupRemovePlan},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
