@@ -164,7 +164,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return ErrorOf(e.Status, e.Code) }
 
 // maxErrorBody is the most read of an error answer, and maxMessage the most
-// of a body that is not JSON kept as its Message.
+// kept of its message (the JSON error's, or a body that is not JSON) and of
+// its code.
 const (
 	maxErrorBody = 64 << 10
 	maxMessage   = 512
@@ -172,19 +173,24 @@ const (
 
 // ReadError reads the error answer resp of the call method path (a status
 // that is not 2xx) into an *Error. It reads at most 64 KiB of the body and
-// does not close it.
+// does not close it; the Message and Code it keeps are at most 512 bytes
+// each, the cut marked with "…", so a peer's answer cannot fill a log.
 func ReadError(method, path string, resp *http.Response) *Error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	e := &Error{Method: method, Path: path, Status: resp.StatusCode}
 	var body ErrorBody
 	if json.Unmarshal(raw, &body) == nil && (body.Error != "" || body.Code != "") {
-		e.Message, e.Code = body.Error, body.Code
+		e.Message, e.Code = clip(body.Error), clip(body.Code)
 		return e
 	}
-	msg := strings.TrimSpace(strings.ToValidUTF8(string(raw), "\uFFFD"))
-	if len(msg) > maxMessage {
-		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "…"
-	}
-	e.Message = msg
+	e.Message = clip(strings.TrimSpace(strings.ToValidUTF8(string(raw), "\uFFFD")))
 	return e
+}
+
+// clip cuts s to maxMessage bytes, on a rune's boundary, marking the cut.
+func clip(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxMessage], "") + "…"
 }

@@ -103,4 +103,10 @@ func TestReadError(t *testing.T) {
 
 	e = api.ReadError("GET", "/v1/fleet", resp(500, strings.Repeat("x", 2000)))
 	require.Len(t, e.Message, 512+len("…"))
+
+	long := strings.Repeat("é", 15000) // 30,000 bytes: the two fit in the 64 KiB read
+	e = api.ReadError("GET", "/v1/fleet", resp(500, `{"error": "`+long+`", "code": "`+long+`"}`))
+	require.Equal(t, long[:512]+"…", e.Message, "a JSON error's message is cut as a plain body's")
+	require.Equal(t, long[:512]+"…", e.Code)
+	require.ErrorIs(t, e, api.ErrServer)
 }
