@@ -105,6 +105,7 @@ func (s *Store) forgetAuth(name string) {
 	s.authMu.Lock()
 	defer s.authMu.Unlock()
 	s.authGen++
+	delete(s.seen, name)
 	for k, e := range s.auth {
 		if e.row.Name == name {
 			delete(s.auth, k)
@@ -112,17 +113,24 @@ func (s *Store) forgetAuth(name string) {
 	}
 }
 
-// Authenticate implements node.Store. It writes the last-seen time at most
-// every few seconds, so most requests only read.
+// Authenticate implements node.Store. It notes the last-seen time at most
+// every seenEvery, and a loop of the store's writes it (seen.go), so no
+// request waits for that write.
 func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, error) {
 	now := s.nowMicros()
 	s.authMu.Lock()
 	e, ok := s.auth[string(tokenHash)]
-	gen := s.authGen
-	s.authMu.Unlock()
-	if ok && now-e.found < authFresh.Microseconds() && now-e.row.LastSeen < seenEvery.Microseconds() {
+	if ok && now-e.found < authFresh.Microseconds() {
+		if now-e.row.LastSeen >= seenEvery.Microseconds() {
+			e.row.LastSeen = now
+			s.auth[string(tokenHash)] = e
+			s.markSeen(e.row.Name, now)
+		}
+		s.authMu.Unlock()
 		return e.row.node(), nil
 	}
+	gen := s.authGen
+	s.authMu.Unlock()
 	var r nodeRow
 	err := s.rdb.GetContext(ctx, &r, s.q("SELECT name, created_us, last_seen_us FROM nodes WHERE token_hash = ?"), tokenHash)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -131,20 +139,20 @@ func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, 
 	if err != nil {
 		return node.Node{}, fmt.Errorf("authenticate: %w", err)
 	}
-	if now-r.LastSeen >= seenEvery.Microseconds() {
-		if _, err := s.db.ExecContext(ctx, s.q("UPDATE nodes SET last_seen_us = ? WHERE name = ?"), now, r.Name); err != nil {
-			return node.Node{}, fmt.Errorf("authenticate: %w", err)
-		}
-		r.LastSeen = now
-	}
 	s.authMu.Lock()
+	defer s.authMu.Unlock()
+	if gen != s.authGen {
+		return r.node(), nil // forgotten meanwhile (RemoveNode): neither kept nor marked seen
+	}
+	r.LastSeen = max(r.LastSeen, s.seen[r.Name])
+	if now-r.LastSeen >= seenEvery.Microseconds() {
+		r.LastSeen = now
+		s.markSeen(r.Name, now)
+	}
 	if len(s.auth) >= maxAuth {
 		clear(s.auth)
 	}
-	if gen == s.authGen {
-		s.auth[string(tokenHash)] = authEntry{row: r, found: now}
-	}
-	s.authMu.Unlock()
+	s.auth[string(tokenHash)] = authEntry{row: r, found: now}
 	return r.node(), nil
 }
 
@@ -156,7 +164,7 @@ func (s *Store) Nodes(ctx context.Context) ([]node.Node, error) {
 	}
 	out := make([]node.Node, len(rows))
 	for i, r := range rows {
-		out[i] = r.node()
+		out[i] = s.withSeen(r).node()
 	}
 	return out, nil
 }
@@ -171,5 +179,5 @@ func (s *Store) Node(ctx context.Context, name string) (node.Node, error) {
 	if err != nil {
 		return node.Node{}, fmt.Errorf("node: %w", err)
 	}
-	return r.node(), nil
+	return s.withSeen(r).node(), nil
 }

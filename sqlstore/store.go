@@ -157,9 +157,11 @@ type Store struct {
 	groupsMu sync.RWMutex
 	groups   map[int64]grouplease.Group // groups never change once added
 
-	authMu  sync.Mutex
-	auth    map[string]authEntry // by token hash: tokens Authenticate found
-	authGen int64                // counts forgetAuth calls
+	authMu   sync.Mutex
+	auth     map[string]authEntry // by token hash: tokens Authenticate found
+	authGen  int64                // counts forgetAuth calls
+	seen     map[string]int64     // last-seen times noted and not written yet (seen.go)
+	seenKick chan struct{}        // a write of seen is due
 
 	// Concurrent Puts and Grants are written in rounds (committer).
 	puts    *committer[putReq, batch.Result]
@@ -187,7 +189,7 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, groups: map[int64]grouplease.Group{}, auth: map[string]authEntry{}}
+	s := &Store{cfg: cfg, groups: map[int64]grouplease.Group{}, auth: map[string]authEntry{}, seenKick: make(chan struct{}, 1)}
 	switch {
 	case strings.HasPrefix(rawURL, "sqlite://"):
 		s.d = sqlite
@@ -250,6 +252,11 @@ func (s *Store) startCommitters() {
 	s.fetched = startCommitter(ctx, &s.loops, s.fetchedRound)
 	s.finishes = startCommitter(ctx, &s.loops, s.finishRound)
 	s.heartbeats = startCommitter(ctx, &s.loops, s.heartbeatRound)
+	s.loops.Add(1)
+	go func() {
+		defer s.loops.Done()
+		s.seenLoop(ctx)
+	}()
 }
 
 // oneRoundTrip asks lib/pq to send a query with arguments in one round
