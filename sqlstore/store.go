@@ -240,9 +240,10 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 }
 
 // startCommitters starts the loops that write Puts, Grants, chunk claims,
-// Finishes and Heartbeats in rounds, one of each: a second loop of a kind halves the
-// rounds it makes, and measured slower (cd bench && go run . -only
-// edgeindex).
+// Finishes and Heartbeats in rounds, one of each (a second loop of a kind
+// halves the rounds it makes, and measured slower: cd bench && go run .
+// -only edgeindex), and the one that writes nodes' last-seen times
+// (seenLoop).
 func (s *Store) startCommitters() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
