@@ -223,20 +223,7 @@ func (d *Disk) WaitRoom(ctx context.Context, n int64) error {
 	if full {
 		d.recount()
 	}
-	for {
-		wctx, cancel := context.WithTimeout(ctx, recountEvery)
-		err := d.index.WaitRoom(wctx, n)
-		cancel()
-		switch {
-		case err == nil:
-			return nil
-		case ctx.Err() != nil:
-			return ctx.Err() // not wctx's: a cancel as it timed out is the caller's
-		case !errors.Is(err, context.DeadlineExceeded):
-			return err
-		}
-		d.recount()
-	}
+	return d.waitRoom(ctx, n, recountEvery, d.recount)
 }
 
 // recount forgets the chunks the index has but the disk does not, unless

@@ -55,9 +55,20 @@ func (x *index) Size() int64 {
 func (x *index) MaxBytes() int64 { return x.max }
 
 // WaitRoom implements Store.
-func (x *index) WaitRoom(ctx context.Context, n int64) error {
+func (x *index) WaitRoom(ctx context.Context, n int64) error { return x.waitRoom(ctx, n, 0, nil) }
+
+// waitRoom waits until there is room for n bytes. When poll is set, it
+// also calls it every pollEvery while it waits (poll may free room), as
+// waitChunk polls.
+func (x *index) waitRoom(ctx context.Context, n int64, pollEvery time.Duration, poll func()) error {
 	if n < 0 || n > x.max {
 		return edgeindex.Invalidf("spool: wait for room for %d bytes: want 0 to %d", n, x.max)
+	}
+	var tick <-chan time.Time
+	if poll != nil {
+		t := time.NewTicker(pollEvery)
+		defer t.Stop()
+		tick = t.C
 	}
 	for {
 		x.mu.Lock()
@@ -75,6 +86,8 @@ func (x *index) WaitRoom(ctx context.Context, n int64) error {
 		case <-room:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-tick:
+			poll()
 		}
 	}
 }
