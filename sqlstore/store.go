@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path"
@@ -25,6 +26,7 @@ import (
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/grouplease"
+	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/node"
@@ -310,7 +312,8 @@ func (s *Store) openSQLite(ctx context.Context, path string) error {
 }
 
 // firstConn opens w's first connection, again while SQLite answers
-// SQLITE_BUSY, for up to about 13 seconds. The first connection of each
+// SQLITE_BUSY, up to 50 tries, waiting as internal/backoff says (10 ms
+// doubled, at most 250 ms, jittered: 6 to 12 seconds in all). The first connection of each
 // process that opens a new database turns its journal to WAL (the DSN's
 // pragma), which takes the database's exclusive lock; SQLite answers one
 // that waits for it while holding a shared lock at once, whatever the
@@ -327,7 +330,7 @@ func firstConn(ctx context.Context, w *sqlx.DB) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Duration(try) * 10 * time.Millisecond):
+		case <-time.After(backoff.Wait(try, 10*time.Millisecond, 250*time.Millisecond, rand.Float64())):
 		}
 	}
 }
