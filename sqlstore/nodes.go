@@ -121,10 +121,9 @@ func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, 
 	s.authMu.Lock()
 	e, ok := s.auth[string(tokenHash)]
 	if ok && now-e.found < authFresh.Microseconds() {
-		if now-e.row.LastSeen >= seenEvery.Microseconds() {
-			e.row.LastSeen = now
+		if seen := s.noteSeen(e.row, now); seen != e.row.LastSeen {
+			e.row.LastSeen = seen
 			s.auth[string(tokenHash)] = e
-			s.markSeen(e.row.Name, now)
 		}
 		s.authMu.Unlock()
 		return e.row.node(), nil
@@ -144,11 +143,7 @@ func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, 
 	if gen != s.authGen {
 		return r.node(), nil // forgotten meanwhile (RemoveNode): neither kept nor marked seen
 	}
-	r.LastSeen = max(r.LastSeen, s.seen[r.Name])
-	if now-r.LastSeen >= seenEvery.Microseconds() {
-		r.LastSeen = now
-		s.markSeen(r.Name, now)
-	}
+	r.LastSeen = s.noteSeen(r, now)
 	if len(s.auth) >= maxAuth {
 		clear(s.auth)
 	}

@@ -17,6 +17,18 @@ import (
 // processes sharing the database see it once written, within about
 // seenPause.
 
+// noteSeen returns r's node's last-seen time with a request at now
+// (micros): the later of the row's and the one noted, or now, noted for
+// seenLoop, once that is seenEvery old. The caller holds s.authMu.
+func (s *Store) noteSeen(r nodeRow, now int64) int64 {
+	last := max(r.LastSeen, s.seen[r.Name])
+	if now-last < seenEvery.Microseconds() {
+		return last
+	}
+	s.markSeen(r.Name, now)
+	return now
+}
+
 // markSeen notes that node name was seen at now (micros), for seenLoop to
 // write. The caller holds s.authMu.
 func (s *Store) markSeen(name string, now int64) {
