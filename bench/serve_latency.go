@@ -1,16 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // opRoutes are the coordinator's routes of the load's calls, as its
@@ -47,63 +47,43 @@ func (h *routeHist) share(bound float64) float64 {
 }
 
 // parseRequestSeconds reads edgeindex_request_seconds from a Prometheus
-// text exposition, by route, summing its codes.
+// text exposition (expfmt's parser), by route, summing its codes.
 func parseRequestSeconds(r io.Reader) (map[string]*routeHist, error) {
-	const name = "edgeindex_request_seconds"
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	hists := map[string]*routeHist{}
-	get := func(route string) *routeHist {
-		if hists[route] == nil {
-			hists[route] = &routeHist{}
-		}
-		return hists[route]
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		open, end := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
-		if open < 0 || end < open {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics: %q: %w", line, err)
-		}
-		labels := parseLabels(line[open+1 : end])
-		h := get(labels["route"])
-		switch line[len(name):open] {
-		case "_bucket":
-			le, err := strconv.ParseFloat(labels["le"], 64)
-			if err != nil {
-				return nil, fmt.Errorf("metrics: %q: %w", line, err)
+	for _, m := range families["edgeindex_request_seconds"].GetMetric() {
+		var route string
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "route" {
+				route = l.GetValue()
 			}
-			if i := slices.Index(h.le, le); i >= 0 {
-				h.cum[i] += v
-			} else {
-				i, _ := slices.BinarySearch(h.le, le)
-				h.le, h.cum = slices.Insert(h.le, i, le), slices.Insert(h.cum, i, v)
-			}
-		case "_sum":
-			h.sum += v
-		case "_count":
-			h.count += v
+		}
+		h := hists[route]
+		if h == nil {
+			h = &routeHist{}
+			hists[route] = h
+		}
+		ph := m.GetHistogram()
+		h.sum += ph.GetSampleSum()
+		h.count += float64(ph.GetSampleCount())
+		for _, b := range ph.GetBucket() { // +Inf's among them, as the text has it
+			add(h, b.GetUpperBound(), float64(b.GetCumulativeCount()))
 		}
 	}
-	return hists, sc.Err()
+	return hists, nil
 }
 
-// parseLabels reads `a="x",b="y"`; values hold no quote or comma here.
-func parseLabels(s string) map[string]string {
-	m := map[string]string{}
-	for kv := range strings.SplitSeq(s, ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			m[k] = strings.Trim(v, `"`)
-		}
+// add adds n requests at or under bound to h's buckets, which stay sorted.
+func add(h *routeHist, bound, n float64) {
+	i, found := slices.BinarySearch(h.le, bound)
+	if !found {
+		h.le, h.cum = slices.Insert(h.le, i, bound), slices.Insert(h.cum, i, 0)
 	}
-	return m
+	h.cum[i] += n
 }
 
 // serveLatency prints, beside the load's own quantiles, the coordinator's
