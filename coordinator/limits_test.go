@@ -211,6 +211,15 @@ func TestBatchBudget(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, "the budget is given back: %s", r.body)
 }
 
+// smallBudget is a coordinator whose MaxBody and batch budget are both
+// 32 KiB, the lease of its one range, and the poster of its batches.
+func smallBudget(t *testing.T) (*harness, lease.Lease, func(io.Reader, int64) reply) {
+	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.MaxBody = 32 << 10; c.MaxBatchBytes = 32 << 10 })
+	h.group("g", false, 1, 100, lease.LaneHistory)
+	l := h.lease(h.token)
+	return h, l, h.batchPoster(l)
+}
+
 // batchPoster returns a func that posts a batch body to l's range over
 // HTTP, as l's holder, with the Content-Length given (-1: unknown, the
 // body chunked).
@@ -235,10 +244,7 @@ func (h *harness) batchPoster(l lease.Lease) func(body io.Reader, length int64) 
 // halfway through one does not make every other batch busy.
 func TestBatchBudgetStalledBody(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.MaxBody = 32 << 10; c.MaxBatchBytes = 32 << 10 })
-	h.group("g", false, 1, 100, lease.LaneHistory)
-	l := h.lease(h.token)
-	post := h.batchPoster(l)
+	h, l, post := smallBudget(t)
 	next := func(size int, length int64) reply { // 11-20: a gap (409, nothing stored) until 1-10 is stored
 		b := []byte(`{"from": 11, "to": 20, "headers": 10, "items": []}`)
 		b = append(b, bytes.Repeat([]byte(" "), size-len(b))...)
@@ -279,10 +285,7 @@ func TestBatchBudgetStalledBody(t *testing.T) {
 // net/http has read on in the body of a worker that paused in it.
 func TestBatchBusyAnswersAPausedBody(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.MaxBody = 32 << 10; c.MaxBatchBytes = 32 << 10 })
-	h.group("g", false, 1, 100, lease.LaneHistory)
-	l := h.lease(h.token)
-	post := h.batchPoster(l)
+	h, _, post := smallBudget(t)
 	full := []byte(`{"from": 1, "to": 10, "headers": 10, "items": []}`)
 	full = append(full, bytes.Repeat([]byte(" "), 32<<10-len(full))...)
 	pr1, pw1 := io.Pipe()
