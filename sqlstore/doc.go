@@ -37,8 +37,13 @@
 // FTS5 table on SQLite, both written in the transaction that writes the
 // release; a name gives at most 256 words to the index. A search by
 // category or season without words reads an index of those columns; one
-// that no index serves is bounded by SearchTimeout on PostgreSQL, and by
-// its context on both. The users of the Newznab API and their daily
+// that no index serves is bounded by SearchTimeout on both backends.
+// The front door (searches, a release's details, the Newznab users'
+// counts) has its own pool of Config.FrontConns connections, so a
+// downloader's slow searches wait for each other, never for the
+// connections that grant leases and store batches; a node's token, once
+// read, is checked in memory and re-read every second, so a worker's
+// request needs no connection to be authenticated. The users of the Newznab API and their daily
 // counts (newznab.Store, newznab.Users) are counted by upserts that add a
 // request or a grab only below the user's limit, so processes that share
 // the database let exactly the limit through.

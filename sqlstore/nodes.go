@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -17,18 +18,29 @@ import (
 // seenEvery bounds how often Authenticate writes a node's last-seen time.
 const seenEvery = 5 * time.Second
 
-// authFresh is how long Authenticate trusts a token it found without asking
-// the database again: every request of a node authenticates, and a read per
-// request was a third of a lease cycle's statements. RemoveNode forgets its
-// node's tokens at once in its own process; another process sharing the
-// database goes on trusting a removed node's token for at most authFresh,
-// and the removal has fenced the node's leases already.
-const authFresh = time.Second
+// A node's token is checked in memory: every request of a node
+// authenticates, and a read per request was a third of a lease cycle's
+// statements, and waited behind whatever else held the pool. Authenticate
+// reads the database once per token it does not know, and authLoop
+// re-reads the tokens it knows every authFresh, in one statement, so no
+// request waits for that read. RemoveNode forgets its node's tokens at
+// once in its own process; another process sharing the database trusts a
+// removed node's token until its next re-read (about authFresh), and the
+// removal has fenced the node's leases already. When the re-reads fail,
+// a token is trusted for authStale after the last that succeeded, and then
+// read again on the request; a token no request used for authIdle is
+// forgotten.
+const (
+	authFresh = time.Second
+	authStale = 30 * time.Second
+	authIdle  = time.Minute
+)
 
-// authEntry is a token Authenticate found, and when (micros).
+// authEntry is a token Authenticate found, when it was last read (micros)
+// and when last used.
 type authEntry struct {
-	row   nodeRow
-	found int64
+	row         nodeRow
+	found, used int64
 }
 
 type nodeRow struct {
@@ -120,11 +132,10 @@ func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, 
 	now := s.nowMicros()
 	s.authMu.Lock()
 	e, ok := s.auth[string(tokenHash)]
-	if ok && now-e.found < authFresh.Microseconds() {
-		if seen := s.noteSeen(e.row, now); seen != e.row.LastSeen {
-			e.row.LastSeen = seen
-			s.auth[string(tokenHash)] = e
-		}
+	if ok && now-e.found < authStale.Microseconds() {
+		e.row.LastSeen = s.noteSeen(e.row, now)
+		e.used = now
+		s.auth[string(tokenHash)] = e
 		s.authMu.Unlock()
 		return e.row.node(), nil
 	}
@@ -147,8 +158,78 @@ func (s *Store) Authenticate(ctx context.Context, tokenHash []byte) (node.Node, 
 	if len(s.auth) >= maxAuth {
 		clear(s.auth)
 	}
-	s.auth[string(tokenHash)] = authEntry{row: r, found: now}
+	s.auth[string(tokenHash)] = authEntry{row: r, found: now, used: now}
 	return r.node(), nil
+}
+
+// authLoop re-reads the tokens Authenticate keeps every authFresh until
+// ctx ends.
+func (s *Store) authLoop(ctx context.Context) {
+	t := time.NewTicker(authFresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.refreshAuth(ctx)
+	}
+}
+
+// refreshAuth re-reads the nodes of the tokens Authenticate keeps: a
+// token whose node is gone is forgotten, as is one unused for authIdle.
+// A read that fails changes nothing (the tokens age toward authStale),
+// and one that a forgetAuth overtook is dropped.
+func (s *Store) refreshAuth(ctx context.Context) {
+	now := s.nowMicros()
+	s.authMu.Lock()
+	gen := s.authGen
+	hashes := make([]string, 0, len(s.auth))
+	for h, e := range s.auth {
+		if now-e.used >= authIdle.Microseconds() {
+			delete(s.auth, h)
+			continue
+		}
+		hashes = append(hashes, h)
+	}
+	s.authMu.Unlock()
+	found := make(map[string]nodeRow, len(hashes))
+	for part := range slices.Chunk(hashes, inChunk) {
+		var rows []struct {
+			Hash []byte `db:"token_hash"`
+			nodeRow
+		}
+		args := make([]any, len(part))
+		for i, h := range part {
+			args[i] = []byte(h)
+		}
+		if err := s.rdb.SelectContext(ctx, &rows, s.bind("SELECT token_hash, name, created_us, last_seen_us FROM nodes WHERE token_hash IN ("+
+			placeholders(len(part))+")"), args...); err != nil {
+			return
+		}
+		for _, r := range rows {
+			found[string(r.Hash)] = r.nodeRow
+		}
+	}
+	s.authMu.Lock()
+	defer s.authMu.Unlock()
+	if gen != s.authGen {
+		return
+	}
+	for _, h := range hashes {
+		e, ok := s.auth[h]
+		if !ok {
+			continue
+		}
+		r, ok := found[h]
+		if !ok {
+			delete(s.auth, h)
+			continue
+		}
+		r.LastSeen = max(r.LastSeen, e.row.LastSeen)
+		s.auth[h] = authEntry{row: r, found: now, used: e.used}
+	}
 }
 
 // Nodes implements node.Store.

@@ -228,7 +228,7 @@ func prefixed(p, cols string) string {
 // and their items in one read transaction (repeatable read on
 // PostgreSQL), so the totals and the files agree.
 func (s *Store) ReleaseByID(ctx context.Context, id int64) (release.Release, error) {
-	tx, err := s.rdb.BeginTxx(ctx, s.d.snapshotRead())
+	tx, err := s.fdb.BeginTxx(ctx, s.d.snapshotRead())
 	if err != nil {
 		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
 	}

@@ -131,13 +131,9 @@ func TestSearchTimeout(t *testing.T) {
 func TestSearchCancel(t *testing.T) {
 	t.Parallel()
 	openEach(t, func(t *testing.T, _ string, s *Store) {
-		_, err := s.db.ExecContext(t.Context(), s.q(`WITH RECURSIVE n (i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 300000)
-			INSERT INTO releases (set_key, name, poster, group_names, posted_us, last_us, files_seen, files_complete,
-			files_expected, parts_seen, parts_expected, bytes, complete, updated_us, category, search_words)
-			SELECT 'k' || i, 'Many.' || i, 'p', '["g"]', CAST(i AS BIGINT), CAST(i AS BIGINT), 1, 1, 0, 1, 1, 100, ?, 0, 8010, 'many ' || i FROM n`),
-			true)
-		require.NoError(t, err)
+		manyReleases(t, s, 30_000)
 		ctx, cancel := context.WithCancel(t.Context())
+		var err error
 		time.AfterFunc(5*time.Millisecond, cancel)
 		// No release is this small: every row is read.
 		for range 100 {

@@ -68,6 +68,9 @@ const (
 	// waits before it is granted or fetched again, the first time; each
 	// further attempt doubles it (10s, 20s, 40s, 80s before the fifth).
 	DefaultRetryDelay = 10 * time.Second
+	// DefaultFrontConns is how many database connections the front door
+	// (searches, release pages, API key counts) holds at most.
+	DefaultFrontConns = 4
 )
 
 // Config tunes a Store. The zero Config is ready to use.
@@ -108,6 +111,12 @@ type Config struct {
 	// tables beside any others, as a program that shares its own database
 	// wants.
 	RefuseForeign bool
+	// FrontConns bounds the connections of the front door's own pool:
+	// SearchReleases, ReleaseByID, UseKey and Grab run there and nowhere
+	// else, so however long they take, the coordination path (leases,
+	// heartbeats, batches, tokens, Ping) never waits for one of its
+	// connections. Zero means DefaultFrontConns.
+	FrontConns int
 }
 
 // withDefaults returns c with every zero field that has a default set to it.
@@ -127,6 +136,9 @@ func (c Config) withDefaults() Config {
 	if c.RetryDelay == 0 {
 		c.RetryDelay = DefaultRetryDelay
 	}
+	if c.FrontConns == 0 {
+		c.FrontConns = DefaultFrontConns
+	}
 	return c
 }
 
@@ -135,6 +147,9 @@ func (c Config) validate() error {
 	if c.MaxAttempts < 1 || c.RepairTries < 1 || c.RepairDelay < 0 || c.PlanAhead < 1 {
 		return edgeindex.Invalidf("sqlstore: MaxAttempts %d, RepairTries %d and PlanAhead %d must be at least 1, RepairDelay %s not negative",
 			c.MaxAttempts, c.RepairTries, c.PlanAhead, c.RepairDelay)
+	}
+	if c.FrontConns < 1 || c.FrontConns > 64 {
+		return edgeindex.Invalidf("sqlstore: FrontConns %d must be 1 to 64", c.FrontConns)
 	}
 	if c.HighJump < 0 || c.RetryDelay < 0 {
 		return edgeindex.Invalidf("sqlstore: HighJump %d and RetryDelay %s must not be negative", c.HighJump, c.RetryDelay)
@@ -149,6 +164,9 @@ type Store struct {
 	d   dialect
 	db  *sqlx.DB // writes; on SQLite, the one writer connection
 	rdb *sqlx.DB // reads; the same pool on PostgreSQL
+	// The front door's pool (Config.FrontConns): its reads, and on
+	// PostgreSQL its writes (fwdb); SQLite's one writer takes those.
+	fdb, fwdb *sqlx.DB
 
 	queries sync.Map // raw query -> query in the dialect
 	stmts   sync.Map // raw query -> *sqlx.Stmt (PostgreSQL; see prepared)
@@ -211,7 +229,15 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 		}
 		db.SetMaxOpenConns(64)
 		db.SetMaxIdleConns(64)
+		front, err := sqlx.Open("postgres", oneRoundTrip(rawURL))
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
+		}
+		front.SetMaxOpenConns(cfg.FrontConns)
+		front.SetMaxIdleConns(cfg.FrontConns)
 		s.db, s.rdb, s.url = db, db, rawURL
+		s.fdb, s.fwdb = front, front
 	default:
 		return nil, fmt.Errorf("%w: %q: want sqlite://PATH or postgres://", ErrUnsupportedURL, redact.URL(rawURL))
 	}
@@ -245,7 +271,7 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 // Finishes and Heartbeats in rounds, one of each (a second loop of a kind
 // halves the rounds it makes, and measured slower: cd bench && go run .
 // -only edgeindex), and the one that writes nodes' last-seen times
-// (seenLoop).
+// (seenLoop), and the one that re-reads node tokens (authLoop).
 func (s *Store) startCommitters() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -255,10 +281,14 @@ func (s *Store) startCommitters() {
 	s.fetched = startCommitter(ctx, &s.loops, s.fetchedRound)
 	s.finishes = startCommitter(ctx, &s.loops, s.finishRound)
 	s.heartbeats = startCommitter(ctx, &s.loops, s.heartbeatRound)
-	s.loops.Add(1)
+	s.loops.Add(2)
 	go func() {
 		defer s.loops.Done()
 		s.seenLoop(ctx)
+	}()
+	go func() {
+		defer s.loops.Done()
+		s.authLoop(ctx)
 	}()
 }
 
@@ -307,7 +337,14 @@ func (s *Store) openSQLite(ctx context.Context, path string) error {
 		return fmt.Errorf("sqlstore: open sqlite: %w", err)
 	}
 	r.SetMaxOpenConns(8)
-	s.db, s.rdb = w, r
+	f, err := sqlx.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		r.Close()
+		return fmt.Errorf("sqlstore: open sqlite: %w", err)
+	}
+	f.SetMaxOpenConns(s.cfg.FrontConns)
+	s.db, s.rdb, s.fdb, s.fwdb = w, r, f, w
 	return nil
 }
 
@@ -350,7 +387,7 @@ func (s *Store) Close() error {
 	if s.rdb != s.db {
 		err = errors.Join(err, s.rdb.Close())
 	}
-	return err
+	return errors.Join(err, s.fdb.Close())
 }
 
 // Backend names the dialect: "postgres" or "sqlite".
@@ -536,7 +573,13 @@ func (s *Store) tx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 
 // txWith is tx with opts.
 func (s *Store) txWith(ctx context.Context, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.db.BeginTxx(ctx, opts)
+	return txOn(ctx, s.db, opts, fn)
+}
+
+// txOn runs fn in a transaction of pool db with opts, and commits it
+// unless fn fails.
+func txOn(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.BeginTxx(ctx, opts)
 	if err != nil {
 		return err
 	}
