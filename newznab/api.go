@@ -34,6 +34,12 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k := apiKey(r)
+	leave, err := h.admit(w, k)
+	if err != nil {
+		h.fail(w, r, nil, err)
+		return
+	}
+	defer leave()
 	acct, err := h.use(r.Context(), k)
 	if err != nil {
 		h.fail(w, r, nil, err)
@@ -150,7 +156,7 @@ func apiErrorOf(err error) *apiError {
 		return errorf(codeBadKey, "Incorrect user credentials")
 	case errors.Is(err, ErrSuspended):
 		return errorf(codeSuspended, "Account suspended")
-	case errors.Is(err, ErrRequestLimit):
+	case errors.Is(err, ErrRequestLimit), errors.Is(err, ErrBusy):
 		return errorf(codeRequestLimit, "Request limit reached")
 	case errors.Is(err, ErrGrabLimit):
 		return errorf(codeGrabLimit, "Download limit reached")

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +42,12 @@ type Config struct {
 	// search, a key check, a grab); DefaultTimeout when 0. A request past
 	// it answers 900 (a 503 page) and is logged as a warning.
 	Timeout time.Duration
+	// MaxRequests bounds the requests that read the store (a search, a
+	// release's details, an NZB) being answered at once, and
+	// MaxRequestsPerKey those of one key; DefaultMaxRequests and
+	// DefaultMaxRequestsPerKey when 0. A request over either is refused
+	// at once with ErrBusy, never queued, and counts nothing.
+	MaxRequests, MaxRequestsPerKey int
 }
 
 // DefaultTimeout is the deadline of a request when Config.Timeout is 0.
@@ -51,8 +59,9 @@ var errDeadline = errors.New("newznab: the request's deadline (Config.Timeout) p
 
 // Handler serves the Newznab API and the search page.
 type Handler struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg  Config
+	mux  *http.ServeMux
+	gate *gate
 }
 
 // CookieName is the cookie the search page keeps the key in.
@@ -75,7 +84,13 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Now = time.Now
 	}
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.MaxRequests = cmp.Or(cfg.MaxRequests, DefaultMaxRequests)
+	cfg.MaxRequestsPerKey = cmp.Or(cfg.MaxRequestsPerKey, min(DefaultMaxRequestsPerKey, cfg.MaxRequests))
 	switch {
+	case cfg.MaxRequests < 1 || cfg.MaxRequests > 1024:
+		return nil, edgeindex.Invalidf("newznab: MaxRequests %d must be 1 to 1024", cfg.MaxRequests)
+	case cfg.MaxRequestsPerKey < 1 || cfg.MaxRequestsPerKey > cfg.MaxRequests:
+		return nil, edgeindex.Invalidf("newznab: MaxRequestsPerKey %d must be 1 to MaxRequests", cfg.MaxRequestsPerKey)
 	case cfg.Timeout < 0:
 		return nil, edgeindex.Invalidf("newznab: Timeout %v must not be negative", cfg.Timeout)
 	case cfg.MaxLimit < 1 || cfg.MaxLimit > 1000:
@@ -85,7 +100,7 @@ func New(cfg Config) (*Handler, error) {
 	case cfg.MinCompletion < 1 || cfg.MinCompletion > 100:
 		return nil, edgeindex.Invalidf("newznab: MinCompletion %d must be 1 to 100", cfg.MinCompletion)
 	}
-	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h := &Handler{cfg: cfg, mux: http.NewServeMux(), gate: newGate(cfg.MaxRequests, cfg.MaxRequestsPerKey)}
 	for _, r := range h.routes() {
 		h.mux.HandleFunc(r.pattern, r.serve)
 	}
@@ -118,7 +133,47 @@ func (h *Handler) routes() []route {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeoutCause(r.Context(), h.cfg.Timeout, errDeadline)
 	defer cancel()
+	ctx = context.WithValue(ctx, userKey{}, new(string))
 	h.mux.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// userKey is the context key of the name of the user a request's key
+// belongs to, once use has read it: failure logs it.
+type userKey struct{}
+
+// requestUser returns the name use found for ctx's request, or "".
+func requestUser(ctx context.Context) string {
+	if p, ok := ctx.Value(userKey{}).(*string); ok {
+		return *p
+	}
+	return ""
+}
+
+// queryShape is what failure logs of request r's query: the names of its
+// parameters in order, with the values of cat and of the API's t (a
+// function and categories), never a key, the NZB link's token t or the
+// words searched for: "cat=5030 maxage minsize q t=search".
+func queryShape(r *http.Request) string {
+	p := r.URL.Query()
+	names := slices.Sorted(maps.Keys(p))
+	var b strings.Builder
+	for _, n := range names[:min(len(names), 16)] {
+		switch n {
+		case "apikey":
+			continue
+		case "t", "cat":
+			if n == "cat" || strings.HasSuffix(r.URL.Path, "/api") {
+				n += "=" + shorten(p.Get(n), 40)
+			}
+		default:
+			n = shorten(n, 20)
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(n)
+	}
+	return b.String()
 }
 
 // base is the base URL links carry for request r.
@@ -157,27 +212,34 @@ func (h *Handler) use(ctx context.Context, key string) (Account, error) {
 	if err := ctx.Err(); err != nil {
 		return Account{}, fmt.Errorf("newznab: key check: %w", context.Cause(ctx))
 	}
-	return h.cfg.Store.UseKey(ctx, HashKey(key), h.cfg.Now())
+	acct, err := h.cfg.Store.UseKey(ctx, HashKey(key), h.cfg.Now())
+	if p, ok := ctx.Value(userKey{}).(*string); ok && err == nil {
+		*p = acct.Name
+	}
+	return acct, err
 }
 
 // failure says what an internal error of request r was: a deadline
 // passing (Config.Timeout, or one of the store's own, such as a
 // statement timeout, which wraps context.DeadlineExceeded), the client
 // leaving, or a failure of the server. It logs it: the first as a
-// warning, the second at debug level, the third as an error.
+// warning, the second at debug level, the third as an error; each with
+// the user the key belongs to (once known; never the key) and the shape
+// of the query (queryShape).
 func (h *Handler) failure(r *http.Request, what string, err error) (timedOut bool) {
 	ctx := r.Context()
+	attrs := []any{"path", r.URL.Path, "user", requestUser(ctx), "query", queryShape(r), "err", err}
 	switch {
 	case errors.Is(context.Cause(ctx), errDeadline):
-		h.cfg.Logger.WarnContext(ctx, what+": the deadline passed", "path", r.URL.Path, "timeout", h.cfg.Timeout, "err", err)
+		h.cfg.Logger.WarnContext(ctx, what+": the deadline passed", append(attrs, "timeout", h.cfg.Timeout)...)
 		return true
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		h.cfg.Logger.WarnContext(ctx, what+": the store's deadline passed", "path", r.URL.Path, "err", err)
+		h.cfg.Logger.WarnContext(ctx, what+": the store's deadline passed", attrs...)
 		return true
 	case ctx.Err() != nil:
-		h.cfg.Logger.DebugContext(ctx, what+": the client left", "path", r.URL.Path, "err", err)
+		h.cfg.Logger.DebugContext(ctx, what+": the client left", attrs...)
 	default:
-		h.cfg.Logger.ErrorContext(ctx, what, "path", r.URL.Path, "t", r.URL.Query().Get("t"), "err", err)
+		h.cfg.Logger.ErrorContext(ctx, what, attrs...)
 	}
 	return false
 }
@@ -185,7 +247,7 @@ func (h *Handler) failure(r *http.Request, what string, err error) (timedOut boo
 // internal reports whether err is none of the errors a client caused:
 // those are logged, and the client is told only that something failed.
 func internal(err error) bool {
-	for _, known := range []error{ErrBadKey, ErrSuspended, ErrRequestLimit, ErrGrabLimit, edgeindex.ErrInvalid, edgeindex.ErrNotFound} {
+	for _, known := range []error{ErrBusy, ErrBadKey, ErrSuspended, ErrRequestLimit, ErrGrabLimit, edgeindex.ErrInvalid, edgeindex.ErrNotFound} {
 		if errors.Is(err, known) {
 			return false
 		}

@@ -62,8 +62,11 @@ type pageView struct {
 	Cookie    bool
 	cookieKey string
 	Account   *Account
-	Search    *searchView
-	Release   *detailView
+	// leave lets the request go from the Handler's gate (admit) once
+	// authorize admitted it.
+	leave   func()
+	Search  *searchView
+	Release *detailView
 }
 
 type searchView struct {
@@ -139,6 +142,7 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	if !h.authorize(w, r, v, "/") {
 		return
 	}
+	defer v.leave()
 	sv.Categories = categoryOptions(sv.Cat)
 	v.Search = sv
 	found, err := h.cfg.Store.SearchReleases(r.Context(), q)
@@ -220,6 +224,7 @@ func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	defer v.leave()
 	rel, err := h.cfg.Store.ReleaseByID(r.Context(), id)
 	if errors.Is(err, edgeindex.ErrNotFound) {
 		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("There is no release %d.", id))
@@ -239,7 +244,8 @@ func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
 // to the release's details), with a bad id a 400, both counting nothing.
 // With token (the NZB link), a key from the cookie needs the link's
 // token t (nzbToken), or the answer is a 403 counting nothing. It
-// returns the id and the view to fill, or false when it has answered.
+// returns the id and the view to fill, whose leave the caller calls once
+// done, or false when it has answered.
 func (h *Handler) pageID(w http.ResponseWriter, r *http.Request, token bool) (int64, *pageView, bool) {
 	s := r.PathValue("id")
 	id, err := strconv.ParseInt(s, 10, 64)
@@ -309,6 +315,7 @@ func (h *Handler) serveNZB(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	defer v.leave()
 	doc, rel, err := h.grab(r, *v.Account, id)
 	switch {
 	case errors.Is(err, nzb.ErrEmpty):

@@ -77,15 +77,23 @@ func (h *Handler) needKey(w http.ResponseWriter, r *http.Request, next string) (
 	return v, true
 }
 
-// authorize checks and counts the key of request r (use), once its query
-// is checked. With a refused key it renders the form and why. It fills
-// v's Account, and returns false when it has answered already.
+// authorize admits request r through the Handler's gate (admit), then
+// checks and counts its key (use), once its query is checked. With a
+// refused key it renders the form and why. It fills v's Account and
+// leave, which the caller calls once done, and returns false when it has
+// answered already.
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, v *pageView, next string) bool {
 	k := key(r)
 	var acc Account
 	err := ErrBadKey
 	if len(k) <= maxKey {
+		v.leave, err = h.admit(w, k)
+	}
+	if err == nil {
 		acc, err = h.use(r.Context(), k)
+		if err != nil {
+			v.leave()
+		}
 	}
 	if err != nil {
 		v.Form, v.Next, v.Heading, v.Key = true, next, "API key", "" // links carry no refused key
@@ -109,6 +117,9 @@ func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, v *pageView, er
 		h.pageFail(w, r, v, http.StatusForbidden, "That API key is not known here. Check it and enter it again.")
 	case errors.Is(err, ErrSuspended):
 		h.pageFail(w, r, v, http.StatusForbidden, "The account of that API key is suspended.")
+	case errors.Is(err, ErrBusy):
+		v.Form = false
+		h.pageFail(w, r, v, http.StatusServiceUnavailable, "Too many requests are under way. Try again in a moment.")
 	case errors.Is(err, ErrRequestLimit):
 		v.Form = false
 		h.pageFail(w, r, v, http.StatusTooManyRequests, "This key has reached its daily request limit. It can be used again after midnight UTC.")

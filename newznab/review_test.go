@@ -336,7 +336,8 @@ func slowWorld(t *testing.T, w *pageWorld, s *blockingStore, timeout time.Durati
 }
 
 // TestDeadline: a search the store does not finish within Config.Timeout
-// answers 900 (a 503 page) and logs a warning, not an error.
+// answers 900 (a 503 page) and logs a warning, not an error, that names
+// the user and the query's shape but neither the key nor the words.
 func TestDeadline(t *testing.T) {
 	forBackends(t, func(t *testing.T, w *pageWorld) {
 		for _, path := range []string{"/api?t=search&q=ocean&apikey=" + w.key, "/?q=ocean&apikey=" + w.key} {
@@ -353,6 +354,14 @@ func TestDeadline(t *testing.T) {
 			}
 			require.Contains(t, logs.String(), "level=WARN")
 			require.Contains(t, logs.String(), "deadline passed")
+			require.Contains(t, logs.String(), "user=alice", "the log names the user")
+			require.NotContains(t, logs.String(), w.key, "never the key")
+			require.NotContains(t, logs.String(), "ocean", "nor the words")
+			if strings.HasPrefix(path, "/api") {
+				require.Contains(t, logs.String(), `query="q t=search"`)
+			} else {
+				require.Contains(t, logs.String(), `query=q `)
+			}
 			require.NotContains(t, logs.String(), "level=ERROR")
 		}
 		_, err := newznab.New(newznab.Config{Store: w.store, Timeout: -time.Second})
