@@ -190,18 +190,6 @@ func (h *Handler) base(r *http.Request) string {
 // write the cookie's key into its links.
 func apiKey(r *http.Request) string { return r.URL.Query().Get("apikey") }
 
-// key returns the API key a page request r carries: its apikey
-// parameter, else the page's cookie; "" when it has neither.
-func key(r *http.Request) string {
-	if k := r.URL.Query().Get("apikey"); k != "" {
-		return k
-	}
-	if c, err := r.Cookie(CookieName); err == nil {
-		return c.Value
-	}
-	return ""
-}
-
 // use checks key and counts one request under it. A request whose
 // context is done (the client left, or the deadline passed) counts
 // nothing.

@@ -62,6 +62,9 @@ type pageView struct {
 	Cookie    bool
 	cookieKey string
 	Account   *Account
+	// Continue links to the page asked for when its cookie was not read
+	// (the request came from another site).
+	Continue string
 	// leave lets the request go from the Handler's gate (admit) once
 	// authorize admitted it.
 	leave   func()
@@ -381,7 +384,11 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, v *pageView, st
 	_, _ = w.Write(buf.Bytes())
 }
 
-// view starts the view of request r.
+// view starts the view of request r. A cookie on a request another site
+// sent (foreign) is not read: the request is signed out, so a page
+// elsewhere that keeps navigating here spends none of the user's
+// requests. The view offers a link back to the same page, which, followed
+// from this site, is signed in.
 func (h *Handler) view(r *http.Request) *pageView {
 	v := &pageView{Title: h.cfg.Title, Base: h.pageBase()}
 	if k := r.URL.Query().Get("apikey"); k != "" {
@@ -389,7 +396,15 @@ func (h *Handler) view(r *http.Request) *pageView {
 			v.Key = k // an over-long key is refused, and never echoed
 		}
 	} else if c, err := r.Cookie(CookieName); err == nil && c.Value != "" {
-		v.Cookie, v.cookieKey = true, c.Value
+		if h.foreign(r) {
+			v.Continue = v.Base + r.URL.Path
+			if r.URL.RawQuery != "" {
+				v.Continue += "?" + r.URL.RawQuery
+			}
+			v.Message = "This page was opened from another site, so the key kept in this browser was not used and nothing was counted."
+		} else {
+			v.Cookie, v.cookieKey = true, c.Value
+		}
 	}
 	return v
 }

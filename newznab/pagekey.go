@@ -65,11 +65,20 @@ func (h *Handler) serveLogout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, h.pageBase()+"/", http.StatusSeeOther)
 }
 
+// key returns the API key page request r carries: its apikey parameter,
+// else the cookie's when view read it; "" when it has neither.
+func (v *pageView) key(r *http.Request) string {
+	if k := r.URL.Query().Get("apikey"); k != "" {
+		return k
+	}
+	return v.cookieKey
+}
+
 // needKey starts the view of page request r. Without a key it renders
 // the key form, which returns to next, and returns false.
 func (h *Handler) needKey(w http.ResponseWriter, r *http.Request, next string) (*pageView, bool) {
 	v := h.view(r)
-	if key(r) == "" {
+	if v.key(r) == "" {
 		v.Form, v.Next, v.Heading = true, next, "API key"
 		h.render(w, r, v, http.StatusOK)
 		return nil, false
@@ -83,7 +92,7 @@ func (h *Handler) needKey(w http.ResponseWriter, r *http.Request, next string) (
 // leave, which the caller calls once done, and returns false when it has
 // answered already.
 func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, v *pageView, next string) bool {
-	k := key(r)
+	k := v.key(r)
 	var acc Account
 	err := ErrBadKey
 	if len(k) <= maxKey {

@@ -151,3 +151,52 @@ func TestStoreDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestCrossSiteSignedOut: GET / and /details/{id} with the page's cookie,
+// sent by another site (however the request shows it), are signed out:
+// the key form, counting nothing and showing nothing of the user's, with
+// a link back to the same page. The same requests from this site, and a
+// key given as ?apikey= from anywhere, are signed in and counted.
+func TestCrossSiteSignedOut(t *testing.T) {
+	forBackends(t, func(t *testing.T, w *pageWorld) {
+		id := strconv.FormatInt(w.release(t, "Desert.Movie.2023.2160p.UHD.BluRay-GRP").ID, 10)
+		host := strings.TrimPrefix(w.srv.URL, "http://")
+		for _, path := range []string{"/?q=desert", "/details/" + id} {
+			for _, headers := range [][]string{
+				{"Sec-Fetch-Site", "cross-site"},
+				{"Sec-Fetch-Site", "same-site"},
+				{"Referer", "https://evil.example/page"},
+				{"Origin", "null"},
+				{"Sec-Fetch-Site", "same-origin", "Referer", "http://" + host + ".evil.example/"},
+			} {
+				before := w.requests(t)
+				res, body := do(t, http.MethodGet, w.srv.URL+path, w.key, headers...)
+				require.Equal(t, http.StatusOK, res.StatusCode, "%s %v", path, headers)
+				require.Contains(t, string(body), `action="/login"`, "the key form")
+				require.Contains(t, string(body), "opened from another site")
+				require.Contains(t, string(body), `id="continue" href="`+path+`"`)
+				require.NotContains(t, string(body), "Desert.Movie", "nothing of the results")
+				require.NotContains(t, string(body), "alice")
+				require.Empty(t, res.Cookies(), "the cookie is kept")
+				require.Equal(t, before, w.requests(t), "%s %v: nothing counted", path, headers)
+			}
+			before := w.requests(t)
+			for _, headers := range [][]string{{"Sec-Fetch-Site", "same-origin", "Referer", w.srv.URL + "/"}, {"Sec-Fetch-Site", "none"}, nil} {
+				res, body := do(t, http.MethodGet, w.srv.URL+path, w.key, headers...)
+				require.Equal(t, http.StatusOK, res.StatusCode)
+				require.Contains(t, string(body), "Desert.Movie", "%s %v: signed in", path, headers)
+			}
+			res, body := do(t, http.MethodGet, w.srv.URL+path+sepFor(path)+"apikey="+w.key, "", "Sec-Fetch-Site", "cross-site")
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			require.Contains(t, string(body), "Desert.Movie", "a key in the link needs no cookie")
+			require.Equal(t, before+4, w.requests(t))
+		}
+	})
+}
+
+func sepFor(path string) string {
+	if strings.Contains(path, "?") {
+		return "&"
+	}
+	return "?"
+}
