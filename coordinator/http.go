@@ -14,6 +14,7 @@ import (
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/internal/connlimit"
 	"github.com/edgeindex/edgeindex/node"
 )
 
@@ -199,11 +200,24 @@ func (s *Server) HTTPServer() *http.Server {
 	return hs
 }
 
+// MaxConns and MaxConnsPerIP bound the connections a listener of Listen
+// holds open, in all and from one IP address (or IPv6 /64). A worker
+// holds a few (a stream, a batch, a heartbeat), so a fleet of hundreds
+// behind one NAT fits; a host that opens connections and sends nothing
+// holds at most MaxConnsPerIP of them, each for HTTPServer's header
+// timeout.
+const (
+	MaxConns      = 4096
+	MaxConnsPerIP = 1024
+)
+
 // Listen binds addr before serving, so a busy port is an error at once.
+// A connection past MaxConns or MaxConnsPerIP is closed as it is
+// accepted.
 func Listen(addr string) (net.Listener, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: listen %s: %w", addr, err)
 	}
-	return l, nil
+	return connlimit.New(l, connlimit.Config{Max: MaxConns, PerIP: MaxConnsPerIP})
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -150,9 +149,9 @@ func serveDemo(ctx context.Context, store *sqlstore.Store, addr string, out io.W
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", addr)
+	l, err := bindNewznab(addr)
 	if err != nil {
-		return fmt.Errorf("--newznab: %w", err)
+		return err
 	}
 	srv := newznabServer(h, log)
 	base := "http://" + l.Addr().String()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/edgeindex/edgeindex/internal/connlimit"
 	"github.com/edgeindex/edgeindex/newznab"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -32,11 +33,23 @@ func (m *Main) listenNewznab(store *sqlstore.Store, log *slog.Logger) (*http.Ser
 	if err != nil {
 		return nil, nil, usagef("--newznab: %v", err)
 	}
-	l, err := net.Listen("tcp", m.Newznab)
+	l, err := bindNewznab(m.Newznab)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--newznab: %w", err)
+		return nil, nil, err
 	}
 	return newznabServer(h, log), l, nil
+}
+
+// bindNewznab binds the front door's address. Its clients are the
+// world's: it holds at most connlimit's defaults open, 1024 in all and 64
+// from one IP address, each closed by newznabServer's timeouts when it
+// sends nothing.
+func bindNewznab(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--newznab: %w", err)
+	}
+	return connlimit.New(l, connlimit.Config{})
 }
 
 // newznabServer is the HTTP server of a Newznab handler. Its clients are
