@@ -1,12 +1,10 @@
 package newznab
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode"
 
@@ -51,12 +49,11 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 		h.get(w, r, acct, req.ID)
 		return
 	case "details":
-		rel, err := h.cfg.Store.ReleaseByID(r.Context(), req.ID)
+		rel, err := h.cfg.Store.ReleaseDetails(r.Context(), req.ID, 0)
 		if err != nil {
 			h.fail(w, r, nil, err)
 			return
 		}
-		rel.Files = nil
 		f.Releases, f.Total = []release.Release{rel}, 1
 	default:
 		f.Offset = req.Search.Offset
@@ -74,53 +71,85 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 
 // get answers t=get: the NZB of release id, counted as a grab.
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, acct Account, id int64) {
-	doc, rel, err := h.grab(r, acct, id)
-	if err != nil {
-		h.fail(w, r, nil, err)
-		return
-	}
-	sendNZB(w, rel, doc)
-}
-
-// grab reads release id and writes its NZB to memory, then counts the
-// grab: a grab is counted once the NZB is ready to send, before its
-// bytes go out, so that a grab limit reached can still answer 501. A
-// client that leaves while the NZB is sent is still charged. A HEAD
-// request counts no grab: it answers the headers a GET would, and 501
-// when the user's grabs of the day are used up. A request whose client
-// left (or whose deadline passed) before the grab counts none.
-func (h *Handler) grab(r *http.Request, acct Account, id int64) ([]byte, release.Release, error) {
-	ctx := r.Context()
-	rel, err := h.cfg.Store.ReleaseByID(ctx, id)
-	if err == nil {
-		err = nzb.Check(rel)
-	}
-	var doc bytes.Buffer
-	if err == nil {
-		err = nzb.Write(&doc, rel)
-	}
+	started, err := h.grab(w, r, acct, id)
 	switch {
-	case err != nil:
-	case r.Method == http.MethodHead:
-		if acct.GrabLimit > 0 && acct.Grabs >= acct.GrabLimit {
-			err = ErrGrabLimit
-		}
-	case ctx.Err() != nil:
-		err = fmt.Errorf("newznab: grab: %w", context.Cause(ctx))
+	case err == nil:
+	case started:
+		h.abort(r, err)
 	default:
-		_, err = h.cfg.Store.Grab(ctx, acct.Name, id, h.cfg.Now())
+		h.fail(w, r, nil, err)
 	}
-	return doc.Bytes(), rel, err
 }
 
-// sendNZB sends the NZB doc of rel with the headers downloaders read.
-func sendNZB(w http.ResponseWriter, rel release.Release, doc []byte) {
+// grab sends the NZB of release id, streamed from the store one file at
+// a time (Store.ReleaseFiles, nzb.Encoder), so its memory does not grow
+// with the release. The grab is counted once the first file is read
+// and before any byte goes out, so a grab limit reached can still
+// answer 501: a client that leaves while the NZB is sent is still
+// charged. A HEAD reads the release alone, builds no NZB and counts no
+// grab: it answers the headers a GET would (no Content-Length, as the
+// NZB is not built) and 501 when the user's grabs of the day are used
+// up. A request whose client left (or whose deadline passed) before the
+// grab counts none. started says whether the answer began: an error
+// after that can only cut it (abort).
+func (h *Handler) grab(w http.ResponseWriter, r *http.Request, acct Account, id int64) (started bool, err error) {
+	ctx := r.Context()
+	rel, err := h.cfg.Store.ReleaseDetails(ctx, id, 0)
+	if err != nil {
+		return false, err
+	}
+	if r.Method == http.MethodHead {
+		switch {
+		case rel.PartsSeen == 0:
+			return false, nzb.ErrEmpty
+		case acct.GrabLimit > 0 && acct.Grabs >= acct.GrabLimit:
+			return false, ErrGrabLimit
+		}
+		nzbHeaders(w, rel)
+		w.WriteHeader(http.StatusOK)
+		return true, nil
+	}
+	enc := nzb.NewEncoder(w, rel)
+	err = h.cfg.Store.ReleaseFiles(ctx, id, func(f release.File) error {
+		if !started && enc.Writes(&f) {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("newznab: grab: %w", context.Cause(ctx))
+			}
+			if _, err := h.cfg.Store.Grab(ctx, acct.Name, id, h.cfg.Now()); err != nil {
+				return err
+			}
+			nzbHeaders(w, rel)
+			w.WriteHeader(http.StatusOK)
+			// The answer begins now: a client whose download is then
+			// cut has had a response, and does not send the request
+			// (and spend a grab) again by itself.
+			http.NewResponseController(w).Flush()
+			started = true
+		}
+		return enc.File(&f)
+	})
+	if err == nil {
+		err = enc.Close() // nzb.ErrEmpty when no file had a segment
+	}
+	return started, err
+}
+
+// nzbHeaders sets the headers downloaders read of the NZB of rel.
+func nzbHeaders(w http.ResponseWriter, rel release.Release) {
 	hd := w.Header()
+	hd.Set("Content-Type", nzb.ContentType)
+	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Content-Disposition", nzb.ContentDisposition(rel.Name))
 	hd.Set("X-DNZB-Name", headerText(rel.Name))
 	hd.Set("X-DNZB-Category", CategoryName(rel.Category))
-	hd.Set("Content-Length", strconv.Itoa(len(doc)))
-	writeDoc(w, nzb.ContentType, http.StatusOK, doc)
+}
+
+// abort cuts an NZB whose sending failed midway: the failure is logged
+// and the connection closed without the end of the body, so the
+// downloader sees a cut download rather than a whole, shorter NZB.
+func (h *Handler) abort(r *http.Request, err error) {
+	h.failure(r, "newznab: NZB cut", err)
+	panic(http.ErrAbortHandler)
 }
 
 // headerText is s as a header value can carry it: nzb.Text of it with

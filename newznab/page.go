@@ -228,7 +228,7 @@ func (h *Handler) serveDetails(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer v.leave()
-	rel, err := h.cfg.Store.ReleaseByID(r.Context(), id)
+	rel, err := h.cfg.Store.ReleaseDetails(r.Context(), id, MaxFiles)
 	if errors.Is(err, edgeindex.ErrNotFound) {
 		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("There is no release %d.", id))
 		return
@@ -292,9 +292,9 @@ func (h *Handler) details(v *pageView, rel release.Release) *detailView {
 			name = f.Subject
 		}
 		d.Files = append(d.Files, fileView{Name: pageText(name), Size: humanBytes(f.Bytes),
-			Parts: fmt.Sprintf("%d/%d", len(f.Parts), f.Total), Complete: f.Complete})
+			Parts: fmt.Sprintf("%d/%d", f.Seen, f.Total), Complete: f.Complete})
 	}
-	d.MoreFiles = len(rel.Files) - len(d.Files)
+	d.MoreFiles = max(rel.FilesSeen, len(rel.Files)) - len(d.Files)
 	return d
 }
 
@@ -319,18 +319,19 @@ func (h *Handler) serveNZB(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer v.leave()
-	doc, rel, err := h.grab(r, *v.Account, id)
+	started, err := h.grab(w, r, *v.Account, id)
 	switch {
+	case err == nil:
+	case started:
+		h.abort(r, err)
 	case errors.Is(err, nzb.ErrEmpty):
 		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("Release %d has nothing to download yet.", id))
 	case errors.Is(err, edgeindex.ErrNotFound):
 		h.pageFail(w, r, v, http.StatusNotFound, fmt.Sprintf("There is no release %d.", id))
 	case errors.Is(err, ErrGrabLimit):
 		h.pageFail(w, r, v, http.StatusTooManyRequests, "This key has reached its daily download limit. It can be used again after midnight UTC.")
-	case err != nil:
-		h.storeFailed(w, r, v, err)
 	default:
-		sendNZB(w, rel, doc)
+		h.storeFailed(w, r, v, err)
 	}
 }
 

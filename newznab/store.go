@@ -25,9 +25,17 @@ var (
 // SQLite and PostgreSQL.
 type Store interface {
 	release.Searcher
-	// ReleaseByID returns one release with its files, or
-	// release.ErrNotFound.
-	ReleaseByID(ctx context.Context, id int64) (release.Release, error)
+	// ReleaseDetails returns one release, or release.ErrNotFound, with
+	// its first files files by name (none when files is 0), each without
+	// its Parts and with Seen counting them: what a details page shows,
+	// read without reading the parts.
+	ReleaseDetails(ctx context.Context, id int64, files int) (release.Release, error)
+	// ReleaseFiles calls each with release id's files by name, each with
+	// its parts, holding only a few files' parts at once and no
+	// transaction while each runs, so an NZB of any size is streamed in
+	// bounded memory. An unknown release is release.ErrNotFound; an
+	// error of each ends it, returned.
+	ReleaseFiles(ctx context.Context, id int64, each func(release.File) error) error
 	// UseKey finds the user whose key hashes to keyHash (HashKey) and
 	// counts one request for the UTC day of now. An unknown hash is
 	// ErrBadKey, a suspended user ErrSuspended; a user whose requests

@@ -19,6 +19,10 @@
 //	w.Header().Set("Content-Disposition", nzb.ContentDisposition(r.Name))
 //	err = nzb.Write(w, r)
 //
+// An Encoder writes the same document one file at a time, for a release
+// too large to hold with all its parts: the Newznab front door streams
+// each NZB so, from newznab.Store.ReleaseFiles.
+//
 // SafeFileName makes a release's name safe as a file name in that header
 // and on any file system.
 package nzb

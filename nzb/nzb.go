@@ -52,26 +52,75 @@ func Write(w io.Writer, r release.Release) error {
 	if err := Check(r); err != nil {
 		return err
 	}
+	files := r.Files
+	r.Files = nil
+	e := NewEncoder(w, r)
+	for i := range files {
+		if err := e.File(&files[i]); err != nil {
+			return err
+		}
+	}
+	return e.Close()
+}
+
+// Encoder writes an NZB one file at a time, as Write does, for a release
+// too large to hold with all its parts: memory does not grow with the
+// release. Nothing is written before the first file that has a group and
+// a segment, so a caller that finds none has sent nothing.
+type Encoder struct {
+	e       encoder
+	r       release.Release // its name, groups, poster and date
+	started bool
+}
+
+// NewEncoder returns an Encoder of the NZB of r (its Files are not read:
+// they come one by one to File) to w.
+func NewEncoder(w io.Writer, r release.Release) *Encoder {
 	bw, ok := w.(*bufio.Writer)
 	if !ok {
 		bw = bufio.NewWriterSize(w, 64<<10)
 	}
-	e := encoder{w: bw}
-	e.str(Prolog)
-	e.str(`<nzb xmlns="` + Namespace + `">` + "\n")
-	if r.Name != "" {
-		e.str(" <head>\n  <meta type=\"name\">")
-		e.text(r.Name, false)
-		e.str("</meta>\n </head>\n")
+	r.Files = nil
+	return &Encoder{e: encoder{w: bw}, r: r}
+}
+
+// Writes reports whether File writes f: it has a group (or the release
+// has) and a segment.
+func (e *Encoder) Writes(f *release.File) bool {
+	return (len(f.Groups) > 0 || len(e.r.Groups) > 0) && hasSegment(f)
+}
+
+// File writes f, when it Writes, after the document's start if it is the
+// first. It returns the first error of the writer.
+func (e *Encoder) File(f *release.File) error {
+	if !e.Writes(f) {
+		return e.e.err
 	}
-	for i := range r.Files {
-		e.file(&r, &r.Files[i])
+	if !e.started {
+		e.started = true
+		e.e.str(Prolog)
+		e.e.str(`<nzb xmlns="` + Namespace + `">` + "\n")
+		if e.r.Name != "" {
+			e.e.str(" <head>\n  <meta type=\"name\">")
+			e.e.text(e.r.Name, false)
+			e.e.str("</meta>\n </head>\n")
+		}
 	}
-	e.str("</nzb>\n")
-	if e.err != nil {
-		return e.err
+	e.e.file(&e.r, f)
+	return e.e.err
+}
+
+// Close ends the document and flushes it; ErrEmpty, having written
+// nothing, when no file was written.
+func (e *Encoder) Close() error {
+	if !e.started {
+		return ErrEmpty
 	}
-	return bw.Flush()
+	e.e.str("</nzb>\n")
+	if e.e.err != nil {
+		return e.e.err
+	}
+	return e.e.w.Flush()
 }
 
 // file writes the <file> element of f, a file of r, with r's groups,

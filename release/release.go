@@ -47,6 +47,9 @@ type File struct {
 	// (batch.Stored.ID), ascending. A store may keep a file's parts in
 	// those items rather than twice.
 	Items []int64 `json:"items,omitempty"`
+	// Seen counts its parts where Parts are not read: a store's summary
+	// of a release (a details page) sets it; 0 where Parts are filled.
+	Seen int `json:"-"`
 }
 
 // FromBinary makes a File of one item of the results feed. Its group is

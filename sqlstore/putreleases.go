@@ -402,6 +402,13 @@ func (s *Store) writeReleaseGroups(ctx context.Context, tx *sqlx.Tx, pairs []any
 	return nil
 }
 
+// storedFile is a row's value in release_files: the file, and how many
+// parts it has, which its Parts do not say when its items hold them.
+type storedFile struct {
+	release.File
+	Seen int `json:"seen,omitempty"`
+}
+
 // writeReleaseFiles writes the page's files, new and merged, with
 // multi-row upserts.
 func (s *Store) writeReleaseFiles(ctx context.Context, tx *sqlx.Tx, files []release.Placed, ids map[int64]int64) error {
@@ -411,7 +418,7 @@ func (s *Store) writeReleaseFiles(ctx context.Context, tx *sqlx.Tx, files []rele
 		if id < 0 {
 			id = ids[id]
 		}
-		f := p.File
+		f := storedFile{File: p.File, Seen: len(p.File.Parts)}
 		if len(f.Items) > 0 {
 			f.Parts = nil // its items hold them
 		}

@@ -233,38 +233,155 @@ func (s *Store) ReleaseByID(ctx context.Context, id int64) (release.Release, err
 		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
 	}
 	defer tx.Rollback()
+	r, err := s.releaseRow(ctx, tx, id)
+	if err != nil {
+		return release.Release{}, err
+	}
+	stored, err := s.storedFiles(ctx, tx, id)
+	if err != nil {
+		return release.Release{}, err
+	}
+	r.Files = make([]release.File, len(stored))
+	files := make([]*release.File, len(stored))
+	for i := range stored {
+		r.Files[i] = stored[i].File
+		files[i] = &r.Files[i]
+	}
+	if err := s.fillParts(ctx, tx, files); err != nil {
+		return release.Release{}, fmt.Errorf("release %d: parts: %w", id, err)
+	}
+	return r, nil
+}
+
+// ReleaseDetails implements newznab.Store: release id and its first
+// files files by name, each without its parts but with Seen, which
+// counts them. It reads no part, but a file's written before its count
+// was kept with it (such a file's items are read to count them).
+func (s *Store) ReleaseDetails(ctx context.Context, id int64, files int) (release.Release, error) {
+	tx, err := s.fdb.BeginTxx(ctx, s.d.snapshotRead())
+	if err != nil {
+		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	r, err := s.releaseRow(ctx, tx, id)
+	if err != nil || files <= 0 {
+		return r, err
+	}
+	stored, err := s.storedFiles(ctx, tx, id)
+	if err != nil {
+		return release.Release{}, err
+	}
+	stored = stored[:min(len(stored), files)]
+	r.Files = make([]release.File, len(stored))
+	var uncounted []*release.File
+	for i, f := range stored {
+		r.Files[i] = f.File
+		switch {
+		case len(f.Items) == 0:
+			r.Files[i].Seen = len(f.Parts)
+		case f.Seen > 0:
+			r.Files[i].Seen = f.Seen
+		default:
+			uncounted = append(uncounted, &r.Files[i])
+		}
+		r.Files[i].Parts = nil
+	}
+	if err := s.fillParts(ctx, tx, uncounted); err != nil {
+		return release.Release{}, fmt.Errorf("release %d: parts: %w", id, err)
+	}
+	for _, f := range uncounted {
+		f.Seen, f.Parts = len(f.Parts), nil
+	}
+	return r, nil
+}
+
+// partsAtOnce bounds the parts ReleaseFiles holds at once (but for a
+// file that has more alone).
+const partsAtOnce = 10_000
+
+// ReleaseFiles implements newznab.Store: it calls each with release id's
+// files by name, each with its parts, reading the parts of a few files
+// at a time (at most partsAtOnce parts, by the counts kept with them),
+// so what it holds does not grow with the release. It reads the list of files once, then each group of
+// them in a statement of its own, and holds no transaction while each
+// runs: a feed item never changes once stored. An unknown release is
+// release.ErrNotFound; an error of each ends it, returned.
+func (s *Store) ReleaseFiles(ctx context.Context, id int64, each func(release.File) error) error {
+	var stored []storedFile
+	err := txOn(ctx, s.fdb, s.d.snapshotRead(), func(tx *sqlx.Tx) error {
+		if _, err := s.releaseRow(ctx, tx, id); err != nil {
+			return err
+		}
+		var err error
+		stored, err = s.storedFiles(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for len(stored) > 0 {
+		n, parts := 0, 0
+		for n < len(stored) && (n == 0 || parts+stored[n].parts() <= partsAtOnce) {
+			parts += stored[n].parts()
+			n++
+		}
+		group := make([]*release.File, n)
+		for i := range group {
+			group[i] = &stored[i].File
+		}
+		if err := s.fillParts(ctx, s.fdb, group); err != nil {
+			return fmt.Errorf("release %d: parts: %w", id, err)
+		}
+		for _, f := range group {
+			if err := each(*f); err != nil {
+				return err
+			}
+		}
+		clear(stored[:n]) // their parts are let go
+		stored = stored[n:]
+	}
+	return nil
+}
+
+// parts is how many parts f has, by what its row says: its count, or
+// the parts in it, or (a file written before counts were kept) one an
+// item.
+func (f *storedFile) parts() int {
+	return max(f.Seen, len(f.Parts), len(f.Items))
+}
+
+// releaseRow reads release id, without its files.
+func (s *Store) releaseRow(ctx context.Context, tx *sqlx.Tx, id int64) (release.Release, error) {
 	var row releaseRow
-	err = tx.GetContext(ctx, &row, s.q("SELECT "+releaseCols+" FROM releases WHERE id = ?"), id)
+	err := tx.GetContext(ctx, &row, s.q("SELECT "+releaseCols+" FROM releases WHERE id = ?"), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return release.Release{}, fmt.Errorf("%w: no release %d", release.ErrNotFound, id)
 	}
 	if err != nil {
 		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
 	}
-	r, err := row.release()
-	if err != nil {
-		return release.Release{}, err
-	}
+	return row.release()
+}
+
+// storedFiles reads the files of release id as release_files keeps them
+// (a file whose items hold its parts without them), sorted by name, then
+// key.
+func (s *Store) storedFiles(ctx context.Context, tx *sqlx.Tx, id int64) ([]storedFile, error) {
 	var values []string
 	if err := tx.SelectContext(ctx, &values, s.q("SELECT value FROM release_files WHERE release_id = ?"), id); err != nil {
-		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
+		return nil, fmt.Errorf("release %d: %w", id, err)
 	}
-	r.Files = make([]release.File, len(values))
-	files := make([]*release.File, len(values))
+	files := make([]storedFile, len(values))
 	for i, v := range values {
-		if err := json.Unmarshal([]byte(v), &r.Files[i]); err != nil {
-			return release.Release{}, fmt.Errorf("release %d: file: %w", id, err)
+		if err := json.Unmarshal([]byte(v), &files[i]); err != nil {
+			return nil, fmt.Errorf("release %d: file: %w", id, err)
 		}
-		files[i] = &r.Files[i]
 	}
-	if err := s.fillParts(ctx, tx, files); err != nil {
-		return release.Release{}, fmt.Errorf("release %d: parts: %w", id, err)
-	}
-	slices.SortFunc(r.Files, func(a, b release.File) int {
+	slices.SortFunc(files, func(a, b storedFile) int {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
-	return r, nil
+	return files, nil
 }

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -117,6 +119,52 @@ func build(t *testing.T, e *env, rs release.Store, b *release.Builder, consumer 
 	}
 }
 
+// pieces reads a release in pieces, as the Newznab front door does.
+type pieces interface {
+	ReleaseDetails(ctx context.Context, id int64, files int) (release.Release, error)
+	ReleaseFiles(ctx context.Context, id int64, each func(release.File) error) error
+}
+
+// checkPieces checks, on a backend that reads releases in pieces, that
+// the pieces of full agree with it: the release alone, its first files
+// each with the count of its parts instead of them, and every file with
+// its parts, in order; and that an error of each ends ReleaseFiles.
+func checkPieces(t *testing.T, e *env, rs release.Store, full release.Release) {
+	t.Helper()
+	ps, ok := rs.(pieces)
+	if !ok {
+		return
+	}
+	want := full
+	want.Files = nil
+	alone, err := ps.ReleaseDetails(e.ctx, full.ID, 0)
+	require.NoError(t, err)
+	require.Equal(t, want, alone)
+	for _, n := range []int{1, len(full.Files) + 1} {
+		d, err := ps.ReleaseDetails(e.ctx, full.ID, n)
+		require.NoError(t, err)
+		require.Len(t, d.Files, min(n, len(full.Files)))
+		for i, f := range d.Files {
+			w := full.Files[i]
+			w.Seen, w.Parts = len(w.Parts), nil
+			require.Equal(t, w, f, "file %d of %d", i, n)
+		}
+	}
+	var files []release.File
+	require.NoError(t, ps.ReleaseFiles(e.ctx, full.ID, func(f release.File) error {
+		files = append(files, f)
+		return nil
+	}))
+	require.Equal(t, full.Files, files)
+	stop := errors.New("stop")
+	calls := 0
+	err = ps.ReleaseFiles(e.ctx, full.ID, func(release.File) error { calls++; return stop })
+	if len(full.Files) > 0 {
+		require.ErrorIs(t, err, stop)
+		require.Equal(t, 1, calls)
+	}
+}
+
 // all lists every release of group (all groups when empty), with files.
 func all(t *testing.T, e *env, rs release.Store, group string) map[string][]release.Release {
 	t.Helper()
@@ -133,6 +181,7 @@ func all(t *testing.T, e *env, rs release.Store, group string) map[string][]rele
 			require.Nil(t, r.Files, "a listing has no files")
 			full, err := rs.ReleaseByID(e.ctx, r.ID)
 			require.NoError(t, err)
+			checkPieces(t, e, rs, full)
 			out[r.Name] = append(out[r.Name], full)
 		}
 		cursor = p.Next
@@ -346,6 +395,12 @@ func testReleasesBadInput(t *testing.T, e *env) {
 	_, err = rs.ReleaseByID(e.ctx, 12345)
 	require.ErrorIs(t, err, release.ErrNotFound)
 	require.ErrorIs(t, err, edgeindex.ErrNotFound)
+	if ps, ok := rs.(pieces); ok {
+		_, err = ps.ReleaseDetails(e.ctx, 12345, 10)
+		require.ErrorIs(t, err, release.ErrNotFound)
+		err = ps.ReleaseFiles(e.ctx, 12345, func(release.File) error { panic("no release, no file") })
+		require.ErrorIs(t, err, release.ErrNotFound)
+	}
 	day := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
 	good := release.File{Key: "k", Date: day, Total: 1, Parts: []usenet.Part{{N: 1, MessageID: "<m>"}}}
 	// A file that names no feed items keeps its parts in the store.
