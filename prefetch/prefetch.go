@@ -50,8 +50,10 @@ type Config struct {
 	Concurrency int
 	// Lookahead is how many pending ranges to fetch ahead into. Default 4.
 	Lookahead int
-	// ClaimTTL is how long a claim holds while its fetch runs; it is
-	// renewed before each retry, so it must outlast one try. Default 2m.
+	// ClaimTTL is how long a claim holds unrenewed: the claim is renewed
+	// every ClaimTTL/3 while its fetch runs, so a coordinator that dies
+	// leaves its chunks to the others within ClaimTTL. Default
+	// DefaultClaimTTL.
 	ClaimTTL time.Duration
 	// Attempts is how many times a chunk is fetched before the prefetcher
 	// gives it up until its next pass. Default 5.
@@ -68,6 +70,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// DefaultClaimTTL is a claim's time to live when Config.ClaimTTL is
+// zero: short, since a claim is renewed while its fetch runs, and a dead
+// coordinator's claims wait this long for another.
+const DefaultClaimTTL = 15 * time.Second
+
 // DefaultConcurrency is the fetches in flight of a prefetcher whose
 // Concurrency is zero.
 const DefaultConcurrency = 4
@@ -77,7 +84,7 @@ func (c Config) withDefaults() Config {
 	c.Owner = cmp.Or(c.Owner, "coordinator")
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
 	c.Lookahead = cmp.Or(c.Lookahead, 4)
-	c.ClaimTTL = cmp.Or(c.ClaimTTL, 2*time.Minute)
+	c.ClaimTTL = cmp.Or(c.ClaimTTL, DefaultClaimTTL)
 	c.Attempts = cmp.Or(c.Attempts, 5)
 	c.Backoff = cmp.Or(c.Backoff, 200*time.Millisecond)
 	c.MaxBackoff = cmp.Or(c.MaxBackoff, 10*time.Second)
@@ -267,35 +274,37 @@ func (c *countedSet) add(id int64) bool {
 }
 
 // fetch claims, fetches and stores one chunk; it returns the chunk's size,
-// or 0 when another coordinator holds the claim. A chunk the source cannot
-// make counts against its range when the pass has not counted one yet.
+// or 0 when another coordinator holds the claim. The claim is renewed
+// every ClaimTTL/3 while the fetch runs (hold), so it outlasts any try,
+// and a coordinator that dies leaves it to the others within ClaimTTL.
+// A renewal that finds the claim taken by another ends the fetch: the
+// chunk is theirs. A chunk the source cannot make counts against its
+// range when the pass has not counted one yet.
 func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, counted *countedSet) (int, error) {
 	id := t.Range.ID
 	ok, err := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
 	if err != nil || !ok {
 		return 0, err
 	}
+	fctx, release := p.hold(ctx, id, span)
 	var data []byte
 	for attempt := 1; ; attempt++ {
-		data, err = p.cfg.Source.Fetch(ctx, t.Range.Group, span)
-		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, sources.ErrNoSuchGroup) || errors.Is(err, overview.ErrBadChunk) || ctx.Err() != nil {
+		data, err = p.cfg.Source.Fetch(fctx, t.Range.Group, span)
+		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, sources.ErrNoSuchGroup) || errors.Is(err, overview.ErrBadChunk) || fctx.Err() != nil {
 			break
 		}
-		if serr := clock.Sleep(ctx, p.cfg.Clock, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {
+		if serr := clock.Sleep(fctx, p.cfg.Clock, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {
 			break
 		}
-		// A try may take as long as the source's deadline: renew the claim
-		// before the next, and leave the chunk to whoever took it when it
-		// ran out meanwhile, rather than fetch it beside them.
-		ok, cerr := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
-		if cerr != nil {
-			return 0, errors.Join(fetchError(t, span, err), cerr)
-		}
-		if !ok {
-			p.cfg.Logger.Warn("prefetch: the chunk's claim ran out during its retries and another coordinator took it",
-				"range", id, "group", t.Range.Group, "from", span.From, "to", span.To, "err", err)
-			return 0, nil
-		}
+	}
+	// The renewals stop before the claim is given back or marked
+	// fetched, which its last renewal leaves time for.
+	lost := errors.Is(context.Cause(fctx), errClaimLost)
+	release()
+	if lost {
+		p.cfg.Logger.Warn("prefetch: the chunk's claim was taken by another coordinator during its fetch; leaving it to them",
+			"range", id, "group", t.Range.Group, "from", span.From, "to", span.To, "err", err)
+		return 0, nil
 	}
 	if cc, ok := p.cfg.Claims.(spool.CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) && counted.add(id) {
 		return 0, p.countCorrupt(ctx, cc, t, span, err)
@@ -310,6 +319,46 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, count
 	}
 	p.broadcast()
 	return len(data), nil
+}
+
+// errClaimLost ends a fetch whose claim another coordinator took.
+var errClaimLost = errors.New("prefetch: the chunk's claim was taken by another coordinator")
+
+// hold renews the claim of chunk (id, span) every ClaimTTL/3 until
+// release is called, and returns a context that ends, with cause
+// errClaimLost, if a renewal finds it taken. A renewal that fails (the
+// database is away) is tried again at the next tick: the claim may still
+// hold, and if it ran out the next renewal says so.
+func (p *Prefetcher) hold(ctx context.Context, id int64, span lease.Span) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		// Real time, not Config.Clock: the claim runs out by the
+		// database's clock.
+		tick := time.NewTicker(max(p.cfg.ClaimTTL/3, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			ok, err := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
+			if err == nil && !ok {
+				cancel(errClaimLost)
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		<-stopped
+		cancel(nil)
+	}
 }
 
 // fetchError names the chunk whose fetch failed with err.

@@ -148,29 +148,62 @@ func TestPrefetchGivesUpAndReleasesClaim(t *testing.T) {
 	require.True(t, ok, "a failed fetch gives its claim back")
 }
 
-// A chunk's claim is renewed before each retry: when it ran out during a
-// try and another coordinator took it, the chunk is left to that one, not
-// fetched by both.
-func TestPrefetchRetryLeavesATakenClaim(t *testing.T) {
+// A chunk's claim is renewed while its fetch runs: a try longer than the
+// claim's TTL keeps it, and another coordinator cannot take it meanwhile.
+func TestPrefetchRenewsClaimDuringFetch(t *testing.T) {
 	t.Parallel()
 	e := prefetchtest.NewEnv(t)
 	cfg := e.Config("c1")
 	cfg.Targets = onlyLeased{e.Store}
-	cfg.ClaimTTL = time.Millisecond
+	cfg.ClaimTTL = 60 * time.Millisecond
+	first := lease.Span{From: 1, To: 10}
+	var taken atomic.Bool
+	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
+		if s == first {
+			for range 6 { // 5 TTLs: the claim would have run out five times
+				time.Sleep(cfg.ClaimTTL)
+				ok, err := e.Store.ClaimChunk(ctx, e.Leased.Range.ID, first, "c2", time.Minute)
+				if err != nil || ok {
+					taken.Store(true)
+				}
+			}
+		}
+		return e.Source.Fetch(ctx, g, s)
+	}}
+	p, err := prefetch.New(cfg)
+	require.NoError(t, err)
+	n, err := p.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 5, n)
+	require.False(t, taken.Load(), "c2 never took the claim of a fetch that ran")
+	require.True(t, e.Spool.Has(e.Leased.Range.ID, first))
+}
+
+// When another coordinator took a chunk's claim (this one was paused past
+// its TTL), this one's next renewal finds it and ends the fetch: the
+// chunk is left to that one, not fetched by both.
+func TestPrefetchLeavesATakenClaim(t *testing.T) {
+	t.Parallel()
+	e := prefetchtest.NewEnv(t)
+	cfg := e.Config("c1")
+	cfg.Targets = onlyLeased{e.Store}
+	cfg.ClaimTTL = 30 * time.Millisecond
 	first := lease.Span{From: 1, To: 10}
 	var calls atomic.Int64
 	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s != first {
 			return e.Source.Fetch(ctx, g, s)
 		}
-		if calls.Add(1) == 1 {
-			time.Sleep(20 * time.Millisecond) // a slow try: c1's claim runs out
-			ok, err := e.Store.ClaimChunk(ctx, e.Leased.Range.ID, first, "c2", time.Minute)
-			require.NoError(t, err)
-			require.True(t, ok, "c2 takes the claim that ran out")
-			return nil, errors.New("connection reset")
+		calls.Add(1)
+		// As if c1 had been paused: its claim ran out and c2 took it.
+		if err := e.Store.ForgetChunk(ctx, e.Leased.Range.ID, first, "c1"); err != nil {
+			return nil, err
 		}
-		return e.Source.Fetch(ctx, g, s)
+		if ok, err := e.Store.ClaimChunk(ctx, e.Leased.Range.ID, first, "c2", time.Minute); err != nil || !ok {
+			return nil, fmt.Errorf("c2 could not take the claim: %v", err)
+		}
+		<-ctx.Done() // a try that would run on: the renewal ends it
+		return nil, ctx.Err()
 	}}
 	p, err := prefetch.New(cfg)
 	require.NoError(t, err)

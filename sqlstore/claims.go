@@ -288,7 +288,9 @@ type FetchingClaim struct {
 	Group   string     `json:"group"`
 	Span    lease.Span `json:"span"`
 	Owner   string     `json:"owner"`
-	// ExpiresIn is how long the claim still holds, by the database's clock.
+	// ExpiresIn is how long the claim still holds, by the database's
+	// clock; below zero, it ran out that long ago (its owner stopped
+	// renewing it), and the next coordinator to ask takes it.
 	ExpiresIn time.Duration `json:"expiresIn"`
 	// RunningFor is how long ago its owner first claimed it, by the same
 	// clock: how long the fetch has run, its retries included. It is -1
@@ -296,9 +298,11 @@ type FetchingClaim struct {
 	RunningFor time.Duration `json:"runningFor"`
 }
 
-// FetchingClaims lists up to limit unexpired claims whose chunk is not
-// fetched, the oldest (the soonest to expire) first: a stuck fetch shows
-// here for as long as its coordinator keeps trying.
+// FetchingClaims lists up to limit claims whose chunk is not fetched,
+// the soonest to expire first: unexpired ones, and those that ran out
+// in ranges still pending or leased (their owner is gone: another takes
+// them at its next claim). A stuck fetch shows here for as long as its
+// coordinator keeps trying.
 func (s *Store) FetchingClaims(ctx context.Context, limit int) ([]FetchingClaim, error) {
 	var rows []struct {
 		RangeID int64  `db:"range_id"`
@@ -313,7 +317,8 @@ func (s *Store) FetchingClaims(ctx context.Context, limit int) ([]FetchingClaim,
 	if err := s.rdb.SelectContext(ctx, &rows, s.q(`SELECT c.range_id, g.name, c.from_n, c.to_n, c.owner, c.expires_us - {now} AS left_us,
 			COALESCE({now} - c.since_us, -1) AS ran_us
 		FROM chunk_claims c JOIN ranges r ON r.id = c.range_id JOIN groups g ON g.id = r.group_id
-		WHERE NOT c.fetched AND c.expires_us >= {now} ORDER BY c.expires_us, c.range_id, c.from_n LIMIT ?`), now, now, now, limit); err != nil {
+		WHERE NOT c.fetched AND (c.expires_us >= {now} OR r.state IN ('pending', 'leased'))
+		ORDER BY c.expires_us, c.range_id, c.from_n LIMIT ?`), now, now, now, limit); err != nil {
 		return nil, fmt.Errorf("fetching claims: %w", err)
 	}
 	out := make([]FetchingClaim, len(rows))

@@ -45,7 +45,7 @@ func (m *Main) serveFlags(fs *flag.FlagSet) func(context.Context, []string) erro
 	fs.DurationVar(&m.Store.RepairDelay, "repair-delay", sqlstore.DefaultRepairDelay, "how long a missing article waits between tries")
 	fs.DurationVar(&m.Store.RetryDelay, "retry-delay", sqlstore.DefaultRetryDelay, "how long a range with a corrupt chunk waits before it is granted again, doubling with each attempt")
 	fs.StringVar(&m.ID, "id", "", "this coordinator's identity as the owner of chunk claims (default: kept in <data>/coordinator.id)")
-	fs.DurationVar(&m.ClaimTTL, "claim-ttl", 2*time.Minute, "how long a chunk claim holds while its fetch runs; a coordinator that dies leaves its chunks to the others after it")
+	fs.DurationVar(&m.ClaimTTL, "claim-ttl", prefetch.DefaultClaimTTL, "how long a chunk claim holds unrenewed (it is renewed every third of it while its fetch runs): a coordinator that dies leaves its chunks to the others after it")
 	fs.StringVar(&m.Pprof, "pprof", "", "address to serve Go's profiles on, /debug/pprof/ (empty: off); they need no token and show the process's internals, so keep it on loopback")
 	m.storageFlag(fs)
 	m.releaseFlags(fs)

@@ -11,6 +11,7 @@ import (
 	"github.com/edgeindex/edgeindex/connlease"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/prefetch"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
@@ -24,14 +25,17 @@ type statusReport struct {
 	// failed are the planner's last failures, a group's each.
 	failed []planFailure
 	stuck  []sqlstore.FetchingClaim
-	slots  []connlease.Lease
-	sizes  []connlease.BudgetSize
+	// orphaned are the claims whose coordinator stopped renewing them:
+	// it is gone, and another takes each once it runs out.
+	orphaned []sqlstore.FetchingClaim
+	slots    []connlease.Lease
+	sizes    []connlease.BudgetSize
 }
 
 func (m *Main) statusFlags(fs *flag.FlagSet) func(context.Context, []string) error {
 	m.commonFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	claimTTL := fs.Duration("claim-ttl", 2*time.Minute, "serve's --claim-ttl, to tell how long a fetch has run from a claim taken before the store kept that")
+	claimTTL := fs.Duration("claim-ttl", prefetch.DefaultClaimTTL, "serve's --claim-ttl, to tell a claim its coordinator stopped renewing (and how long a fetch has run from a claim taken before the store kept that)")
 	stuckAfter := fs.Duration("stuck", time.Minute, "list the fetches that have run at least this long")
 	return func(ctx context.Context, pos []string) error {
 		if err := noArgs("status", pos); err != nil {
@@ -46,9 +50,9 @@ func (m *Main) statusFlags(fs *flag.FlagSet) func(context.Context, []string) err
 			return err
 		}
 		if *asJSON {
-			return m.printJSON(map[string]any{"lanes": r.lanes, "plans": r.plans, "planErrors": r.failed, "stuckFetches": r.stuck, "connSlots": r.slots, "connBudgets": r.sizes})
+			return m.printJSON(map[string]any{"lanes": r.lanes, "plans": r.plans, "planErrors": r.failed, "stuckFetches": r.stuck, "orphanedClaims": r.orphaned, "connSlots": r.slots, "connBudgets": r.sizes})
 		}
-		return r.print(m.Stdout, *stuckAfter)
+		return r.print(m.Stdout, *stuckAfter, *claimTTL)
 	}
 }
 
@@ -75,7 +79,9 @@ func planFailures(ctx context.Context, store *sqlstore.Store, plans []grouplease
 
 // readStatus reads what status shows. A fetch stuck on a provider holds
 // its chunk claim, unfetched, for as long as its coordinator tries (every
-// try is cut at its deadline, and the claim renewed before the next).
+// try is cut at its deadline, and the claim renewed every claimTTL/3
+// meanwhile). A claim not renewed for claimTTL/3 and renewGrace more is
+// orphaned: its coordinator is gone.
 func readStatus(ctx context.Context, store *sqlstore.Store, claimTTL, stuckAfter time.Duration) (r statusReport, err error) {
 	if r.lanes, err = store.Lanes(ctx, ""); err != nil {
 		return r, err
@@ -90,12 +96,15 @@ func readStatus(ctx context.Context, store *sqlstore.Store, claimTTL, stuckAfter
 	if err != nil {
 		return r, err
 	}
-	r.stuck = []sqlstore.FetchingClaim{}
+	r.stuck, r.orphaned = []sqlstore.FetchingClaim{}, []sqlstore.FetchingClaim{}
 	for _, c := range claims {
 		if c.RunningFor < 0 { // claimed before the store kept when
 			c.RunningFor = claimTTL - c.ExpiresIn
 		}
-		if c.RunningFor >= stuckAfter {
+		switch {
+		case claimTTL-c.ExpiresIn > claimTTL/3+renewGrace:
+			r.orphaned = append(r.orphaned, c)
+		case c.RunningFor >= stuckAfter:
 			r.stuck = append(r.stuck, c)
 		}
 	}
@@ -106,8 +115,12 @@ func readStatus(ctx context.Context, store *sqlstore.Store, claimTTL, stuckAfter
 	return r, err
 }
 
+// renewGrace is how late a renewal may be before status calls its claim
+// orphaned: a database round trip, a pause of the collector.
+const renewGrace = 2 * time.Second
+
 // print prints the report's tables.
-func (r statusReport) print(w io.Writer, stuckAfter time.Duration) error {
+func (r statusReport) print(w io.Writer, stuckAfter, claimTTL time.Duration) error {
 	defer printSlots(w, r.sizes, r.slots) // after the tables below
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tLANE\tHOLDER\tNEXT\tPENDING\tLEASED\tDONE\tFAILED\tHEADERS")
@@ -125,6 +138,18 @@ func (r statusReport) print(w io.Writer, stuckAfter time.Duration) error {
 		fmt.Fprintln(tw, "GROUP\tRANGE\tSPAN\tCOORDINATOR\tRUNNING FOR")
 		for _, f := range r.stuck {
 			fmt.Fprintf(tw, "%s\t%d\t%d-%d\t%s\t%s\n", f.Group, f.RangeID, f.Span.From, f.Span.To, f.Owner, f.RunningFor.Round(time.Second))
+		}
+	}
+	if len(r.orphaned) > 0 {
+		fmt.Fprintln(tw, "")
+		fmt.Fprintln(tw, "Claims whose coordinator stopped renewing them (another takes each once it runs out):")
+		fmt.Fprintln(tw, "GROUP\tRANGE\tSPAN\tCOORDINATOR\tSILENT FOR\tTAKEN OVER IN")
+		for _, c := range r.orphaned {
+			in := "now"
+			if c.ExpiresIn > 0 {
+				in = c.ExpiresIn.Round(time.Second).String()
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d-%d\t%s\t%s\t%s\n", c.Group, c.RangeID, c.Span.From, c.Span.To, c.Owner, (claimTTL - c.ExpiresIn).Round(time.Second), in)
 		}
 	}
 	if len(r.plans) > 0 {
