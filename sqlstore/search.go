@@ -93,7 +93,7 @@ func (s *Store) search(ctx context.Context, q release.Search, wordsFirst, catego
 	case len(rows) == 0 && q.Offset == 0:
 		found.Total = 0
 	default:
-		from, args := s.searchFrom(q, sqlitePlan{})
+		from, args := s.searchFrom(q, sqlitePlan{sizeFew: plan.sizeFew}) // the indexes drive the count
 		if err := tx.GetContext(ctx, &found.Total, s.bind("SELECT COUNT(*) FROM (SELECT 1"+from+
 			" LIMIT ?) matches"), append(args, release.MaxSearchTotal)...); err != nil {
 			return release.Found{}, searchErr(ctx, "total: ", err)
@@ -162,6 +162,11 @@ func tsQuery(words []string) string {
 // first). Its total is counted through the index either way.
 const sqliteCategoryFirst = 5000
 
+// sqliteSizeFirst is how many releases of its size range a search on
+// SQLite reads through releases_bytes and sorts; past that many it reads
+// the releases newest first, filtering the sizes on the way.
+const sqliteSizeFirst = 5000
+
 // chooseSQLitePlan counts, in tx, the matches of q's words (in the FTS5
 // table) and of its categories (in releases_category), up to wordsFirst
 // and categoryFirst, to choose how the page is read.
@@ -184,6 +189,15 @@ func chooseSQLitePlan(ctx context.Context, tx *sqlx.Tx, q release.Search, wordsF
 		}
 		plan.categoryUnindexed = n >= categoryFirst
 	}
+	if (q.MinBytes > 0 || q.MaxBytes > 0) && (len(q.Words) == 0 || plan.newestFirst) {
+		cond, args := sizeCond(q, "")
+		var n int
+		if err := tx.GetContext(ctx, &n, "SELECT COUNT(*) FROM (SELECT 1 FROM releases WHERE "+cond+" LIMIT ?)",
+			append(args, sqliteSizeFirst)...); err != nil {
+			return plan, err
+		}
+		plan.sizeFew = n < sqliteSizeFirst
+	}
 	return plan, nil
 }
 
@@ -199,6 +213,11 @@ type sqlitePlan struct {
 	// through releases_category (+category): a parent category is a
 	// range of that index, which SQLite would read whole and sort.
 	categoryUnindexed bool
+	// sizeFew reads the releases through releases_bytes (INDEXED BY):
+	// the size range holds fewer than sqliteSizeFirst. Otherwise the
+	// sizes are filtered on the way (+bytes), never a range of that
+	// index SQLite would read whole and sort.
+	sizeFew bool
 }
 
 // categoryCond is the condition of a search's categories on the column
@@ -244,8 +263,34 @@ func (s *Store) searchFrom(q release.Search, plan sqlitePlan) (string, []any) {
 		conds = append(conds, cond)
 		args = append(args, cargs...)
 	}
-	conds, args = filterConds(q, conds, args)
+	sizePrefix := ""
+	if s.d.hintsPlans() {
+		sizePrefix = "+"
+		if plan.sizeFew {
+			sizePrefix = ""
+			if from == " FROM releases" {
+				from = " FROM releases INDEXED BY releases_bytes"
+			}
+		}
+	}
+	conds, args = filterConds(q, conds, args, sizePrefix)
 	return from + " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// sizeCond is the condition of a search's sizes on the column
+// prefix+"bytes", with its arguments; "" when it has none.
+func sizeCond(q release.Search, prefix string) (string, []any) {
+	var conds []string
+	var args []any
+	if q.MinBytes > 0 {
+		conds = append(conds, prefix+"bytes >= ?")
+		args = append(args, q.MinBytes)
+	}
+	if q.MaxBytes > 0 {
+		conds = append(conds, prefix+"bytes <= ?")
+		args = append(args, q.MaxBytes)
+	}
+	return strings.Join(conds, " AND "), args
 }
 
 // wordsFrom returns the FROM clause and the condition of a search's
@@ -265,8 +310,8 @@ func (s *Store) wordsFrom(words []string, newestFirst bool) (from, cond string, 
 }
 
 // filterConds appends to conds and args the conditions of a search's
-// episode, date, sizes and completion, which no plan changes.
-func filterConds(q release.Search, conds []string, args []any) ([]string, []any) {
+// episode, date, sizes (on sizePrefix+"bytes") and completion.
+func filterConds(q release.Search, conds []string, args []any, sizePrefix string) ([]string, []any) {
 	if q.Episode != nil {
 		// Daily or not, a season and an episode are numbers: a daily
 		// show's year and month*100+day match as they are.
@@ -281,13 +326,9 @@ func filterConds(q release.Search, conds []string, args []any) ([]string, []any)
 		conds = append(conds, "posted_us > ?")
 		args = append(args, q.PostedAfter.UnixMicro())
 	}
-	if q.MinBytes > 0 {
-		conds = append(conds, "bytes >= ?")
-		args = append(args, q.MinBytes)
-	}
-	if q.MaxBytes > 0 {
-		conds = append(conds, "bytes <= ?")
-		args = append(args, q.MaxBytes)
+	if cond, sargs := sizeCond(q, sizePrefix); cond != "" {
+		conds = append(conds, cond)
+		args = append(args, sargs...)
 	}
 	if q.MinCompletion >= 100 {
 		conds = append(conds, "complete = ?")
