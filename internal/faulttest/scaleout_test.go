@@ -38,8 +38,8 @@ const (
 	scaleCoordinators = 3
 	scaleWorkers      = 8
 	// scaleClaimTTL is how long the chunks a killed coordinator had
-	// claimed wait for another (2 minutes by default, longer than the
-	// test's patience; a synthetic fetch takes milliseconds).
+	// claimed wait for another (15 s by default; shorter keeps the run
+	// short, and a synthetic fetch takes milliseconds).
 	scaleClaimTTL = 5 * time.Second
 )
 
