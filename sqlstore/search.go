@@ -100,7 +100,13 @@ func (s *Store) search(ctx context.Context, q release.Search, wordsFirst, catego
 		counted := plan
 		counted.categoryUnindexed = false
 		from, args := s.searchFrom(q, counted)
-		if err := tx.GetContext(ctx, &found.Total, s.bind("SELECT COUNT(*) FROM (SELECT 1"+from+
+		order := ""
+		if !s.d.hintsPlans() {
+			// PostgreSQL: in the page's order, the planner reads an
+			// index and stops at the bound, rather than every match.
+			order = " ORDER BY posted_us DESC, id DESC"
+		}
+		if err := tx.GetContext(ctx, &found.Total, s.bind("SELECT COUNT(*) FROM (SELECT 1"+from+order+
 			" LIMIT ?) matches"), append(args, release.MaxSearchTotal)...); err != nil {
 			return release.Found{}, searchErr(ctx, "total: ", err)
 		}
