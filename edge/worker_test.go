@@ -296,6 +296,14 @@ func TestWorkerHeartbeatsAtTTLThird(t *testing.T) {
 		if ch.From == 1 {
 			beat <- time.Time{} // two heartbeats while the first chunk is handled
 			beat <- time.Time{}
+			// The second send returns once the loop took the tick, before
+			// its call: wait for the answer, or the range may finish
+			// first and the heartbeat find it done (409).
+			for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+				if countCalls(rangeCalls(c.callLog(), id), "POST heartbeat 200") == 2 {
+					break
+				}
+			}
 		}
 		return nil
 	}}
