@@ -32,14 +32,14 @@ type gate struct {
 	mu          sync.Mutex
 	max, perKey int
 	n           int
-	keys        map[string]int // in flight per key hash
+	keys        map[string]int // in flight per key
 }
 
 func newGate(max, perKey int) *gate {
 	return &gate{max: max, perKey: perKey, keys: make(map[string]int)}
 }
 
-// enter admits one request under key (a key's hash), or returns ErrBusy.
+// enter admits one request under key, or returns ErrBusy.
 // The caller calls leave once it is done.
 func (g *gate) enter(key string) error {
 	g.mu.Lock()
@@ -61,13 +61,13 @@ func (g *gate) leave(key string) {
 	}
 }
 
-// admit admits request r under key through the Handler's gate, and
+// admit admits a request under key through the Handler's gate, and
 // returns the function that lets it go. A refusal sets Retry-After on w.
+// The key is held only while its requests run.
 func (h *Handler) admit(w http.ResponseWriter, key string) (leave func(), err error) {
-	hk := HashKey(key)
-	if err := h.gate.enter(hk); err != nil {
+	if err := h.gate.enter(key); err != nil {
 		w.Header().Set("Retry-After", retryBusy)
 		return nil, err
 	}
-	return func() { h.gate.leave(hk) }, nil
+	return func() { h.gate.leave(key) }, nil
 }

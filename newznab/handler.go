@@ -138,15 +138,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // userKey is the context key of the name of the user a request's key
-// belongs to, once use has read it: failure logs it.
+// belongs to, once use has read it: failure logs it. ServeHTTP puts a
+// *string there for use to fill.
 type userKey struct{}
 
-// requestUser returns the name use found for ctx's request, or "".
-func requestUser(ctx context.Context) string {
+// requestUser returns where ctx's request keeps its user's name: a
+// place of its own outside ServeHTTP.
+func requestUser(ctx context.Context) *string {
 	if p, ok := ctx.Value(userKey{}).(*string); ok {
-		return *p
+		return p
 	}
-	return ""
+	return new(string)
 }
 
 // queryShape is what failure logs of request r's query: the names of its
@@ -158,13 +160,11 @@ func queryShape(r *http.Request) string {
 	names := slices.Sorted(maps.Keys(p))
 	var b strings.Builder
 	for _, n := range names[:min(len(names), 16)] {
-		switch n {
-		case "apikey":
+		switch {
+		case n == "apikey":
 			continue
-		case "t", "cat":
-			if n == "cat" || strings.HasSuffix(r.URL.Path, "/api") {
-				n += "=" + shorten(p.Get(n), 40)
-			}
+		case n == "cat", n == "t" && strings.HasSuffix(r.URL.Path, "/api"):
+			n += "=" + shorten(p.Get(n), 40)
 		default:
 			n = shorten(n, 20)
 		}
@@ -201,8 +201,8 @@ func (h *Handler) use(ctx context.Context, key string) (Account, error) {
 		return Account{}, fmt.Errorf("newznab: key check: %w", context.Cause(ctx))
 	}
 	acct, err := h.cfg.Store.UseKey(ctx, HashKey(key), h.cfg.Now())
-	if p, ok := ctx.Value(userKey{}).(*string); ok && err == nil {
-		*p = acct.Name
+	if err == nil {
+		*requestUser(ctx) = acct.Name
 	}
 	return acct, err
 }
@@ -216,7 +216,7 @@ func (h *Handler) use(ctx context.Context, key string) (Account, error) {
 // of the query (queryShape).
 func (h *Handler) failure(r *http.Request, what string, err error) (timedOut bool) {
 	ctx := r.Context()
-	attrs := []any{"path", r.URL.Path, "user", requestUser(ctx), "query", queryShape(r), "err", err}
+	attrs := []any{"path", r.URL.Path, "user", *requestUser(ctx), "query", queryShape(r), "err", err}
 	switch {
 	case errors.Is(context.Cause(ctx), errDeadline):
 		h.cfg.Logger.WarnContext(ctx, what+": the deadline passed", append(attrs, "timeout", h.cfg.Timeout)...)

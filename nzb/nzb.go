@@ -31,7 +31,7 @@ var ErrEmpty = fmt.Errorf("nzb: the release has no file with a group and a segme
 
 // Check returns ErrEmpty when Write would write nothing for r: no file of
 // it has a group and a segment. A handler calls it before it sets its
-// headers; Write checks the same before it writes a byte.
+// headers; Write writes nothing for such a release and returns the same.
 func Check(r release.Release) error {
 	if !writable(&r) {
 		return ErrEmpty
@@ -49,9 +49,6 @@ func Check(r release.Release) error {
 // the output is valid XML whatever r holds. Write buffers its output and
 // allocates nothing per segment.
 func Write(w io.Writer, r release.Release) error {
-	if err := Check(r); err != nil {
-		return err
-	}
 	files := r.Files
 	r.Files = nil
 	e := NewEncoder(w, r)
@@ -86,9 +83,7 @@ func NewEncoder(w io.Writer, r release.Release) *Encoder {
 
 // Writes reports whether File writes f: it has a group (or the release
 // has) and a segment.
-func (e *Encoder) Writes(f *release.File) bool {
-	return (len(f.Groups) > 0 || len(e.r.Groups) > 0) && hasSegment(f)
-}
+func (e *Encoder) Writes(f *release.File) bool { return writes(&e.r, f) }
 
 // File writes f, when it Writes, after the document's start if it is the
 // first. It returns the first error of the writer.
@@ -123,16 +118,12 @@ func (e *Encoder) Close() error {
 	return e.e.w.Flush()
 }
 
-// file writes the <file> element of f, a file of r, with r's groups,
-// poster and date where f has none; a file with no groups or no segment
-// is left out.
+// file writes the <file> element of f, a file of r that writes, with
+// r's groups, poster and date where f has none.
 func (e *encoder) file(r *release.Release, f *release.File) {
 	groups := f.Groups
 	if len(groups) == 0 {
 		groups = r.Groups
-	}
-	if len(groups) == 0 || !hasSegment(f) {
-		return
 	}
 	poster := f.Poster
 	if poster == "" {
@@ -176,12 +167,17 @@ func (e *encoder) file(r *release.Release, f *release.File) {
 // writable reports whether r has a file Write writes.
 func writable(r *release.Release) bool {
 	for i := range r.Files {
-		f := &r.Files[i]
-		if (len(f.Groups) > 0 || len(r.Groups) > 0) && hasSegment(f) {
+		if writes(r, &r.Files[i]) {
 			return true
 		}
 	}
 	return false
+}
+
+// writes reports whether f, a file of r, goes into r's NZB: it has a
+// group (or r has) and a segment.
+func writes(r *release.Release, f *release.File) bool {
+	return (len(f.Groups) > 0 || len(r.Groups) > 0) && hasSegment(f)
 }
 
 func hasSegment(f *release.File) bool {

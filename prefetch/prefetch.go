@@ -331,7 +331,6 @@ var errClaimLost = errors.New("prefetch: the chunk's claim was taken by another 
 // hold, and if it ran out the next renewal says so.
 func (p *Prefetcher) hold(ctx context.Context, id int64, span lease.Span) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -341,13 +340,14 @@ func (p *Prefetcher) hold(ctx context.Context, id int64, span lease.Span) (conte
 		defer tick.Stop()
 		for {
 			select {
-			case <-done:
-				return
 			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
-			ok, err := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
+			// A renewal under way when release is called ends first
+			// (release waits for it), so none lands after the claim is
+			// given back or marked fetched.
+			ok, err := p.cfg.Claims.ClaimChunk(context.WithoutCancel(ctx), id, span, p.cfg.Owner, p.cfg.ClaimTTL)
 			if err == nil && !ok {
 				cancel(errClaimLost)
 				return
@@ -355,9 +355,8 @@ func (p *Prefetcher) hold(ctx context.Context, id int64, span lease.Span) (conte
 		}
 	}()
 	return ctx, func() {
-		close(done)
-		<-stopped
 		cancel(nil)
+		<-stopped
 	}
 }
 

@@ -228,29 +228,15 @@ func prefixed(p, cols string) string {
 // and their items in one read transaction (repeatable read on
 // PostgreSQL), so the totals and the files agree.
 func (s *Store) ReleaseByID(ctx context.Context, id int64) (release.Release, error) {
-	tx, err := s.fdb.BeginTxx(ctx, s.d.snapshotRead())
-	if err != nil {
-		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
-	}
-	defer tx.Rollback()
-	r, err := s.releaseRow(ctx, tx, id)
-	if err != nil {
-		return release.Release{}, err
-	}
-	stored, err := s.storedFiles(ctx, tx, id)
-	if err != nil {
-		return release.Release{}, err
-	}
-	r.Files = make([]release.File, len(stored))
-	files := make([]*release.File, len(stored))
-	for i := range stored {
-		r.Files[i] = stored[i].File
-		files[i] = &r.Files[i]
-	}
-	if err := s.fillParts(ctx, tx, files); err != nil {
-		return release.Release{}, fmt.Errorf("release %d: parts: %w", id, err)
-	}
-	return r, nil
+	return s.readRelease(ctx, id, func(tx *sqlx.Tx, r *release.Release, stored []storedFile) error {
+		r.Files = make([]release.File, len(stored))
+		files := make([]*release.File, len(stored))
+		for i := range stored {
+			r.Files[i] = stored[i].File
+			files[i] = &r.Files[i]
+		}
+		return s.fillParts(ctx, tx, files)
+	})
 }
 
 // ReleaseDetails implements newznab.Store: release id and its first
@@ -258,39 +244,53 @@ func (s *Store) ReleaseByID(ctx context.Context, id int64) (release.Release, err
 // counts them. It reads no part, but a file's written before its count
 // was kept with it (such a file's items are read to count them).
 func (s *Store) ReleaseDetails(ctx context.Context, id int64, files int) (release.Release, error) {
-	tx, err := s.fdb.BeginTxx(ctx, s.d.snapshotRead())
-	if err != nil {
-		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
+	if files <= 0 {
+		return s.readRelease(ctx, id, nil)
 	}
-	defer tx.Rollback()
-	r, err := s.releaseRow(ctx, tx, id)
-	if err != nil || files <= 0 {
-		return r, err
-	}
-	stored, err := s.storedFiles(ctx, tx, id)
+	return s.readRelease(ctx, id, func(tx *sqlx.Tx, r *release.Release, stored []storedFile) error {
+		stored = stored[:min(len(stored), files)]
+		r.Files = make([]release.File, len(stored))
+		var uncounted []*release.File
+		for i, f := range stored {
+			r.Files[i] = f.File
+			r.Files[i].Parts = nil
+			n, ok := f.count()
+			if !ok {
+				uncounted = append(uncounted, &r.Files[i])
+			}
+			r.Files[i].Seen = n
+		}
+		if err := s.fillParts(ctx, tx, uncounted); err != nil {
+			return err
+		}
+		for _, f := range uncounted {
+			f.Seen, f.Parts = len(f.Parts), nil
+		}
+		return nil
+	})
+}
+
+// readRelease reads release id in a read transaction of the front door's
+// pool and, with fn, its files as stored, for fn to fill in the same
+// transaction, so the totals and the files agree.
+func (s *Store) readRelease(ctx context.Context, id int64, fn func(tx *sqlx.Tx, r *release.Release, stored []storedFile) error) (release.Release, error) {
+	var r release.Release
+	err := txOn(ctx, s.fdb, s.d.snapshotRead(), func(tx *sqlx.Tx) error {
+		var err error
+		if r, err = s.releaseRow(ctx, tx, id); err != nil || fn == nil {
+			return err
+		}
+		stored, err := s.storedFiles(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(tx, &r, stored); err != nil {
+			return fmt.Errorf("release %d: parts: %w", id, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return release.Release{}, err
-	}
-	stored = stored[:min(len(stored), files)]
-	r.Files = make([]release.File, len(stored))
-	var uncounted []*release.File
-	for i, f := range stored {
-		r.Files[i] = f.File
-		switch {
-		case len(f.Items) == 0:
-			r.Files[i].Seen = len(f.Parts)
-		case f.Seen > 0:
-			r.Files[i].Seen = f.Seen
-		default:
-			uncounted = append(uncounted, &r.Files[i])
-		}
-		r.Files[i].Parts = nil
-	}
-	if err := s.fillParts(ctx, tx, uncounted); err != nil {
-		return release.Release{}, fmt.Errorf("release %d: parts: %w", id, err)
-	}
-	for _, f := range uncounted {
-		f.Seen, f.Parts = len(f.Parts), nil
 	}
 	return r, nil
 }
@@ -302,21 +302,17 @@ const partsAtOnce = 10_000
 // ReleaseFiles implements newznab.Store: it calls each with release id's
 // files by name, each with its parts, reading the parts of a few files
 // at a time (at most partsAtOnce parts, by the counts kept with them),
-// so what it holds does not grow with the release. It reads the list of files once, then each group of
-// them in a statement of its own, and holds no transaction while each
-// runs: a feed item never changes once stored. An unknown release is
-// release.ErrNotFound; an error of each ends it, returned.
+// so what it holds does not grow with the release. It reads the list of
+// files once, then each group of them in a statement of its own, and
+// holds no transaction while each runs: a feed item never changes once
+// stored. An unknown release is release.ErrNotFound; an error of each
+// ends it, returned.
 func (s *Store) ReleaseFiles(ctx context.Context, id int64, each func(release.File) error) error {
 	var stored []storedFile
-	err := txOn(ctx, s.fdb, s.d.snapshotRead(), func(tx *sqlx.Tx) error {
-		if _, err := s.releaseRow(ctx, tx, id); err != nil {
-			return err
-		}
-		var err error
-		stored, err = s.storedFiles(ctx, tx, id)
-		return err
-	})
-	if err != nil {
+	if _, err := s.readRelease(ctx, id, func(_ *sqlx.Tx, _ *release.Release, files []storedFile) error {
+		stored = files
+		return nil
+	}); err != nil {
 		return err
 	}
 	for len(stored) > 0 {
@@ -343,11 +339,23 @@ func (s *Store) ReleaseFiles(ctx context.Context, id int64, each func(release.Fi
 	return nil
 }
 
-// parts is how many parts f has, by what its row says: its count, or
-// the parts in it, or (a file written before counts were kept) one an
-// item.
+// count is how many parts f has, when its row says: the parts in it, or
+// the count kept beside them in its items; false for a file written
+// before counts were kept.
+func (f *storedFile) count() (int, bool) {
+	if len(f.Items) == 0 {
+		return len(f.Parts), true
+	}
+	return f.Seen, f.Seen > 0
+}
+
+// parts is how many parts f has, or for a file whose count was not kept,
+// one an item.
 func (f *storedFile) parts() int {
-	return max(f.Seen, len(f.Parts), len(f.Items))
+	if n, ok := f.count(); ok {
+		return n
+	}
+	return len(f.Items)
 }
 
 // releaseRow reads release id, without its files.

@@ -275,14 +275,13 @@ func (s *Store) searchFrom(q release.Search, plan sqlitePlan) (string, []any) {
 		args = append(args, cargs...)
 	}
 	sizePrefix := ""
-	if s.d.hintsPlans() {
+	switch {
+	case plan.sizeFew:
+		// Only without words, or with them newest first: from is the
+		// releases alone.
+		from = " FROM releases INDEXED BY releases_bytes"
+	case s.d.hintsPlans():
 		sizePrefix = "+"
-		if plan.sizeFew {
-			sizePrefix = ""
-			if from == " FROM releases" {
-				from = " FROM releases INDEXED BY releases_bytes"
-			}
-		}
 	}
 	conds, args = filterConds(q, conds, args, sizePrefix)
 	return from + " WHERE " + strings.Join(conds, " AND "), args

@@ -112,8 +112,9 @@ type Config struct {
 	// wants.
 	RefuseForeign bool
 	// FrontConns bounds the connections of the front door's own pool:
-	// SearchReleases, ReleaseByID, UseKey and Grab run there and nowhere
-	// else, so however long they take, the coordination path (leases,
+	// SearchReleases, ReleaseByID, ReleaseDetails, ReleaseFiles, UseKey
+	// and Grab run there (on SQLite their writes take the one writer),
+	// so however long they take, the coordination path (leases,
 	// heartbeats, batches, tokens, Ping) never waits for one of its
 	// connections. Zero means DefaultFrontConns.
 	FrontConns int
@@ -164,9 +165,9 @@ type Store struct {
 	d   dialect
 	db  *sqlx.DB // writes; on SQLite, the one writer connection
 	rdb *sqlx.DB // reads; the same pool on PostgreSQL
-	// The front door's pool (Config.FrontConns): its reads, and on
-	// PostgreSQL its writes (fwdb); SQLite's one writer takes those.
-	fdb, fwdb *sqlx.DB
+	// fdb is the front door's pool (Config.FrontConns): its reads, and
+	// on PostgreSQL its writes (frontWriter).
+	fdb *sqlx.DB
 
 	queries sync.Map // raw query -> query in the dialect
 	stmts   sync.Map // raw query -> *sqlx.Stmt (PostgreSQL; see prepared)
@@ -223,21 +224,16 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 			// whole URL, password and all.
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedURL, redact.URL(rawURL), errors.Unwrap(err))
 		}
-		db, err := sqlx.Open("postgres", oneRoundTrip(rawURL))
+		db, err := openPostgres(rawURL, 64)
 		if err != nil {
-			return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
+			return nil, err
 		}
-		db.SetMaxOpenConns(64)
-		db.SetMaxIdleConns(64)
-		front, err := sqlx.Open("postgres", oneRoundTrip(rawURL))
+		front, err := openPostgres(rawURL, cfg.FrontConns)
 		if err != nil {
 			db.Close()
-			return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
+			return nil, err
 		}
-		front.SetMaxOpenConns(cfg.FrontConns)
-		front.SetMaxIdleConns(cfg.FrontConns)
-		s.db, s.rdb, s.url = db, db, rawURL
-		s.fdb, s.fwdb = front, front
+		s.db, s.rdb, s.fdb, s.url = db, db, front, rawURL
 	default:
 		return nil, fmt.Errorf("%w: %q: want sqlite://PATH or postgres://", ErrUnsupportedURL, redact.URL(rawURL))
 	}
@@ -292,6 +288,26 @@ func (s *Store) startCommitters() {
 	}()
 }
 
+// openPostgres opens a pool of at most conns connections to rawURL.
+func openPostgres(rawURL string, conns int) (*sqlx.DB, error) {
+	db, err := sqlx.Open("postgres", oneRoundTrip(rawURL))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	return db, nil
+}
+
+// frontWriter is where the front door writes (the Newznab users'
+// counts): its own pool on PostgreSQL, SQLite's one writer.
+func (s *Store) frontWriter() *sqlx.DB {
+	if s.d.isPostgres() {
+		return s.fdb
+	}
+	return s.db
+}
+
 // oneRoundTrip asks lib/pq to send a query with arguments in one round
 // trip (binary_parameters=yes: parse, bind and execute together) rather
 // than two (a parse and describe first), unless the URL says otherwise. It
@@ -331,20 +347,27 @@ func (s *Store) openSQLite(ctx context.Context, path string) error {
 		w.Close()
 		return fmt.Errorf("sqlstore: open sqlite: %w", err)
 	}
-	r, err := sqlx.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	// Readers: the coordination path's, and the front door's own.
+	reader := func(conns int) (*sqlx.DB, error) {
+		r, err := sqlx.Open("sqlite", dsn+"&_pragma=query_only(1)")
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: open sqlite: %w", err)
+		}
+		r.SetMaxOpenConns(conns)
+		return r, nil
+	}
+	r, err := reader(8)
 	if err != nil {
 		w.Close()
-		return fmt.Errorf("sqlstore: open sqlite: %w", err)
+		return err
 	}
-	r.SetMaxOpenConns(8)
-	f, err := sqlx.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	f, err := reader(s.cfg.FrontConns)
 	if err != nil {
 		w.Close()
 		r.Close()
-		return fmt.Errorf("sqlstore: open sqlite: %w", err)
+		return err
 	}
-	f.SetMaxOpenConns(s.cfg.FrontConns)
-	s.db, s.rdb, s.fdb, s.fwdb = w, r, f, w
+	s.db, s.rdb, s.fdb = w, r, f
 	return nil
 }
 

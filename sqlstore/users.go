@@ -163,7 +163,7 @@ func (s *Store) Accounts(ctx context.Context, now time.Time) ([]newznab.Account,
 // more that day), never a release nor anything else, since only this
 // transaction skips the wait, and it is still atomic.
 func (s *Store) countTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	return txOn(ctx, s.fwdb, nil, func(tx *sqlx.Tx) error {
+	return txOn(ctx, s.frontWriter(), nil, func(tx *sqlx.Tx) error {
 		if s.d.asyncCommits() {
 			if _, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
 				return err

@@ -102,7 +102,7 @@ func readStatus(ctx context.Context, store *sqlstore.Store, claimTTL, stuckAfter
 			c.RunningFor = claimTTL - c.ExpiresIn
 		}
 		switch {
-		case claimTTL-c.ExpiresIn > claimTTL/3+renewGrace:
+		case silentFor(c, claimTTL) > claimTTL/3+renewGrace:
 			r.orphaned = append(r.orphaned, c)
 		case c.RunningFor >= stuckAfter:
 			r.stuck = append(r.stuck, c)
@@ -113,6 +113,12 @@ func readStatus(ctx context.Context, store *sqlstore.Store, claimTTL, stuckAfter
 	}
 	r.sizes, err = store.BudgetSizes(ctx)
 	return r, err
+}
+
+// silentFor is how long ago claim c was last renewed, when claims live
+// claimTTL.
+func silentFor(c sqlstore.FetchingClaim, claimTTL time.Duration) time.Duration {
+	return claimTTL - c.ExpiresIn
 }
 
 // renewGrace is how late a renewal may be before status calls its claim
@@ -149,7 +155,7 @@ func (r statusReport) print(w io.Writer, stuckAfter, claimTTL time.Duration) err
 			if c.ExpiresIn > 0 {
 				in = c.ExpiresIn.Round(time.Second).String()
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d-%d\t%s\t%s\t%s\n", c.Group, c.RangeID, c.Span.From, c.Span.To, c.Owner, (claimTTL - c.ExpiresIn).Round(time.Second), in)
+			fmt.Fprintf(tw, "%s\t%d\t%d-%d\t%s\t%s\t%s\n", c.Group, c.RangeID, c.Span.From, c.Span.To, c.Owner, silentFor(c, claimTTL).Round(time.Second), in)
 		}
 	}
 	if len(r.plans) > 0 {

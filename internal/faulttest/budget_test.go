@@ -60,7 +60,7 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 		c := &scaleCoord{name: fmt.Sprintf("c%d", i+1), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 			data: filepath.Join(h.logs, fmt.Sprintf("data-c%d", i+1))}
 		h.coords = append(h.coords, c)
-		h.startBudget(c, source)
+		h.startBudget(c, source, scaleClaimTTL)
 	}
 	// One worker starts first, so that c3 is killed while the work is
 	// young; the others join once it is: six start faster than the
@@ -135,22 +135,7 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 	require.Zero(t, st.Refused, "the server refused a connection")
 	require.LessOrEqual(t, st.MaxOpen, budgetConns)
 
-	for _, w := range h.workers {
-		w.kill()
-	}
-	for _, c := range h.coords {
-		if c.dead {
-			continue
-		}
-		require.NoError(t, c.p.signal(syscall.SIGTERM))
-		if !c.p.wait(20 * time.Second) {
-			t.Errorf("coordinator %s did not exit within 20 s of SIGTERM\n%s", c.name, tail(c.p.log, 20))
-			c.p.kill()
-		}
-		if b, err := os.ReadFile(c.p.log); err == nil && strings.Contains(string(b), "WARNING: DATA RACE") {
-			t.Errorf("coordinator %s reported a data race: see %s", c.name, c.p.log)
-		}
-	}
+	h.stop()
 	require.Zero(t, srv.Stats().Refused, "the server refused a connection")
 	// The coordinators that stopped gave their slots back; the killed one's
 	// ran out or were taken over.
@@ -159,13 +144,17 @@ func TestConnectionBudgetThreeCoordinators(t *testing.T) {
 }
 
 // startBudget starts coordinator c on the NNTP source, sharing the
-// database and the bucket, and waits for /readyz.
-func (h *scaleOut) startBudget(c *scaleCoord, source string) {
+// database and the bucket, with claims living claimTTL (0: serve's
+// default), and waits for /readyz.
+func (h *scaleOut) startBudget(c *scaleCoord, source string, claimTTL time.Duration) {
 	h.t.Helper()
 	c.runs++
-	c.p = startProc(h.t, c.name, filepath.Join(h.logs, c.name+".log"), nil, nil, h.logs, h.coordBin, "serve",
-		"--db", h.pg.URL(), "--data", c.data, "--storage", h.storage, "--addr", c.addr, "--source", source,
-		"--id", c.name, "--poll", "1s", "--lease-ttl", leaseTTL.String(), "--claim-ttl", scaleClaimTTL.String(), "--releases=false")
+	args := []string{"serve", "--db", h.pg.URL(), "--data", c.data, "--storage", h.storage, "--addr", c.addr, "--source", source,
+		"--id", c.name, "--poll", "1s", "--lease-ttl", leaseTTL.String(), "--releases=false"}
+	if claimTTL > 0 {
+		args = append(args, "--claim-ttl", claimTTL.String())
+	}
+	c.p = startProc(h.t, c.name, filepath.Join(h.logs, c.name+".log"), nil, nil, h.logs, h.coordBin, args...)
 	deadline := time.Now().Add(60 * time.Second)
 	for !ready(c.addr) {
 		if c.p.exited() {
@@ -175,5 +164,28 @@ func (h *scaleOut) startBudget(c *scaleCoord, source string) {
 			h.t.Fatalf("coordinator %s is not ready after 60 s\n%s", c.name, tail(c.p.log, 30))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop kills the workers, then stops each live coordinator with SIGTERM,
+// failing the test when one does not exit within 20 s or reported a
+// data race.
+func (h *scaleOut) stop() {
+	h.t.Helper()
+	for _, w := range h.workers {
+		w.kill()
+	}
+	for _, c := range h.coords {
+		if c.dead {
+			continue
+		}
+		require.NoError(h.t, c.p.signal(syscall.SIGTERM))
+		if !c.p.wait(20 * time.Second) {
+			h.t.Errorf("coordinator %s did not exit within 20 s of SIGTERM\n%s", c.name, tail(c.p.log, 20))
+			c.p.kill()
+		}
+		if b, err := os.ReadFile(c.p.log); err == nil && strings.Contains(string(b), "WARNING: DATA RACE") {
+			h.t.Errorf("coordinator %s reported a data race: see %s", c.name, c.p.log)
+		}
 	}
 }

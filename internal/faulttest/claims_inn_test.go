@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,18 +60,7 @@ func TestTakeoverAfterKillINN(t *testing.T) {
 		c := &scaleCoord{name: fmt.Sprintf("c%d", i+1), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 			data: filepath.Join(h.logs, fmt.Sprintf("data-c%d", i+1))}
 		h.coords = append(h.coords, c)
-		c.p = startProc(t, c.name, filepath.Join(h.logs, c.name+".log"), nil, nil, h.logs, h.coordBin, "serve",
-			"--db", h.pg.URL(), "--data", c.data, "--storage", h.storage, "--addr", c.addr, "--source", source,
-			"--id", c.name, "--poll", "1s", "--lease-ttl", leaseTTL.String(), "--releases=false") // --claim-ttl: the default
-	}
-	for _, c := range h.coords {
-		deadline := time.Now().Add(60 * time.Second)
-		for !ready(c.addr) {
-			if c.p.exited() || time.Now().After(deadline) {
-				t.Fatalf("coordinator %s is not ready: %v\n%s", c.name, c.p.err, tail(c.p.log, 30))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		h.startBudget(c, source, 0) // --claim-ttl: serve's default
 	}
 	tokens := make([]string, takeoverWorkers)
 	for i := range tokens {
@@ -134,19 +122,7 @@ func TestTakeoverAfterKillINN(t *testing.T) {
 	require.True(t, statusSeen, "the run outlasted the claims of c3, which status showed")
 	require.Less(t, killedAt, int64(takeoverRanges), "c3 was killed before the work was done")
 	require.LessOrEqual(t, px.maxOpen.Load(), int64(takeoverConns))
-	for _, w := range h.workers {
-		w.kill()
-	}
-	for _, c := range h.coords {
-		if c.dead {
-			continue
-		}
-		require.NoError(t, c.p.signal(syscall.SIGTERM))
-		if !c.p.wait(20 * time.Second) {
-			t.Errorf("coordinator %s did not exit within 20 s of SIGTERM\n%s", c.name, tail(c.p.log, 20))
-			c.p.kill()
-		}
-	}
+	h.stop()
 }
 
 // budgetProxy carries connections to an NNTP server, at most max at
