@@ -116,7 +116,9 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader, size int64) (int
 		os.Remove(tmp.Name())
 		return 0, fmt.Errorf("blobstore: put %s: %w", key, err)
 	}
-	if err := chunkfile.SyncDir(filepath.Dir(final)); err != nil {
+	// A Delete of the same key may have removed the blob, and then its
+	// directory, since the rename: the put landed and was deleted after.
+	if err := chunkfile.SyncDir(filepath.Dir(final)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return n, fmt.Errorf("blobstore: put %s: %w", key, err)
 	}
 	return n, nil
