@@ -2,6 +2,7 @@ package nntp_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/nntp/nntptest"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 // testBudget is a Budget of size slots in memory, whose slots a test can
@@ -227,4 +229,48 @@ func TestConnectionBudgetSharedByTwoSources(t *testing.T) {
 	st := srv.Stats()
 	require.Zero(t, st.Refused, "the server refused a connection")
 	require.LessOrEqual(t, st.MaxOpen, 2)
+}
+
+// Fetch calls sources.Ready once it holds a connection and its slot, not
+// while it waits for one: a caller that claims the chunk there holds no
+// claim while it waits. Ready's error ends the fetch before its OVER.
+func TestFetchReadyOnceConnectionHeld(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, nntptest.Config{Groups: oneGroup(nntptest.Lines(testGroup, 1, 100))})
+	b := newTestBudget(1)
+	src := open(t, srv, func(c *nntp.Config) { c.Budget = b })
+
+	// Hold the budget's only slot, so the fetch waits for it.
+	blocker, err := b.Acquire(ctxT(t))
+	require.NoError(t, err)
+	var heldAtReady atomic.Int64
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		ctx := sources.WithReady(ctxT(t), func() error {
+			heldAtReady.Store(int64(srv.Stats().Open))
+			close(ready)
+			return nil
+		})
+		_, err := src.Fetch(ctx, testGroup, span(1, 10))
+		done <- err
+	}()
+	select {
+	case <-ready:
+		t.Fatal("Ready was called while the fetch waited for a slot")
+	case <-time.After(100 * time.Millisecond):
+	}
+	blocker.Release()
+	require.NoError(t, <-done)
+	require.EqualValues(t, 1, heldAtReady.Load(), "a connection was open when Ready was called")
+
+	taken := errors.New("claimed by another")
+	ctx := sources.WithReady(ctxT(t), func() error { return taken })
+	before := srv.Stats().Commands["OVER"]
+	_, err = src.Fetch(ctx, testGroup, span(11, 20))
+	require.ErrorIs(t, err, taken)
+	require.Equal(t, before, srv.Stats().Commands["OVER"], "no OVER after Ready refused")
+	_, err = src.Fetch(ctxT(t), testGroup, span(11, 20))
+	require.NoError(t, err, "the connection went back to the pool")
+	require.EqualValues(t, 1, src.Stats().Dials)
 }

@@ -228,7 +228,8 @@ func (s *Source) Watermarks(ctx context.Context, group string) (low, high int64,
 // ErrTooLarge (which wraps overview.ErrBadChunk: the span cannot make a
 // chunk a worker takes). Either error says how long the fetch ran and how
 // many bytes it read. Fetches hold at most MaxConns-1 connections (when
-// MaxConns > 1), so Watermarks never waits behind them.
+// MaxConns > 1), so Watermarks never waits behind them. Fetch calls
+// sources.Ready once it holds a connection, before it sends a command.
 func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]byte, error) {
 	if span.From < 0 || span.From > span.To {
 		return nil, edgeindex.Invalidf("span %d-%d: want 0 <= from <= to", span.From, span.To)
@@ -243,6 +244,10 @@ func (s *Source) Fetch(ctx context.Context, group string, span lease.Span) ([]by
 	var read int64
 	err := s.withConn(ctx, true, s.fetchDeadline(span), s.cfg.MaxFetchBytes+readBufSize, func(c *conn) error {
 		defer func() { read = c.read }()
+		// The connection is held: the caller may now claim the chunk.
+		if err := sources.Ready(ctx); err != nil {
+			return err
+		}
 		// A server may fix a group's articles when GROUP selects it (INN's
 		// nnrpd does): a span past the high it saw selects the group again.
 		if _, err := c.selectGroup(group, span.To > c.high); err != nil {

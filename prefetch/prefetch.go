@@ -274,37 +274,68 @@ func (c *countedSet) add(id int64) bool {
 }
 
 // fetch claims, fetches and stores one chunk; it returns the chunk's size,
-// or 0 when another coordinator holds the claim. The claim is renewed
+// or 0 when another coordinator holds the claim. The chunk is claimed
+// once the source holds what the fetch needs (sources.Ready: a connection
+// of the provider's budget), so a fetch that only waits for a connection
+// holds no claim that keeps the others off the chunk; a source that never
+// calls Ready is claimed when its Fetch returns. The claim is then renewed
 // every ClaimTTL/3 while the fetch runs (hold), so it outlasts any try,
-// and a coordinator that dies leaves it to the others within ClaimTTL.
-// A renewal that finds the claim taken by another ends the fetch: the
-// chunk is theirs. A chunk the source cannot make counts against its
-// range when the pass has not counted one yet.
+// and a coordinator that dies leaves it to the others within ClaimTTL. A
+// renewal that finds the claim taken by another ends the fetch: the chunk
+// is theirs. A chunk the source cannot make counts against its range when
+// the pass has not counted one yet.
 func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, counted *countedSet) (int, error) {
 	id := t.Range.ID
-	ok, err := p.cfg.Claims.ClaimChunk(ctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
-	if err != nil || !ok {
-		return 0, err
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	release := func() {}
+	claimed := false
+	claim := func() error { // the tries after one that claimed keep its claim
+		if claimed {
+			return nil
+		}
+		ok, err := p.cfg.Claims.ClaimChunk(fctx, id, span, p.cfg.Owner, p.cfg.ClaimTTL)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return errClaimTaken
+		}
+		claimed = true
+		release = p.hold(fctx, cancel, id, span)
+		return nil
 	}
-	fctx, release := p.hold(ctx, id, span)
 	var data []byte
+	var err error
 	for attempt := 1; ; attempt++ {
-		data, err = p.cfg.Source.Fetch(fctx, t.Range.Group, span)
-		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, sources.ErrNoSuchGroup) || errors.Is(err, overview.ErrBadChunk) || fctx.Err() != nil {
+		data, err = p.cfg.Source.Fetch(sources.WithReady(fctx, claim), t.Range.Group, span)
+		if err == nil || attempt == p.cfg.Attempts || errors.Is(err, errClaimTaken) || errors.Is(err, sources.ErrNoSuchGroup) ||
+			errors.Is(err, overview.ErrBadChunk) || fctx.Err() != nil {
 			break
 		}
 		if serr := clock.Sleep(fctx, p.cfg.Clock, backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64())); serr != nil {
 			break
 		}
 	}
+	if !claimed && !errors.Is(err, errClaimTaken) && (err == nil || errors.Is(err, overview.ErrBadChunk)) {
+		// The source never said it was ready: claim what it made now.
+		if cerr := claim(); cerr != nil {
+			err = cerr
+		}
+	}
 	// The renewals stop before the claim is given back or marked
 	// fetched, which its last renewal leaves time for.
 	lost := errors.Is(context.Cause(fctx), errClaimLost)
 	release()
-	if lost {
+	switch {
+	case errors.Is(err, errClaimTaken):
+		return 0, nil // another coordinator is fetching it
+	case lost:
 		p.cfg.Logger.Warn("prefetch: the chunk's claim was taken by another coordinator during its fetch; leaving it to them",
 			"range", id, "group", t.Range.Group, "from", span.From, "to", span.To, "err", err)
 		return 0, nil
+	case !claimed:
+		return 0, fetchError(t, span, err) // nothing to give back
 	}
 	if cc, ok := p.cfg.Claims.(spool.CorruptClaims); ok && err != nil && errors.Is(err, overview.ErrBadChunk) && counted.add(id) {
 		return 0, p.countCorrupt(ctx, cc, t, span, err)
@@ -321,16 +352,20 @@ func (p *Prefetcher) fetch(ctx context.Context, t Target, span lease.Span, count
 	return len(data), nil
 }
 
+// errClaimTaken ends a fetch whose chunk another coordinator claimed
+// before this one held a connection for it.
+var errClaimTaken = errors.New("prefetch: another coordinator claimed the chunk")
+
 // errClaimLost ends a fetch whose claim another coordinator took.
 var errClaimLost = errors.New("prefetch: the chunk's claim was taken by another coordinator")
 
 // hold renews the claim of chunk (id, span) every ClaimTTL/3 until
-// release is called, and returns a context that ends, with cause
+// the func it returns is called, and ends ctx through cancel, with cause
 // errClaimLost, if a renewal finds it taken. A renewal that fails (the
 // database is away) is tried again at the next tick: the claim may still
 // hold, and if it ran out the next renewal says so.
-func (p *Prefetcher) hold(ctx context.Context, id int64, span lease.Span) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
+func (p *Prefetcher) hold(ctx context.Context, cancel context.CancelCauseFunc, id int64, span lease.Span) func() {
+	stop := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -341,6 +376,8 @@ func (p *Prefetcher) hold(ctx context.Context, id int64, span lease.Span) (conte
 		for {
 			select {
 			case <-ctx.Done():
+				return
+			case <-stop:
 				return
 			case <-tick.C:
 			}
@@ -354,8 +391,8 @@ func (p *Prefetcher) hold(ctx context.Context, id int64, span lease.Span) (conte
 			}
 		}
 	}()
-	return ctx, func() {
-		cancel(nil)
+	return func() {
+		close(stop)
 		<-stopped
 	}
 }

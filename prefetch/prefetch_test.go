@@ -342,3 +342,117 @@ func TestPrefetchBadChunkReasonValidUTF8(t *testing.T) {
 	require.Equal(t, 1, rg.Attempts)
 	require.True(t, utf8.ValidString(rg.Reason), "%q", rg.Reason)
 }
+
+// slotSource is a source that waits for its gate (a connection of the
+// provider's budget, say) before it calls sources.Ready, on the first
+// chunk; the synthetic source makes every chunk.
+type slotSource struct {
+	sources.ChunkSource
+	first   lease.Span
+	waiting chan struct{} // closed once the first chunk's fetch waits
+	gate    chan struct{}
+	made    atomic.Int64 // first chunks made after Ready
+}
+
+func (s *slotSource) Fetch(ctx context.Context, g string, span lease.Span) ([]byte, error) {
+	if span == s.first {
+		close(s.waiting)
+		<-s.gate
+		if err := sources.Ready(ctx); err != nil {
+			return nil, err
+		}
+		s.made.Add(1)
+	}
+	return s.ChunkSource.Fetch(ctx, g, span)
+}
+
+// A fetch that waits for a connection holds no claim: another coordinator
+// that gets one first claims the chunk, and this one, once it holds its
+// connection, finds the claim taken and leaves the chunk without
+// fetching it.
+func TestPrefetchClaimsOnceReady(t *testing.T) {
+	t.Parallel()
+	e := prefetchtest.NewEnv(t)
+	cfg := e.Config("c1")
+	cfg.Targets = onlyLeased{e.Store}
+	src := &slotSource{ChunkSource: e.Source, first: lease.Span{From: 1, To: 10}, waiting: make(chan struct{}), gate: make(chan struct{})}
+	cfg.Source = src
+	p, err := prefetch.New(cfg)
+	require.NoError(t, err)
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := p.Pass(t.Context())
+		done <- result{n, err}
+	}()
+	<-src.waiting
+	ok, err := e.Store.ClaimChunk(t.Context(), e.Leased.Range.ID, src.first, "c2", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok, "c1 holds no claim while it waits for a connection")
+	close(src.gate)
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, 4, r.n, "the other four chunks")
+	require.Zero(t, src.made.Load(), "c1 made nothing of the chunk c2 claimed")
+	require.False(t, e.Spool.Has(e.Leased.Range.ID, src.first))
+	ok, err = e.Store.ClaimChunk(t.Context(), e.Leased.Range.ID, src.first, "c3", time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "c2's claim stands")
+}
+
+// readyless is a source that never calls sources.Ready: the prefetcher
+// claims what it made once its Fetch returns. During the first chunk's
+// fetch c2 claims it and keeps it; during the second's c2 claims it and
+// gives it back.
+type readyless struct {
+	e             *prefetchtest.Env
+	first, second lease.Span
+	unclaimed     atomic.Int64 // fetches during which c1 held no claim
+}
+
+func (s *readyless) Fetch(ctx context.Context, g string, span lease.Span) ([]byte, error) {
+	id := s.e.Leased.Range.ID
+	if span == s.first || span == s.second {
+		ok, err := s.e.Store.ClaimChunk(ctx, id, span, "c2", time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			s.unclaimed.Add(1)
+		}
+		if span == s.second {
+			if err := s.e.Store.ForgetChunk(ctx, id, span, "c2"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// A fresh context: the synthetic source's own Ready call sees no hook.
+	return s.e.Source.Fetch(context.Background(), g, span)
+}
+
+func (s *readyless) Watermarks(ctx context.Context, g string) (int64, int64, error) {
+	return s.e.Source.Watermarks(ctx, g)
+}
+
+func TestPrefetchClaimsWhatAReadylessSourceMade(t *testing.T) {
+	t.Parallel()
+	e := prefetchtest.NewEnv(t)
+	cfg := e.Config("c1")
+	cfg.Targets = onlyLeased{e.Store}
+	src := &readyless{e: e, first: lease.Span{From: 1, To: 10}, second: lease.Span{From: 11, To: 20}}
+	cfg.Source = src
+	p, err := prefetch.New(cfg)
+	require.NoError(t, err)
+	n, err := p.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 4, n, "every chunk but the one c2 kept")
+	require.EqualValues(t, 2, src.unclaimed.Load(), "no claim during a readyless fetch")
+	require.False(t, e.Spool.Has(e.Leased.Range.ID, src.first), "c2's chunk is left to it")
+	require.True(t, e.Spool.Has(e.Leased.Range.ID, src.second))
+	ok, err := e.Store.ClaimChunk(t.Context(), e.Leased.Range.ID, src.second, "c3", time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "c1 claimed and marked fetched the chunk it made")
+}

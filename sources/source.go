@@ -16,7 +16,9 @@ type ChunkSource interface {
 	// Fetch returns the chunk of span in group: the gzip of the overview
 	// lines of the articles present in [span.From, span.To], in article
 	// order, each ending in "\n". It returns an error wrapping
-	// ErrNoSuchGroup when the source does not carry the group.
+	// ErrNoSuchGroup when the source does not carry the group. A source
+	// that waits for a scarce resource (a connection) calls Ready(ctx)
+	// once it holds it, and ends the fetch with Ready's error.
 	Fetch(ctx context.Context, group string, span lease.Span) ([]byte, error)
 	// Watermarks returns the group's lowest and highest article numbers, as
 	// NNTP GROUP reports them.
@@ -33,10 +35,13 @@ type Funcs struct {
 
 var _ ChunkSource = Funcs{}
 
-// Fetch calls s.FetchFunc.
+// Fetch calls Ready, then s.FetchFunc.
 func (s Funcs) Fetch(ctx context.Context, group string, span lease.Span) ([]byte, error) {
 	if s.FetchFunc == nil {
 		return nil, ErrNoSuchGroup
+	}
+	if err := Ready(ctx); err != nil {
+		return nil, err
 	}
 	return s.FetchFunc(ctx, group, span)
 }

@@ -144,6 +144,9 @@ func (s *Synthetic) Fetch(ctx context.Context, group string, span lease.Span) ([
 	if span.To-span.From >= s.cfg.MaxSpan {
 		return nil, edgeindex.Invalidf("span %d-%d: more than %d articles", span.From, span.To, s.cfg.MaxSpan)
 	}
+	if err := Ready(ctx); err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
 	out.Grow(int(span.Len())*48 + 64)
 	zw := gzipPool.Get().(*gzip.Writer)

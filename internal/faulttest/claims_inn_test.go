@@ -29,7 +29,8 @@ const (
 
 // Issue 28, part 4: three coordinator processes on one PostgreSQL and
 // one bucket read a group from a real INN behind a proxy that refuses a
-// fifth connection, sharing a budget of 4, while 4 workers index 30
+// fifth connection (and holds each command 150 ms, a provider's
+// distance), sharing a budget of 4, while 4 workers index 30
 // ranges of 200 articles. One coordinator is SIGKILLed 3 s in, with its
 // chunk claims and connection slots held. Its claims live the default
 // --claim-ttl (15 s), renewed while their fetches run, so the others take
@@ -174,6 +175,28 @@ func startBudgetProxy(t *testing.T, target string, max int) *budgetProxy {
 	return p
 }
 
+// providerLatency is how long the proxy holds each command on its way to
+// INN: a provider's distance, so that a fetch (and its claim) lasts long
+// enough for the kill to land during one, as it does on a real network.
+const providerLatency = 150 * time.Millisecond
+
+// delayCopy copies src to dst as io.Copy does, each read held d first.
+func delayCopy(dst io.Writer, src io.Reader, d time.Duration) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			time.Sleep(d)
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
 func (p *budgetProxy) addr() string { return p.ln.Addr().String() }
 
 // carry copies c to and from a connection to target until either ends.
@@ -192,7 +215,7 @@ func (p *budgetProxy) carry(c net.Conn, target string) {
 	p.conns = append(p.conns, c, s)
 	p.mu.Unlock()
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(s, c); done <- struct{}{} }()
+	go func() { delayCopy(s, c, providerLatency); done <- struct{}{} }()
 	go func() { io.Copy(c, s); done <- struct{}{} }()
 	<-done
 	closed()
