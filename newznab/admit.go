@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // DefaultMaxRequests and DefaultMaxRequestsPerKey are the bounds on the
@@ -25,7 +26,7 @@ var ErrBusy = errors.New("newznab: too many requests at once")
 const retryBusy = "1"
 
 // gate admits requests up to a bound overall and per key. It never
-// queues: a request over a bound is refused at once, so a user who sends
+// queues: a request over a bound is refused, so a user who sends
 // a hundred slow searches holds only as many slots as the bound, and the
 // others' wait for nothing that grows.
 type gate struct {
@@ -61,11 +62,20 @@ func (g *gate) leave(key string) {
 	}
 }
 
-// admit admits a request under key through the Handler's gate, and
-// returns the function that lets it go. A refusal sets Retry-After on w.
-// The key is held only while its requests run.
-func (h *Handler) admit(w http.ResponseWriter, key string) (leave func(), err error) {
+// admit admits r under key through the Handler's gate, and returns the
+// function that lets it go. A refusal waits Config.BusyDelay (or until
+// the client leaves), holding no slot, and sets Retry-After on w. The
+// key is held only while its requests run.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, key string) (leave func(), err error) {
 	if err := h.gate.enter(key); err != nil {
+		if h.cfg.BusyDelay > 0 {
+			t := time.NewTimer(h.cfg.BusyDelay)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+			}
+		}
 		w.Header().Set("Retry-After", retryBusy)
 		return nil, err
 	}

@@ -44,7 +44,8 @@ func TestAdmission(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, w.store.AddUser(t.Context(), newznab.User{Name: "bob", KeyHash: newznab.HashKey(bob)}))
 		s := &heldStore{Store: w.store, hold: make(chan struct{}), in: make(chan struct{}, 8)}
-		h, err := newznab.New(newznab.Config{Store: s, Now: func() time.Time { return now }, MaxRequests: 3, MaxRequestsPerKey: 2})
+		h, err := newznab.New(newznab.Config{Store: s, Now: func() time.Time { return now }, MaxRequests: 3, MaxRequestsPerKey: 2,
+			BusyDelay: 50 * time.Millisecond})
 		require.NoError(t, err)
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
@@ -65,7 +66,9 @@ func TestAdmission(t *testing.T) {
 		before := w.requests(t)
 		refused := func(u, cookie string) {
 			t.Helper()
+			start := time.Now()
 			res, body := do(t, http.MethodGet, u, cookie)
+			require.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond, "a refusal waits BusyDelay: %s", u)
 			require.Equal(t, "1", res.Header.Get("Retry-After"), u)
 			if res.Header.Get("Content-Type") == newznab.XMLType {
 				require.Equal(t, http.StatusOK, res.StatusCode)
@@ -90,8 +93,20 @@ func TestAdmission(t *testing.T) {
 		res, _ := do(t, http.MethodGet, srv.URL+"/api?t=caps", "")
 		require.Equal(t, http.StatusOK, res.StatusCode, "caps reads no store: never refused")
 
+		// A client that leaves during a refusal's wait ends it: an hour's
+		// wait would hold the server's Close.
+		long, err := newznab.New(newznab.Config{Store: s, MaxRequests: 3, MaxRequestsPerKey: 2, BusyDelay: time.Hour})
+		require.NoError(t, err)
+		longSrv := httptest.NewServer(long)
+		held(longSrv.URL + "/api?t=search&q=ocean&apikey=" + w.key)
+		held(longSrv.URL + "/api?t=search&q=ocean&apikey=" + w.key)
+		quick := &http.Client{Timeout: 100 * time.Millisecond}
+		_, err = quick.Get(longSrv.URL + "/api?t=search&q=ocean&apikey=" + w.key)
+		require.Error(t, err, "refused after an hour")
+
 		close(s.hold)
 		wg.Wait()
+		longSrv.Close()
 		for range 5 {
 			res, _ := do(t, http.MethodGet, search("0123456789abcdef0123456789abcdef"), "")
 			require.Empty(t, res.Header.Get("Retry-After"), "a bad key's slot is let go")

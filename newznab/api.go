@@ -32,7 +32,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	k := apiKey(r)
-	leave, err := h.admit(w, k)
+	leave, err := h.admit(w, r, k)
 	if err != nil {
 		h.fail(w, r, nil, err)
 		return

@@ -46,9 +46,19 @@ type Config struct {
 	// release's details, an NZB) being answered at once, and
 	// MaxRequestsPerKey those of one key; DefaultMaxRequests and
 	// DefaultMaxRequestsPerKey when 0. A request over either is refused
-	// at once with ErrBusy, never queued, and counts nothing.
+	// with ErrBusy, never queued, and counts nothing.
 	MaxRequests, MaxRequestsPerKey int
+	// BusyDelay is how long a refused request waits, doing nothing,
+	// before its answer: a client that retries at once then sends at
+	// most one request a BusyDelay on each connection, instead of
+	// thousands a second that cost the machine what they cost the
+	// coordination path. The connection limits bound the waits.
+	// DefaultBusyDelay when 0; negative: none.
+	BusyDelay time.Duration
 }
+
+// DefaultBusyDelay is a refusal's wait when Config.BusyDelay is 0.
+const DefaultBusyDelay = 500 * time.Millisecond
 
 // DefaultTimeout is the deadline of a request when Config.Timeout is 0.
 const DefaultTimeout = 10 * time.Second
@@ -84,6 +94,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Now = time.Now
 	}
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.BusyDelay = cmp.Or(cfg.BusyDelay, DefaultBusyDelay)
 	cfg.MaxRequests = cmp.Or(cfg.MaxRequests, DefaultMaxRequests)
 	cfg.MaxRequestsPerKey = cmp.Or(cfg.MaxRequestsPerKey, min(DefaultMaxRequestsPerKey, cfg.MaxRequests))
 	switch {

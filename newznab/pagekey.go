@@ -96,7 +96,7 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, v *pageView,
 	var acc Account
 	err := ErrBadKey
 	if len(k) <= maxKey {
-		v.leave, err = h.admit(w, k)
+		v.leave, err = h.admit(w, r, k)
 	}
 	if err == nil {
 		acc, err = h.use(r.Context(), k)
