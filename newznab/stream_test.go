@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -198,4 +199,104 @@ func (c *segmentCounter) Write(p []byte) (int, error) {
 	c.segments += strings.Count(s, "<segment ") - strings.Count(c.tail, "<segment ")
 	c.tail = s[max(0, len(s)-16):]
 	return len(p), nil
+}
+
+// filesSent counts the files ReleaseFiles has handed on.
+type filesSent struct {
+	*sqlstore.Store
+	files atomic.Int64
+}
+
+func (s *filesSent) ReleaseFiles(ctx context.Context, id int64, each func(release.File) error) error {
+	return s.Store.ReleaseFiles(ctx, id, func(f release.File) error {
+		s.files.Add(1)
+		return each(f)
+	})
+}
+
+// TestNZBStalledClientHoldsNoConnection: a downloader that starts an NZB
+// and stops reading leaves the front door's database pool free. With a
+// pool of one connection, while the NZB's writes wait on a full socket,
+// another user's search and the same release's details answer at once.
+func TestNZBStalledClientHoldsNoConnection(t *testing.T) {
+	t.Parallel()
+	for _, b := range pgtest.Backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			st, err := sqlstore.Open(ctx, b.URL(t), sqlstore.Config{FrontConns: 1})
+			require.NoError(t, err)
+			t.Cleanup(func() { st.Close() })
+			const files, parts = 20, 500
+			bins := make([]usenet.Binary, files)
+			for f := range bins {
+				bins[f] = usenet.Binary{Subject: fmt.Sprintf(`[%d/%d] - "Stalled.Release.part%02d.rar" yEnc`, f+1, files, f+1),
+					Name: fmt.Sprintf("Stalled.Release.part%02d.rar", f+1), Poster: "p <p@example.test>", Group: "alt.binaries.stall",
+					Date: now.Format(time.RFC1123Z), Total: parts, Complete: true}
+				for n := 1; n <= parts; n++ {
+					a := int64(f*parts + n)
+					bins[f].Parts = append(bins[f].Parts, usenet.Part{N: n, Article: a, MessageID: fmt.Sprintf("<p%d.stall@example.test>", a), Bytes: 700_000})
+				}
+			}
+			buildReleases(t, st, nil, "alt.binaries.stall", "n", files*parts, bins)
+			key, err := newznab.NewKey()
+			require.NoError(t, err)
+			require.NoError(t, st.AddUser(ctx, newznab.User{Name: "stall", KeyHash: newznab.HashKey(key)}))
+			other, err := newznab.NewKey()
+			require.NoError(t, err)
+			require.NoError(t, st.AddUser(ctx, newznab.User{Name: "other", KeyHash: newznab.HashKey(other)}))
+			found, err := st.SearchReleases(ctx, release.Search{Words: []string{"stalled"}, MinCompletion: 1})
+			require.NoError(t, err)
+			require.Len(t, found.Releases, 1)
+			id := strconv.FormatInt(found.Releases[0].ID, 10)
+
+			s := &filesSent{Store: st}
+			h, err := newznab.New(newznab.Config{Store: s, Now: func() time.Time { return now }})
+			require.NoError(t, err)
+			srv := httptest.NewUnstartedServer(h)
+			srv.Config.ConnState = func(c net.Conn, state http.ConnState) {
+				if tc, ok := c.(*net.TCPConn); ok && state == http.StateNew {
+					tc.SetWriteBuffer(4096) // the writes wait early
+				}
+			}
+			srv.Start()
+			t.Cleanup(srv.Close)
+
+			// The stalled downloader: a small receive buffer, headers read,
+			// then nothing.
+			stalled := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if tc, ok := c.(*net.TCPConn); ok {
+					tc.SetReadBuffer(4096)
+				}
+				return c, err
+			}}}
+			res, err := stalled.Get(srv.URL + "/api?t=get&id=" + id + "&apikey=" + key)
+			require.NoError(t, err)
+			defer res.Body.Close()
+			require.Equal(t, http.StatusOK, res.StatusCode)
+			for last := int64(-1); ; { // until the files handed on stop growing
+				time.Sleep(200 * time.Millisecond)
+				n := s.files.Load()
+				if n == last {
+					break
+				}
+				last = n
+			}
+			require.Less(t, s.files.Load(), int64(files), "the NZB's writes wait on the stalled client")
+
+			quick := &http.Client{Timeout: 3 * time.Second}
+			for _, u := range []string{"/api?t=search&q=stalled&apikey=" + other, "/api?t=details&id=" + id + "&apikey=" + other} {
+				r, err := quick.Get(srv.URL + u)
+				require.NoError(t, err, "answered while the NZB waits: %s", u)
+				body, err := io.ReadAll(r.Body)
+				r.Body.Close()
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, r.StatusCode)
+				require.Contains(t, string(body), "Stalled.Release", u)
+			}
+			// The downloader gives up; the server's Close waits for the
+			// NZB's handler to end.
+		})
+	}
 }
