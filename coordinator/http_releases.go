@@ -27,25 +27,28 @@ func (s *Server) handleReleaseByID(w http.ResponseWriter, r *http.Request) error
 	return s.reply(w, rel, err)
 }
 
-// handleNZB answers a release's NZB 1.1 file, named after the release.
+// handleNZB answers a release's NZB 1.1 file, named after the release,
+// streamed from the store (Service.WriteNZB). A failure once it began
+// cuts the connection: the client sees a broken download, never a whole,
+// shorter NZB.
 func (s *Server) handleNZB(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	rel, err := s.svc.ReleaseByID(r.Context(), id)
-	if err == nil {
-		err = nzb.Check(rel)
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	began, err := s.svc.WriteNZB(r.Context(), id, w, func(rel release.Release) {
+		w.Header().Set("Content-Type", nzb.ContentType)
+		w.Header().Set("Content-Disposition", nzb.ContentDisposition(rel.Name))
+		w.WriteHeader(http.StatusOK)
+		// The answer begins now: a client whose download is then cut has
+		// had a response, and does not send the request again by itself.
+		rc.Flush()
+	})
+	if err != nil && began {
+		s.cfg.Logger.Warn("nzb: writing failed; the answer is cut", "release", id, "err", err)
+		panic(http.ErrAbortHandler)
 	}
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", nzb.ContentType)
-	w.Header().Set("Content-Disposition", nzb.ContentDisposition(rel.Name))
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	if err := nzb.Write(w, rel); err != nil {
-		// The status is sent: the client sees a cut body.
-		s.cfg.Logger.Warn("nzb: writing failed", "release", id, "err", err)
-	}
-	return nil
+	return err
 }

@@ -1,9 +1,13 @@
 package coordinator_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/lease"
 	"github.com/edgeindex/edgeindex/nzb"
@@ -80,6 +85,11 @@ func TestReleaseRoutes(t *testing.T) {
 	}
 	require.NoError(t, xml.Unmarshal(r.body, &doc), "%s", r.body)
 	require.Equal(t, []string{"0@x"}, doc.Files[0].Segments)
+	full, err := h.store.ReleaseByID(ctx, id)
+	require.NoError(t, err)
+	var whole bytes.Buffer
+	require.NoError(t, nzb.Write(&whole, full))
+	require.Equal(t, whole.String(), string(r.body), "streamed, the NZB is what Write makes of the whole release")
 
 	for _, c := range []struct {
 		path   string
@@ -98,4 +108,63 @@ func TestReleaseRoutes(t *testing.T) {
 		r := h.do("GET", c.path, c.token, 0, nil)
 		require.Equal(t, c.status, r.status, "%s: %s", c.path, r.body)
 	}
+}
+
+// cutFiles is a store whose ReleaseFiles fails after the first file.
+type cutFiles struct{ coordinator.Store }
+
+var errCut = errors.New("the store went away")
+
+func (s cutFiles) ReleaseFiles(ctx context.Context, id int64, each func(release.File) error) error {
+	err := s.Store.ReleaseFiles(ctx, id, func(f release.File) error {
+		if err := each(f); err != nil {
+			return err
+		}
+		return errCut
+	})
+	if errors.Is(err, errCut) {
+		return err
+	}
+	return errors.Join(err, errors.New("the release had no file"))
+}
+
+// TestReleaseNZBCut: an admin NZB that fails once it began is cut (the
+// body ends without its end), never a whole-looking shorter NZB.
+func TestReleaseNZBCut(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.Store = cutFiles{c.Store} })
+	ctx := t.Context()
+	const group = "alt.binaries.cut"
+	_, err := h.store.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: 100, ChunkSize: 100})
+	require.NoError(t, err)
+	_, err = h.store.AddRanges(ctx, grouplease.NewRanges{Group: group, From: 1, To: 100})
+	require.NoError(t, err)
+	l, err := h.store.Grant(ctx, "worker", time.Minute)
+	require.NoError(t, err)
+	b := usenet.Binary{Subject: `[1/1] - "cut.rar" yEnc`, Name: "cut.rar", Poster: "Ann <ann@example.test>",
+		Group: group, Date: "Sat, 04 May 2024 12:00:00 +0000", Total: 1, Complete: true,
+		Parts: []usenet.Part{{N: 1, MessageID: "<c@x>", Bytes: 700}}}
+	v, err := json.Marshal(b)
+	require.NoError(t, err)
+	_, err = h.store.Put(ctx, l.Range.ID, lease.Fence{Node: "worker", Token: l.Token}, batch.Batch{From: 1, To: 100,
+		Items: []batch.Item{{Key: b.Key(), Value: v}}})
+	require.NoError(t, err)
+	builder, err := release.NewBuilder(release.Config{Store: h.store})
+	require.NoError(t, err)
+	_, err = builder.Pass(ctx)
+	require.NoError(t, err)
+	page, err := h.store.Releases(ctx, release.Query{Group: group, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, page.Releases, 1)
+
+	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/v1/releases/%d/nzb", h.http.URL, page.Releases[0].ID), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode, "the answer began")
+	body, err := io.ReadAll(res.Body)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "the NZB is cut, not ended")
+	require.NotContains(t, string(body), "</nzb>")
 }

@@ -54,6 +54,11 @@ type Store interface {
 	// release.ErrNotFound.
 	Releases(ctx context.Context, q release.Query) (release.Page, error)
 	ReleaseByID(ctx context.Context, id int64) (release.Release, error)
+	// ReleaseDetails and ReleaseFiles read a release in pieces, as
+	// newznab.Store's do: the release with its first files files and no
+	// parts, then each file with its parts, a few at a time.
+	ReleaseDetails(ctx context.Context, id int64, files int) (release.Release, error)
+	ReleaseFiles(ctx context.Context, id int64, each func(release.File) error) error
 	// Ping checks that the database answers (/readyz).
 	Ping(ctx context.Context) error
 }
