@@ -208,6 +208,14 @@ type Config struct {
 	// so the range counts a corrupt attempt. Default DefaultMaxChunkBytes
 	// (16 MiB); at most edgeframe.DefaultMaxFrame less 64 KiB.
 	MaxChunkBytes int64
+	// BodyConns bounds the article bodies Body reads at once (each on
+	// one of the connections a fetch may hold), so post-processing never
+	// takes more of the provider than that from the header fetches.
+	// Default 1; at most MaxConns.
+	BodyConns int
+	// MaxBodyBytes bounds one article body Body reads, line ends
+	// included. Default DefaultMaxBodyBytes (4 MiB).
+	MaxBodyBytes int64
 	// Clock tells FindDate the time: an article dated more than
 	// DateTolerance after its Now counts as undated. Nil means clock.Real.
 	Clock clock.Clock
@@ -219,9 +227,9 @@ func (c Config) String() string {
 	if c.Pass != "" {
 		pass = "<redacted>"
 	}
-	return fmt.Sprintf("nntp.Config{Addr:%q TLS:%t StartTLS:%s User:%q Pass:%q Compress:%s MaxConns:%d Budget:%t IdleTimeout:%s Timeout:%s DialBackoff:%s MaxDialBackoff:%s MinRate:%d MaxFetchBytes:%d MaxChunkBytes:%d}",
+	return fmt.Sprintf("nntp.Config{Addr:%q TLS:%t StartTLS:%s User:%q Pass:%q Compress:%s MaxConns:%d Budget:%t IdleTimeout:%s Timeout:%s DialBackoff:%s MaxDialBackoff:%s MinRate:%d MaxFetchBytes:%d MaxChunkBytes:%d BodyConns:%d MaxBodyBytes:%d}",
 		c.Addr, c.TLS, c.StartTLS, c.User, pass, c.Compress, c.MaxConns, c.Budget != nil, c.IdleTimeout, c.Timeout, c.DialBackoff,
-		c.MaxDialBackoff, c.MinRate, c.MaxFetchBytes, c.MaxChunkBytes)
+		c.MaxDialBackoff, c.MinRate, c.MaxFetchBytes, c.MaxChunkBytes, c.BodyConns, c.MaxBodyBytes)
 }
 
 // GoString is String, so %#v does not show the password either.
@@ -263,6 +271,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxChunkBytes == 0 {
 		c.MaxChunkBytes = DefaultMaxChunkBytes
 	}
+	if c.BodyConns == 0 {
+		c.BodyConns = 1
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
 	tc := c.TLSConfig
 	if tc == nil {
 		tc = &tls.Config{}
@@ -285,6 +299,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: MaxConns %d is negative", ErrBadURL, c.MaxConns)
 	case c.Timeout < 0 || c.DialBackoff < 0 || c.MaxDialBackoff < 0 || c.IdleTimeout < 0:
 		return fmt.Errorf("%w: a negative duration", ErrBadURL)
+	case c.BodyConns < 0 || c.BodyConns > max(c.MaxConns, 1) || c.MaxBodyBytes < 0 || c.MaxBodyBytes > maxFetchLimit:
+		return fmt.Errorf("%w: BodyConns %d must be 0 to MaxConns, MaxBodyBytes %d 0 to %d", ErrBadURL, c.BodyConns, c.MaxBodyBytes, int64(maxFetchLimit))
 	case c.MinRate < 0 || c.MaxFetchBytes < 0 || c.MaxChunkBytes < 0:
 		return fmt.Errorf("%w: MinRate, MaxFetchBytes and MaxChunkBytes must not be negative", ErrBadURL)
 	case c.MaxFetchBytes > maxFetchLimit:

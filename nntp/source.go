@@ -30,6 +30,9 @@ type Source struct {
 	// connections used, by the compression they negotiated
 	deflated, gzipped atomic.Int64
 
+	bodies     chan struct{} // a token per body being read (Config.BodyConns)
+	bodiesRead atomic.Int64
+
 	mu       sync.Mutex
 	nextID   uint64
 	inFlight map[uint64]time.Time // the fetches running, by when they started
@@ -43,7 +46,7 @@ func New(cfg Config) (*Source, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Source{cfg: cfg, inFlight: map[uint64]time.Time{}}
+	s := &Source{cfg: cfg, inFlight: map[uint64]time.Time{}, bodies: make(chan struct{}, cfg.BodyConns)}
 	s.pool = newPool(&s.cfg)
 	return s, nil
 }
@@ -81,6 +84,8 @@ type Stats struct {
 	// Deflate and Gzip count the connections used that negotiated COMPRESS
 	// DEFLATE and XFEATURE COMPRESS GZIP; the rest read plain text.
 	Deflate, Gzip int64
+	// Bodies counts the article bodies Body read.
+	Bodies int64
 	// InFlight is the fetches running now, and Oldest how long the oldest
 	// of them has run (0 when none runs).
 	InFlight int
@@ -91,7 +96,7 @@ type Stats struct {
 func (s *Source) Stats() Stats {
 	st := Stats{Dials: s.pool.dials.Load(), Lines: s.lines.Load(), Dropped: s.dropped.Load(),
 		CutDeadline: s.cutTime.Load(), CutTooLarge: s.cutSize.Load(),
-		Deflate: s.deflated.Load(), Gzip: s.gzipped.Load()}
+		Deflate: s.deflated.Load(), Gzip: s.gzipped.Load(), Bodies: s.bodiesRead.Load()}
 	now := time.Now()
 	s.mu.Lock()
 	st.InFlight = len(s.inFlight)

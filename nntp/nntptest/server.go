@@ -158,6 +158,13 @@ type Config struct {
 	// (never held): data after the end of the response.
 	TrailingZeros int64
 
+	// Bodies answers BODY: the body of each message-id, its lines ended
+	// by "\n", sent dot-stuffed with "\r\n"; any other message-id is
+	// 430. EndlessBody answers BODY of a known message-id with 222 and
+	// lines of "x", forever (generated as they are sent).
+	Bodies      map[string]string
+	EndlessBody bool
+
 	// StallQuit answers QUIT with nothing, and keeps the connection open
 	// until the client closes it or the server closes.
 	StallQuit bool
@@ -525,6 +532,8 @@ func (ss *session) command(line string) bool {
 		return ss.compressDeflate(cfg, f)
 	case "GROUP":
 		ss.selectGroup(f)
+	case "BODY":
+		return ss.body(cfg, f)
 	case "OVER", "XOVER":
 		if verb == "OVER" && cfg.NoOver {
 			ss.reply(500, "unknown command")
@@ -1001,4 +1010,37 @@ func selfSigned() (*tls.Config, *x509.CertPool, error) {
 		MinVersion:   tls.VersionTLS12,
 	}
 	return tc, pool, nil
+}
+
+// body answers BODY from cfg.Bodies; false ends the session.
+func (ss *session) body(cfg Config, f []string) bool {
+	text, ok := "", false
+	if len(f) == 2 {
+		text, ok = cfg.Bodies[f[1]]
+	}
+	if !ok {
+		ss.reply(430, "no such article")
+		return true
+	}
+	ss.reply(222, "0 "+f[1]+" body follows")
+	if cfg.EndlessBody {
+		line := strings.Repeat("x", 1000) + "\r\n"
+		for {
+			if _, err := ss.w.WriteString(line); err != nil {
+				return false
+			}
+		}
+	}
+	for _, l := range strings.SplitAfter(text, "\n") {
+		if l == "" {
+			continue
+		}
+		l = strings.TrimSuffix(l, "\n")
+		if strings.HasPrefix(l, ".") {
+			l = "." + l
+		}
+		ss.w.WriteString(l + "\r\n")
+	}
+	ss.w.WriteString(".\r\n")
+	return true
 }
