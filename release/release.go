@@ -170,10 +170,49 @@ type Release struct {
 	Episode *Episode `json:"episode,omitempty"`
 	// Grabs counts the downloads of its NZB through the Newznab API.
 	Grabs int64 `json:"grabs"`
+	// PostProc is what post-processing (package postproc) found reading a
+	// few of its articles' bodies; its zero value until it has.
+	PostProc PostProc `json:"postProc"`
 	// Files are its files, sorted by name, with their parts;
 	// Store.ReleaseByID fills them, a listing leaves them nil.
 	Files []File `json:"files,omitempty"`
 }
+
+// PostProc is what post-processing found of a release, and how far it
+// got.
+type PostProc struct {
+	// State is PostPending, PostDone or PostFailed (for good: its tries
+	// are spent); Attempts counts the tries, Reason says why the last
+	// failed.
+	State    PostState `json:"state"`
+	Attempts int       `json:"attempts,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	// Renamed says its name came from its PAR2 set or its NFO (the
+	// builder then keeps it).
+	Renamed bool `json:"renamed,omitempty"`
+	// Password is the Newznab password attr: 0 none, 1 passworded, 2
+	// potentially.
+	Password int `json:"password"`
+	// HasNFO says an NFO was read; NFO is its text, which only
+	// Store.ReleaseByID and a details read fill.
+	HasNFO bool   `json:"hasNfo,omitempty"`
+	NFO    string `json:"nfo,omitempty"`
+	// IMDb and TVDB are ids its NFO links to.
+	IMDb string `json:"imdb,omitempty"`
+	TVDB string `json:"tvdb,omitempty"`
+	// Bodies counts the article bodies it read.
+	Bodies int `json:"bodies,omitempty"`
+}
+
+// PostState is how far a release's post-processing got.
+type PostState int
+
+// The states of post-processing.
+const (
+	PostPending PostState = 0
+	PostDone    PostState = 1
+	PostFailed  PostState = 2
+)
 
 // Completion is the share of the expected parts that were seen, from 0 to
 // 100, as NNTmux shows it.

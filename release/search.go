@@ -32,6 +32,9 @@ type Search struct {
 	// MinCompletion is the share of its parts a release needs to be
 	// listed, in percent (1 to 100); 0 means 100: complete releases only.
 	MinCompletion int
+	// NoPassword keeps the releases whose password attr is 0: none
+	// found, or not post-processed yet (Newznab's password=0).
+	NoPassword bool
 	// Offset skips that many matches (at most MaxSearchOffset); Limit is
 	// the page size (0: DefaultSearchLimit, at most MaxSearchLimit).
 	Offset, Limit int

@@ -365,8 +365,15 @@ func (s *Store) updateReleases(ctx context.Context, tx *sqlx.Tx, changed []relea
 			last_us = excluded.last_us, files_seen = excluded.files_seen, files_complete = excluded.files_complete,
 			files_expected = excluded.files_expected, parts_seen = excluded.parts_seen, parts_expected = excluded.parts_expected,
 			bytes = excluded.bytes, complete = excluded.complete, updated_us = excluded.updated_us,
-			name = excluded.name, category = excluded.category, season = excluded.season, episode = excluded.episode,
-			episode_daily = excluded.episode_daily, search_words = excluded.search_words`), args...); err != nil {
+			name = CASE WHEN releases.renamed THEN releases.name ELSE excluded.name END,
+			category = CASE WHEN releases.renamed THEN releases.category ELSE excluded.category END,
+			season = CASE WHEN releases.renamed THEN releases.season ELSE excluded.season END,
+			episode = CASE WHEN releases.renamed THEN releases.episode ELSE excluded.episode END,
+			episode_daily = CASE WHEN releases.renamed THEN releases.episode_daily ELSE excluded.episode_daily END,
+			search_words = CASE WHEN releases.renamed THEN releases.search_words ELSE excluded.search_words END,
+			pp_state = CASE WHEN releases.files_seen <> excluded.files_seen THEN 0 ELSE releases.pp_state END,
+			pp_attempts = CASE WHEN releases.files_seen <> excluded.files_seen THEN 0 ELSE releases.pp_attempts END,
+			pp_next_us = CASE WHEN releases.files_seen <> excluded.files_seen THEN 0 ELSE releases.pp_next_us END`), args...); err != nil {
 			return err
 		}
 	}

@@ -23,30 +23,40 @@ import (
 var _ release.Store = (*Store)(nil)
 
 const releaseCols = `id, set_key, name, poster, group_names, posted_us, last_us, files_seen, files_complete, files_expected,
-	parts_seen, parts_expected, bytes, complete, updated_us, category, season, episode, episode_daily, grabs`
+	parts_seen, parts_expected, bytes, complete, updated_us, category, season, episode, episode_daily, grabs,
+	pp_state, pp_attempts, pp_reason, pp_bodies, renamed, password, nfo IS NOT NULL AS has_nfo, imdb, tvdb`
 
 // releaseRow is a row of releases.
 type releaseRow struct {
-	ID            int64         `db:"id"`
-	SetKey        string        `db:"set_key"`
-	Name          string        `db:"name"`
-	Poster        string        `db:"poster"`
-	Groups        string        `db:"group_names"`
-	PostedUS      int64         `db:"posted_us"`
-	LastUS        int64         `db:"last_us"`
-	FilesSeen     int           `db:"files_seen"`
-	FilesComplete int           `db:"files_complete"`
-	FilesExpected int           `db:"files_expected"`
-	PartsSeen     int64         `db:"parts_seen"`
-	PartsExpected int64         `db:"parts_expected"`
-	Bytes         int64         `db:"bytes"`
-	Complete      bool          `db:"complete"`
-	UpdatedUS     int64         `db:"updated_us"`
-	Category      int           `db:"category"`
-	Season        sql.NullInt64 `db:"season"`
-	Episode       sql.NullInt64 `db:"episode"`
-	Daily         sql.NullBool  `db:"episode_daily"`
-	Grabs         int64         `db:"grabs"`
+	ID            int64          `db:"id"`
+	SetKey        string         `db:"set_key"`
+	Name          string         `db:"name"`
+	Poster        string         `db:"poster"`
+	Groups        string         `db:"group_names"`
+	PostedUS      int64          `db:"posted_us"`
+	LastUS        int64          `db:"last_us"`
+	FilesSeen     int            `db:"files_seen"`
+	FilesComplete int            `db:"files_complete"`
+	FilesExpected int            `db:"files_expected"`
+	PartsSeen     int64          `db:"parts_seen"`
+	PartsExpected int64          `db:"parts_expected"`
+	Bytes         int64          `db:"bytes"`
+	Complete      bool           `db:"complete"`
+	UpdatedUS     int64          `db:"updated_us"`
+	Category      int            `db:"category"`
+	Season        sql.NullInt64  `db:"season"`
+	Episode       sql.NullInt64  `db:"episode"`
+	Daily         sql.NullBool   `db:"episode_daily"`
+	Grabs         int64          `db:"grabs"`
+	PPState       int            `db:"pp_state"`
+	PPAttempts    int            `db:"pp_attempts"`
+	PPReason      sql.NullString `db:"pp_reason"`
+	PPBodies      int            `db:"pp_bodies"`
+	Renamed       bool           `db:"renamed"`
+	Password      int            `db:"password"`
+	HasNFO        bool           `db:"has_nfo"`
+	IMDb          sql.NullString `db:"imdb"`
+	TVDB          sql.NullString `db:"tvdb"`
 }
 
 func (r releaseRow) release() (release.Release, error) {
@@ -54,7 +64,9 @@ func (r releaseRow) release() (release.Release, error) {
 		Posted: time.UnixMicro(r.PostedUS).UTC(), Last: time.UnixMicro(r.LastUS).UTC(),
 		FilesSeen: r.FilesSeen, FilesComplete: r.FilesComplete, FilesExpected: r.FilesExpected,
 		PartsSeen: r.PartsSeen, PartsExpected: r.PartsExpected, Bytes: r.Bytes, Complete: r.Complete,
-		Updated: time.UnixMicro(r.UpdatedUS).UTC(), Category: r.Category, Grabs: r.Grabs}
+		Updated: time.UnixMicro(r.UpdatedUS).UTC(), Category: r.Category, Grabs: r.Grabs,
+		PostProc: release.PostProc{State: release.PostState(r.PPState), Attempts: r.PPAttempts, Reason: r.PPReason.String,
+			Renamed: r.Renamed, Password: r.Password, HasNFO: r.HasNFO, IMDb: r.IMDb.String, TVDB: r.TVDB.String, Bodies: r.PPBodies}}
 	if r.Season.Valid {
 		out.Episode = &release.Episode{Season: int(r.Season.Int64), Episode: int(r.Episode.Int64), Daily: r.Daily.Bool}
 	}
@@ -358,17 +370,22 @@ func (f *storedFile) parts() int {
 	return len(f.Items)
 }
 
-// releaseRow reads release id, without its files.
+// releaseRow reads release id, with its NFO and without its files.
 func (s *Store) releaseRow(ctx context.Context, tx *sqlx.Tx, id int64) (release.Release, error) {
-	var row releaseRow
-	err := tx.GetContext(ctx, &row, s.q("SELECT "+releaseCols+" FROM releases WHERE id = ?"), id)
+	var row struct {
+		releaseRow
+		NFO sql.NullString `db:"nfo"`
+	}
+	err := tx.GetContext(ctx, &row, s.q("SELECT "+releaseCols+", nfo FROM releases WHERE id = ?"), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return release.Release{}, fmt.Errorf("%w: no release %d", release.ErrNotFound, id)
 	}
 	if err != nil {
 		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
 	}
-	return row.release()
+	r, err := row.release()
+	r.PostProc.NFO = row.NFO.String
+	return r, err
 }
 
 // storedFiles reads the files of release id as release_files keeps them

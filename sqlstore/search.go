@@ -394,6 +394,9 @@ func filterConds(q release.Search, conds []string, args []any, sizePrefix string
 		conds = append(conds, cond)
 		args = append(args, sargs...)
 	}
+	if q.NoPassword {
+		conds = append(conds, "password = 0")
+	}
 	if q.MinCompletion >= 100 {
 		conds = append(conds, "complete = ?")
 		args = append(args, true)
