@@ -109,6 +109,27 @@ func (r *Router) FindDate(ctx context.Context, group string, since time.Time) (g
 	return df.FindDate(ctx, newsgroup, since)
 }
 
+// ErrNoBodies means a group's source cannot read article bodies.
+var ErrNoBodies = fmt.Errorf("the source reads no article bodies: %w", errors.ErrUnsupported)
+
+// Body reads the body of article messageID from the provider of group,
+// when its source reads bodies (nntp.Source does); otherwise it fails
+// with an error wrapping ErrNoBodies.
+func (r *Router) Body(ctx context.Context, group, messageID string) ([]byte, error) {
+	src, _, err := r.route(group)
+	if err != nil {
+		return nil, err
+	}
+	b, ok := src.(interface {
+		Body(context.Context, string) ([]byte, error)
+	})
+	if !ok {
+		_, provider := grouplease.SplitGroup(group)
+		return nil, fmt.Errorf("group %q: provider %q: %w", group, provider, ErrNoBodies)
+	}
+	return b.Body(ctx, messageID)
+}
+
 // Check checks every source that has a Check method (nntp.Source dials and
 // logs in), one after the other, and returns their errors joined, each
 // naming its provider.

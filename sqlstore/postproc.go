@@ -40,7 +40,7 @@ func (s *Store) PostProcDue(ctx context.Context, now time.Time, lease time.Durat
 }
 
 // PostProcDone stores what post-processing found of release id and marks
-// it done. A name other than "" renames the release: its category and
+// it done, with p.Reason saying what it left out (a corrupt piece). A name other than "" renames the release: its category and
 // episode are those of the new name, its search words the new name's and
 // then the old one's, and the builder keeps them from then on.
 func (s *Store) PostProcDone(ctx context.Context, id int64, name string, p release.PostProc) error {
@@ -56,8 +56,8 @@ func (s *Store) PostProcDone(ctx context.Context, id int64, name string, p relea
 			}
 			return err
 		}
-		set := "pp_state = 1, pp_reason = NULL, pp_bodies = ?, password = ?, nfo = ?, imdb = ?, tvdb = ?"
-		args := []any{p.Bodies, p.Password, nfo, nullString(p.IMDb), nullString(p.TVDB)}
+		set := "pp_state = 1, pp_reason = ?, pp_bodies = ?, password = ?, nfo = ?, imdb = ?, tvdb = ?"
+		args := []any{nullString(cutReason(p.Reason)), p.Bodies, p.Password, nfo, nullString(p.IMDb), nullString(p.TVDB)}
 		if name != "" && name != row.Name {
 			r := release.Release{Name: name}
 			if err := json.Unmarshal([]byte(row.Groups), &r.Groups); err != nil {
@@ -80,9 +80,7 @@ func (s *Store) PostProcDone(ctx context.Context, id int64, name string, p relea
 // keeping reason (cut at MaxPostProcReason bytes): it is due again at
 // next, or failed for good at its maxAttempts-th try.
 func (s *Store) PostProcFailed(ctx context.Context, id int64, reason string, next time.Time, maxAttempts int) error {
-	if len(reason) > MaxPostProcReason {
-		reason = strings.ToValidUTF8(reason[:MaxPostProcReason], "") + "..."
-	}
+	reason = cutReason(reason)
 	_, err := s.db.ExecContext(ctx, s.q(`UPDATE releases SET pp_attempts = pp_attempts + 1, pp_reason = ?, pp_next_us = ?,
 		pp_state = CASE WHEN pp_attempts + 1 >= ? THEN 2 ELSE 0 END WHERE id = ? AND pp_state = 0`),
 		reason, next.UnixMicro(), maxAttempts, id)
@@ -102,6 +100,14 @@ func (s *Store) PostProcCounts(ctx context.Context) (pending, failed int64, err 
 		return 0, 0, fmt.Errorf("post-processing counts: %w", err)
 	}
 	return pending, failed, nil
+}
+
+// cutReason cuts reason at MaxPostProcReason bytes, on a character.
+func cutReason(reason string) string {
+	if len(reason) > MaxPostProcReason {
+		reason = strings.ToValidUTF8(reason[:MaxPostProcReason], "") + "..."
+	}
+	return reason
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
