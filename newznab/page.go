@@ -108,6 +108,10 @@ type rowView struct {
 	Grabs      int64
 	Details    string // link
 	NZB        string // link
+	// Password is the password attr in words ("" for none); HasNFO says
+	// the release has an NFO.
+	Password string
+	HasNFO   bool
 }
 
 type detailView struct {
@@ -119,6 +123,10 @@ type detailView struct {
 	// MoreGroups and MoreFiles count those past MaxGroups and MaxFiles,
 	// which the page does not list.
 	MoreGroups, MoreFiles int
+	// NFO is the release's NFO text; PostProc how far post-processing
+	// got, in words.
+	NFO      string
+	PostProc string
 }
 
 type fileView struct {
@@ -295,6 +303,7 @@ func (h *Handler) details(v *pageView, rel release.Release) *detailView {
 			Parts: fmt.Sprintf("%d/%d", f.Seen, f.Total), Complete: f.Complete})
 	}
 	d.MoreFiles = max(rel.FilesSeen, len(rel.Files)) - len(d.Files)
+	d.NFO, d.PostProc = rel.PostProc.NFO, pageText(postProcText(rel.PostProc))
 	return d
 }
 
@@ -430,8 +439,33 @@ func (h *Handler) row(v *pageView, rel release.Release, now time.Time) rowView {
 		Size: humanBytes(rel.Bytes), Bytes: rel.Bytes, Age: humanAge(now.Sub(rel.Posted)),
 		Posted: rel.Posted.UTC().Format("2006-01-02 15:04 UTC"), FileCount: files,
 		Completion: percent(rel.PartsSeen, rel.PartsExpected), Complete: rel.Complete, Grabs: rel.Grabs,
-		Details: details, NZB: nzbLink,
+		Details: details, NZB: nzbLink, Password: passwordText(rel.PostProc.Password), HasNFO: rel.PostProc.HasNFO,
 	}
+}
+
+// passwordText is the password attr in words, "" for none.
+func passwordText(p int) string {
+	switch p {
+	case 1:
+		return "Passworded"
+	case 2:
+		return "Maybe passworded"
+	}
+	return ""
+}
+
+// postProcText says how far a release's post-processing got.
+func postProcText(p release.PostProc) string {
+	switch p.State {
+	case release.PostDone:
+		return "done"
+	case release.PostFailed:
+		return "failed: " + p.Reason
+	}
+	if p.Attempts > 0 {
+		return fmt.Sprintf("pending (%d tries; %s)", p.Attempts, p.Reason)
+	}
+	return "pending"
 }
 
 // searchLink is the link to page n of a search.

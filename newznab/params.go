@@ -262,7 +262,10 @@ func (p *params) search(lim limits) (release.Search, bool) {
 	q.MinBytes, _ = p.size("minsize")
 	q.MaxBytes, _ = p.size("maxsize")
 	p.flag("extended") // every attr is always given
-	p.flag("password") // no release is known to be passworded
+	// password=0 keeps the releases not known to be passworded (attr 0,
+	// post-processed or not yet); 1, or none, every release.
+	p.flag("password")
+	q.NoPassword = p.one("password") == "0"
 	q.Episode = p.episode()
 	for _, name := range idParams {
 		if p.one(name) != "" {

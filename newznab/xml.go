@@ -194,6 +194,14 @@ func detailsURL(base string, id int64) string {
 	return base + "/details/" + strconv.FormatInt(id, 10)
 }
 
+// boolAttr is a flag attr's value: "1" or "0".
+func boolAttr(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
 // getURL is the API URL of release id's NZB, carrying the key.
 func getURL(base, key string, id int64) string {
 	return base + "/api?t=get&id=" + strconv.FormatInt(id, 10) + "&apikey=" + url.QueryEscape(key)
@@ -245,6 +253,11 @@ func (w *writer) item(f feed, r *release.Release) {
 	w.elem("   ", "comments", details+"#comments")
 	w.elem("   ", "pubDate", date(posted))
 	w.elem("   ", "category", CategoryName(r.Category))
+	if r.PostProc.NFO != "" {
+		// Only t=details reads the NFO: its text is the description.
+		// nfo.Decode bounded it and left no control character.
+		w.elem("   ", "description", nzb.Text(r.PostProc.NFO))
+	}
 	w.raw("   <enclosure")
 	w.attr("url", get)
 	w.attr("length", strconv.FormatInt(r.Bytes, 10))
@@ -263,7 +276,14 @@ func (w *writer) item(f feed, r *release.Release) {
 	}
 	w.newznabAttr("usenetdate", date(posted))
 	w.newznabAttr("guid", id)
-	w.newznabAttr("password", "0")
+	w.newznabAttr("password", strconv.Itoa(r.PostProc.Password))
+	w.newznabAttr("nfo", boolAttr(r.PostProc.HasNFO))
+	if id, ok := strings.CutPrefix(r.PostProc.IMDb, "tt"); ok {
+		w.newznabAttr("imdb", id)
+	}
+	if tvdb := r.PostProc.TVDB; tvdb != "" && strings.Trim(tvdb, "0123456789") == "" {
+		w.newznabAttr("tvdbid", tvdb)
+	}
 	if e := r.Episode; e != nil {
 		season, episode := strconv.Itoa(e.Season), strconv.Itoa(e.Episode)
 		if e.Daily {

@@ -48,11 +48,12 @@ type rssItem struct {
 		PermaLink string `xml:"isPermaLink,attr"`
 		Value     string `xml:",chardata"`
 	} `xml:"guid"`
-	Link      string `xml:"link"`
-	Comments  string `xml:"comments"`
-	PubDate   string `xml:"pubDate"`
-	Category  string `xml:"category"`
-	Enclosure struct {
+	Link        string `xml:"link"`
+	Comments    string `xml:"comments"`
+	PubDate     string `xml:"pubDate"`
+	Category    string `xml:"category"`
+	Description string `xml:"description"`
+	Enclosure   struct {
 		URL    string `xml:"url,attr"`
 		Length string `xml:"length,attr"`
 		Type   string `xml:"type,attr"`
@@ -299,6 +300,7 @@ func TestFeedDoc(t *testing.T) {
 		"usenetdate": {"Sun, 29 Nov 2026 20:15:00 +0000"},
 		"guid":       {"7"},
 		"password":   {"0"},
+		"nfo":        {"0"},
 		"season":     {"1"},
 		"episode":    {"2"},
 	}, it.attrs())
