@@ -70,19 +70,36 @@ var (
 	sigSpan = []byte("PK\x07\x08") // a split ZIP's first bytes
 )
 
-// HeadBytes is how much of an archive's start Inspect reads for RAR and
-// ZIP headers: a first segment holds it.
+// HeadBytes is the most of an archive's start Inspect reads for RAR and
+// ZIP headers. It reads the first 4 KiB first, which holds them but for
+// long comments, and the rest only when those end before they tell:
+// through a ReaderAt over a post's segments, each read past the first
+// segment costs a body.
 const HeadBytes = 64 << 10
 
+// firstBytes is what Inspect reads first.
+const firstBytes = 4 << 10
+
 // Inspect reads the headers of the archive r of size bytes, an archive's
-// first volume: its first HeadBytes for RAR and ZIP, and for 7z the
-// header at its end (and the header's packed stream, LZMA-decoded, when
-// the header is encoded). A read r fails ends it with r's error.
+// first volume: its first bytes for RAR and ZIP (see HeadBytes), and for
+// 7z the header at its end (and the header's packed stream,
+// LZMA-decoded, when the header is encoded). A read r fails ends it with
+// r's error.
 func Inspect(r io.ReaderAt, size int64) (Info, error) {
-	data, err := readAt(r, 0, min(size, HeadBytes))
-	if err != nil {
-		return Info{}, err
+	for n := min(size, firstBytes); ; n = min(size, HeadBytes) {
+		data, err := readAt(r, 0, n)
+		if err != nil {
+			return Info{}, err
+		}
+		info, err := inspect(r, size, data)
+		if err != nil || info.Known || n == min(size, HeadBytes) {
+			return info, err
+		}
 	}
+}
+
+// inspect reads the headers in data, the first bytes of r.
+func inspect(r io.ReaderAt, size int64, data []byte) (Info, error) {
 	switch {
 	case bytes.HasPrefix(data, sigRAR5):
 		return rar5(data[len(sigRAR5):])

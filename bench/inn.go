@@ -45,6 +45,16 @@ type innBench struct {
 	indexed int64        // the articles of those spans
 	ranges  int          // the ranges of the last edgeindex run
 	latency time.Duration
+	// pp is what serve's post-processing did in the last edgeindex run.
+	pp postProcRun
+}
+
+// postProcRun is what post-processing did in one run: the releases it
+// finished, the bodies they cost, and when the last was done, from
+// serve's start.
+type postProcRun struct {
+	releases, bodies int64
+	elapsed          time.Duration
 }
 
 // innState is the run's innBench, stopped by closeINN.
@@ -82,6 +92,15 @@ func (s *session) innMeasures(add addMeasure) {
 		}
 		return result{rate: float64(b.latency) / float64(time.Millisecond), elapsed: b.latency,
 			detail: fmt.Sprintf("one article posted after the backfill, to its item in GET /v1/results, --poll %s", s.o.innPoll)}, nil
+	})
+	add("inn", "inn/postproc", "releases/s", func() (result, error) {
+		pp := b.pp
+		if pp.releases == 0 {
+			return result{detail: "not measured"}, nil
+		}
+		return result{rate: float64(pp.releases) / pp.elapsed.Seconds(), elapsed: pp.elapsed,
+			detail: fmt.Sprintf("serve's post-processing during inn/edgeindex: %d releases done, %d article bodies (%.2f a release), on --body-conns 1 of the %d connections, the last done %s after serve's start",
+				pp.releases, pp.bodies, float64(pp.bodies)/float64(pp.releases), innConns, pp.elapsed.Round(time.Millisecond))}, nil
 	})
 	add("inn", "inn/over", "articles/s", func() (result, error) {
 		if b.err != nil || len(b.spans) == 0 {
@@ -151,6 +170,9 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 	if perr := <-profiled; err == nil {
 		err = perr
 	}
+	if err == nil {
+		b.pp, err = waitPostProc(ctx, db, start)
+	}
 	if serr := srv.Stop(); err == nil {
 		err = serr
 	}
@@ -159,6 +181,42 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 			srv.CPU().Round(time.Millisecond), (b.innCPU() - inn0).Round(time.Millisecond))
 	}
 	return r, err
+}
+
+// waitPostProc waits until serve's post-processing has no release left
+// pending (two reads a second apart), at most 10 minutes, and returns
+// what it did, timed from start.
+func waitPostProc(ctx context.Context, db string, start time.Time) (postProcRun, error) {
+	store, err := sqlstore.Open(ctx, db, sqlstore.Config{})
+	if err != nil {
+		return postProcRun{}, err
+	}
+	defer store.Close()
+	var run postProcRun
+	deadline := time.Now().Add(10 * time.Minute)
+	for calm := 0; calm < 2; {
+		pending, _, err := store.PostProcCounts(ctx)
+		if err != nil {
+			return run, err
+		}
+		if pending > 0 {
+			calm = 0
+			run.elapsed = 0
+		} else {
+			if run.elapsed == 0 {
+				run.elapsed = time.Since(start)
+			}
+			calm++
+		}
+		if time.Now().After(deadline) {
+			return run, fmt.Errorf("inn: %d releases still pending post-processing after 10 minutes", pending)
+		}
+		if calm < 2 {
+			time.Sleep(time.Second)
+		}
+	}
+	err = store.DB().QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(pp_bodies), 0) FROM releases WHERE pp_state = 1").Scan(&run.releases, &run.bodies)
+	return run, err
 }
 
 // prepare adds the planned group and one node a worker, with the CLI, and

@@ -70,6 +70,48 @@ func (m *Metrics) WatchFetches(stats func() FetchStats) {
 	})
 }
 
+// PostProcStats is what post-processing reports: releases waiting and
+// given up on (in the store), and since start those done, the tries
+// that failed and the article bodies read (postproc.Processor.Stats).
+type PostProcStats struct {
+	Pending, GivenUp     int64
+	Done, Failed, Bodies int64
+}
+
+// WatchPostProc exports stats, asked at each scrape, as
+// edgeindex_postproc_releases{state="pending"|"failed"} and
+// edgeindex_postproc_total{outcome="done"|"failed"} and
+// edgeindex_postproc_bodies_total. Call it once, before serving.
+func (m *Metrics) WatchPostProc(stats func() PostProcStats) {
+	if m == nil || stats == nil {
+		return
+	}
+	m.reg.MustRegister(postProcCollector{stats: stats,
+		releases: prometheus.NewDesc("edgeindex_postproc_releases", "Releases waiting for post-processing (pending) and given up on (failed).", []string{"state"}, nil),
+		tries:    prometheus.NewDesc("edgeindex_postproc_total", "Post-processing tries since start, by outcome.", []string{"outcome"}, nil),
+		bodies:   prometheus.NewDesc("edgeindex_postproc_bodies_total", "Article bodies post-processing read since start.", nil, nil),
+	})
+}
+
+type postProcCollector struct {
+	stats                   func() PostProcStats
+	releases, tries, bodies *prometheus.Desc
+}
+
+func (c postProcCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.releases
+	ch <- c.tries
+	ch <- c.bodies
+}
+func (c postProcCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.stats()
+	ch <- prometheus.MustNewConstMetric(c.releases, prometheus.GaugeValue, float64(st.Pending), "pending")
+	ch <- prometheus.MustNewConstMetric(c.releases, prometheus.GaugeValue, float64(st.GivenUp), "failed")
+	ch <- prometheus.MustNewConstMetric(c.tries, prometheus.CounterValue, float64(st.Done), "done")
+	ch <- prometheus.MustNewConstMetric(c.tries, prometheus.CounterValue, float64(st.Failed), "failed")
+	ch <- prometheus.MustNewConstMetric(c.bodies, prometheus.CounterValue, float64(st.Bodies))
+}
+
 type fetchCollector struct {
 	stats                 func() FetchStats
 	inFlight, oldest, cut *prometheus.Desc

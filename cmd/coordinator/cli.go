@@ -43,6 +43,11 @@ type Main struct {
 	// default); Release holds its window and interval.
 	Releases bool
 	Release  release.Config
+	// PostProc runs post-processing in serve (--postproc, on by default,
+	// for NNTP sources); BodyConns is each NNTP source's share of its
+	// connections for article bodies (--body-conns).
+	PostProc  bool
+	BodyConns int
 	// ClaimTTL is how long a chunk claim holds while its fetch runs
 	// (--claim-ttl; 0: the prefetcher's default, 2m): a coordinator that
 	// dies leaves the chunks it was fetching to the others after it.

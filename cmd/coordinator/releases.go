@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/postproc"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -21,6 +23,42 @@ func (m *Main) releaseFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&m.Releases, "releases", true, "build releases from the results feed (--releases=false: off)")
 	fs.DurationVar(&m.Release.Window, "release-window", release.DefaultWindow, "how far apart in posting date a release's files may be")
 	fs.DurationVar(&m.Release.Interval, "release-interval", release.DefaultInterval, "how often the release builder reads the feed once it has caught up")
+	fs.BoolVar(&m.PostProc, "postproc", true, "post-process releases: read their NFO, PAR2 index and archive headers from an NNTP source (--postproc=false: off)")
+	fs.IntVar(&m.BodyConns, "body-conns", 1, "the connections of each NNTP source that post-processing may read article bodies on at once")
+}
+
+// newPostProc returns serve's post-processor, its counts exported on
+// metrics, when --postproc is on and a source reads bodies; nil
+// otherwise.
+func (m *Main) newPostProc(store *sqlstore.Store, bodies postproc.Bodies, metrics *coordinator.Metrics, log *slog.Logger) (*postproc.Processor, error) {
+	if !m.PostProc || bodies == nil {
+		return nil, nil
+	}
+	p, err := postproc.New(postproc.Config{Store: store, Bodies: bodies, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	metrics.WatchPostProc(func() coordinator.PostProcStats {
+		st := p.Stats()
+		out := coordinator.PostProcStats{Done: st.Done, Failed: st.Failed, Bodies: st.Bodies}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		out.Pending, out.GivenUp, _ = store.PostProcCounts(ctx)
+		return out
+	})
+	return p, nil
+}
+
+// runPostProc runs p until ctx ends; nil p returns at once.
+func runPostProc(ctx context.Context, p *postproc.Processor, log *slog.Logger) error {
+	if p == nil {
+		return nil
+	}
+	log.Info("post-processing running")
+	if err := p.Run(ctx); !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 // runReleases runs the release builder until ctx ends, when --releases is

@@ -16,6 +16,7 @@ import (
 	"github.com/edgeindex/edgeindex/coordinator"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/redact"
+	"github.com/edgeindex/edgeindex/postproc"
 	"github.com/edgeindex/edgeindex/prefetch"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
@@ -73,7 +74,7 @@ type running struct {
 	newznab  *http.Server // --newznab's, or nil
 	nzl      net.Listener // --newznab's, or nil
 	served   chan error
-	bg       chan error // the prefetcher, the planner, the release builder and the chunk listener
+	bg       chan error // the prefetcher, the planner, the release builder, post-processing and the chunk listener
 	cancel   context.CancelFunc
 	log      *slog.Logger
 	storage  storage
@@ -81,6 +82,7 @@ type running struct {
 	store    *sqlstore.Store
 	pf       *prefetch.Prefetcher
 	planner  *grouplease.Planner
+	postproc *postproc.Processor // nil: no post-processing
 	owner    string
 	pprof    *http.Server // --pprof's, or nil
 	ppl      net.Listener // --pprof's, or nil
@@ -89,7 +91,7 @@ type running struct {
 // start opens everything, binds the address (so a busy port fails at
 // once) and serves in the background.
 func (m *Main) start(ctx context.Context, log *slog.Logger) (_ *running, err error) {
-	r := &running{log: log, served: make(chan error, 2), bg: make(chan error, 4)}
+	r := &running{log: log, served: make(chan error, 2), bg: make(chan error, 5)}
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -186,6 +188,9 @@ func (m *Main) build(r *running, token string) error {
 		// with several providers, summed over them.
 		metrics.WatchFetches(src.fetchStats)
 	}
+	if r.postproc, err = m.newPostProc(store, src.bodies(), metrics, r.log); err != nil {
+		return err
+	}
 	cfg := coordinator.Config{Store: store, Spool: st.spool, Corpus: st.corpus, Snapshots: st.snaps,
 		Prefetcher: pf, AdminToken: token, LeaseTTL: m.TTL, Logger: r.log, Metrics: metrics}
 	if st.bucket != nil {
@@ -208,6 +213,7 @@ func (m *Main) launch(ctx context.Context, r *running) {
 	go func() { r.bg <- r.pf.Run(pctx) }()
 	go func() { r.bg <- r.planner.Run(pctx) }()
 	go func() { r.bg <- m.runReleases(pctx, r.store, r.log) }()
+	go func() { r.bg <- runPostProc(pctx, r.postproc, r.log) }()
 	go func() { r.bg <- listenChunks(pctx, r.api.Service(), r.log) }()
 	go func() { r.served <- r.http.Serve(r.listener) }()
 	if r.ppl != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/redact"
 	"github.com/edgeindex/edgeindex/nntp"
+	"github.com/edgeindex/edgeindex/postproc"
 	"github.com/edgeindex/edgeindex/prefetch"
 	"github.com/edgeindex/edgeindex/sources"
 )
@@ -50,6 +51,27 @@ func (s chunkSource) fetchStats() coordinator.FetchStats {
 		out.CutTooLarge += st.CutTooLarge
 	}
 	return out
+}
+
+// bodies is what post-processing reads article bodies through: the
+// router, or the one NNTP source; nil when no source reads bodies.
+func (s chunkSource) bodies() postproc.Bodies {
+	switch src := s.ChunkSource.(type) {
+	case *sources.Router:
+		if len(s.nntp) > 0 {
+			return src
+		}
+	case *nntp.Source:
+		return bodyFunc(func(ctx context.Context, _, messageID string) ([]byte, error) { return src.Body(ctx, messageID) })
+	}
+	return nil
+}
+
+// bodyFunc is a func as postproc.Bodies.
+type bodyFunc func(ctx context.Context, group, messageID string) ([]byte, error)
+
+func (f bodyFunc) Body(ctx context.Context, group, messageID string) ([]byte, error) {
+	return f(ctx, group, messageID)
 }
 
 // provider is one --source: the provider's name ("" for the default one)
@@ -182,6 +204,9 @@ func (m *Main) openSource(ctx context.Context, p provider, budget budgetFunc) (s
 	}
 	if cfg.MaxConns == 0 && m.NNTPConns > 0 {
 		cfg.MaxConns = m.NNTPConns
+	}
+	if m.BodyConns > 0 {
+		cfg.BodyConns = min(m.BodyConns, cmp.Or(cfg.MaxConns, nntp.DefaultMaxConns))
 	}
 	if budget != nil {
 		if cfg.Budget, err = budget(p.name, cmp.Or(cfg.MaxConns, nntp.DefaultMaxConns)); err != nil {

@@ -30,6 +30,14 @@ type statusReport struct {
 	orphaned []sqlstore.FetchingClaim
 	slots    []connlease.Lease
 	sizes    []connlease.BudgetSize
+	postProc postProcCounts
+}
+
+// postProcCounts are the releases waiting for post-processing, and those
+// it gave up on.
+type postProcCounts struct {
+	Pending int64 `json:"pending"`
+	Failed  int64 `json:"failed"`
 }
 
 func (m *Main) statusFlags(fs *flag.FlagSet) func(context.Context, []string) error {
@@ -50,7 +58,8 @@ func (m *Main) statusFlags(fs *flag.FlagSet) func(context.Context, []string) err
 			return err
 		}
 		if *asJSON {
-			return m.printJSON(map[string]any{"lanes": r.lanes, "plans": r.plans, "planErrors": r.failed, "stuckFetches": r.stuck, "orphanedClaims": r.orphaned, "connSlots": r.slots, "connBudgets": r.sizes})
+			return m.printJSON(map[string]any{"lanes": r.lanes, "plans": r.plans, "planErrors": r.failed, "stuckFetches": r.stuck, "orphanedClaims": r.orphaned, "connSlots": r.slots, "connBudgets": r.sizes,
+				"postProc": r.postProc})
 		}
 		return r.print(m.Stdout, *stuckAfter, *claimTTL)
 	}
@@ -111,7 +120,10 @@ func readStatus(ctx context.Context, store *sqlstore.Store, claimTTL, stuckAfter
 	if r.slots, err = store.Slots(ctx); err != nil {
 		return r, err
 	}
-	r.sizes, err = store.BudgetSizes(ctx)
+	if r.sizes, err = store.BudgetSizes(ctx); err != nil {
+		return r, err
+	}
+	r.postProc.Pending, r.postProc.Failed, err = store.PostProcCounts(ctx)
 	return r, err
 }
 
@@ -168,6 +180,11 @@ func (r statusReport) print(w io.Writer, stuckAfter, claimTTL time.Duration) err
 		for _, f := range r.failed {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", f.Group, f.At.UTC().Format(time.RFC3339), f.Message)
 		}
+	}
+	if r.postProc != (postProcCounts{}) {
+		fmt.Fprintln(tw, "")
+		fmt.Fprintf(tw, "Post-processing: %d releases pending, %d given up (GET /v1/releases/{id} says why)\n",
+			r.postProc.Pending, r.postProc.Failed)
 	}
 	return tw.Flush()
 }
