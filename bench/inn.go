@@ -20,6 +20,7 @@ import (
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/inntest"
 	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/sqlstore"
 )
 
@@ -44,6 +45,7 @@ type innBench struct {
 	spans   []lease.Span // the OVER spans of the last edgeindex run
 	indexed int64        // the articles of those spans
 	ranges  int          // the ranges of the last edgeindex run
+	items   int64        // the items its workers stored
 	latency time.Duration
 	// pp is what serve's post-processing did in the last edgeindex run.
 	pp postProcRun
@@ -55,6 +57,22 @@ type innBench struct {
 type postProcRun struct {
 	releases, bodies int64
 	elapsed          time.Duration
+	busy             time.Duration // its passes' time at work (edgeindex_postproc_seconds_total)
+}
+
+// postProcBusy reads edgeindex_postproc_seconds_total off serve's metrics.
+func postProcBusy(ctx context.Context, base, admin string) (time.Duration, error) {
+	b, err := adminGet(ctx, base, admin, "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "edgeindex_postproc_seconds_total "); ok {
+			s, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return time.Duration(s * float64(time.Second)), err
+		}
+	}
+	return 0, errors.New("inn: serve's metrics have no edgeindex_postproc_seconds_total")
 }
 
 // innState is the run's innBench, stopped by closeINN.
@@ -98,9 +116,10 @@ func (s *session) innMeasures(add addMeasure) {
 		if pp.releases == 0 {
 			return result{detail: "not measured"}, nil
 		}
-		return result{rate: float64(pp.releases) / pp.elapsed.Seconds(), elapsed: pp.elapsed,
-			detail: fmt.Sprintf("serve's post-processing during inn/edgeindex: %d releases done, %d article bodies (%.2f a release), on --body-conns 1 of the %d connections, the last done %s after serve's start",
-				pp.releases, pp.bodies, float64(pp.bodies)/float64(pp.releases), innConns, pp.elapsed.Round(time.Millisecond))}, nil
+		return result{rate: float64(pp.releases) / pp.busy.Seconds(), elapsed: pp.busy,
+			detail: fmt.Sprintf("serve's post-processing during inn/edgeindex: %d releases done, %d article bodies (%.2f a release, %.0f bodies/s), on --body-conns 1 of the %d connections; its passes worked %s, the last release done %s after serve's start (passes wait 5 s when idle)",
+				pp.releases, pp.bodies, float64(pp.bodies)/float64(pp.releases), float64(pp.bodies)/pp.busy.Seconds(), innConns,
+				pp.busy.Round(time.Millisecond), pp.elapsed.Round(time.Millisecond))}, nil
 	})
 	add("inn", "inn/over", "articles/s", func() (result, error) {
 		if b.err != nil || len(b.spans) == 0 {
@@ -171,7 +190,10 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 		err = perr
 	}
 	if err == nil {
-		b.pp, err = waitPostProc(ctx, db, start)
+		b.pp, err = waitPostProc(ctx, db, b.items, start)
+	}
+	if err == nil {
+		b.pp.busy, err = postProcBusy(ctx, srv.URL, srv.AdminToken)
 	}
 	if serr := srv.Stop(); err == nil {
 		err = serr
@@ -183,10 +205,11 @@ func (b *innBench) edgeRun(db, data string) (result, error) {
 	return r, err
 }
 
-// waitPostProc waits until serve's post-processing has no release left
-// pending (two reads a second apart), at most 10 minutes, and returns
-// what it did, timed from start.
-func waitPostProc(ctx context.Context, db string, start time.Time) (postProcRun, error) {
+// waitPostProc waits until serve's release builder has read items items
+// of the feed and its post-processing has no release left pending (two
+// reads a second apart), at most 10 minutes, and returns what it did,
+// timed from start.
+func waitPostProc(ctx context.Context, db string, items int64, start time.Time) (postProcRun, error) {
 	store, err := sqlstore.Open(ctx, db, sqlstore.Config{})
 	if err != nil {
 		return postProcRun{}, err
@@ -199,7 +222,11 @@ func waitPostProc(ctx context.Context, db string, start time.Time) (postProcRun,
 		if err != nil {
 			return run, err
 		}
-		if pending > 0 {
+		cur, err := store.ReleaseCursor(ctx, release.DefaultConsumer)
+		if err != nil {
+			return run, err
+		}
+		if pending > 0 || cur.Items < items {
 			calm = 0
 			run.elapsed = 0
 		} else {
@@ -272,7 +299,7 @@ func (b *innBench) index(base, admin, db string, tokens []string, start time.Tim
 		return result{}, err
 	}
 	indexed := b.high
-	b.indexed = indexed
+	b.indexed, b.items = indexed, st.Items
 	b.high++ // the article postToResult posted
 	return result{rate: float64(indexed) / elapsed.Seconds(), elapsed: elapsed,
 		detail: fmt.Sprintf("%d articles, %d ranges, %d OVER spans, %d items, %d workers, %d NNTP connections (%d fetching), compress %s, serve ready after %s, the workers' CPU %s",

@@ -76,12 +76,14 @@ func (m *Metrics) WatchFetches(stats func() FetchStats) {
 type PostProcStats struct {
 	Pending, GivenUp     int64
 	Done, Failed, Bodies int64
+	Busy                 time.Duration
 }
 
 // WatchPostProc exports stats, asked at each scrape, as
 // edgeindex_postproc_releases{state="pending"|"failed"} and
-// edgeindex_postproc_total{outcome="done"|"failed"} and
-// edgeindex_postproc_bodies_total. Call it once, before serving.
+// edgeindex_postproc_total{outcome="done"|"failed"},
+// edgeindex_postproc_bodies_total and edgeindex_postproc_seconds_total
+// (the time its passes worked). Call it once, before serving.
 func (m *Metrics) WatchPostProc(stats func() PostProcStats) {
 	if m == nil || stats == nil {
 		return
@@ -90,18 +92,20 @@ func (m *Metrics) WatchPostProc(stats func() PostProcStats) {
 		releases: prometheus.NewDesc("edgeindex_postproc_releases", "Releases waiting for post-processing (pending) and given up on (failed).", []string{"state"}, nil),
 		tries:    prometheus.NewDesc("edgeindex_postproc_total", "Post-processing tries since start, by outcome.", []string{"outcome"}, nil),
 		bodies:   prometheus.NewDesc("edgeindex_postproc_bodies_total", "Article bodies post-processing read since start.", nil, nil),
+		busy:     prometheus.NewDesc("edgeindex_postproc_seconds_total", "Time post-processing's passes spent on releases since start.", nil, nil),
 	})
 }
 
 type postProcCollector struct {
-	stats                   func() PostProcStats
-	releases, tries, bodies *prometheus.Desc
+	stats                         func() PostProcStats
+	releases, tries, bodies, busy *prometheus.Desc
 }
 
 func (c postProcCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.releases
 	ch <- c.tries
 	ch <- c.bodies
+	ch <- c.busy
 }
 func (c postProcCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.stats()
@@ -110,6 +114,7 @@ func (c postProcCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.tries, prometheus.CounterValue, float64(st.Done), "done")
 	ch <- prometheus.MustNewConstMetric(c.tries, prometheus.CounterValue, float64(st.Failed), "failed")
 	ch <- prometheus.MustNewConstMetric(c.bodies, prometheus.CounterValue, float64(st.Bodies))
+	ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, st.Busy.Seconds())
 }
 
 type fetchCollector struct {

@@ -102,6 +102,7 @@ type Processor struct {
 	cfg Config
 
 	done, failed, bodies atomic.Int64
+	busy                 atomic.Int64 // nanoseconds of passes that took releases
 }
 
 // New checks cfg and returns a Processor.
@@ -121,11 +122,14 @@ type Stats struct {
 	Done   int64 // releases post-processed
 	Failed int64 // tries that failed
 	Bodies int64 // article bodies read
+	// Busy is the time spent in passes that took releases: Done / Busy
+	// is the rate of post-processing, idle waits left out.
+	Busy time.Duration
 }
 
 // Stats returns the counts so far.
 func (p *Processor) Stats() Stats {
-	return Stats{Done: p.done.Load(), Failed: p.failed.Load(), Bodies: p.bodies.Load()}
+	return Stats{Done: p.done.Load(), Failed: p.failed.Load(), Bodies: p.bodies.Load(), Busy: time.Duration(p.busy.Load())}
 }
 
 // Run makes passes until ctx ends, one right after another while they
@@ -148,9 +152,13 @@ func (p *Processor) Run(ctx context.Context) error {
 // Pass leases up to Batch due releases and post-processes them; it
 // returns how many it took.
 func (p *Processor) Pass(ctx context.Context) (int, error) {
+	start := time.Now()
 	ids, err := p.cfg.Store.PostProcDue(ctx, p.cfg.Clock.Now(), p.cfg.Lease, p.cfg.Batch)
 	if err != nil {
 		return 0, fmt.Errorf("postproc: %w", err)
+	}
+	if len(ids) > 0 {
+		defer func() { p.busy.Add(int64(time.Since(start))) }()
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(p.cfg.Concurrency)

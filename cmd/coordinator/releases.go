@@ -40,7 +40,7 @@ func (m *Main) newPostProc(store *sqlstore.Store, bodies postproc.Bodies, metric
 	}
 	metrics.WatchPostProc(func() coordinator.PostProcStats {
 		st := p.Stats()
-		out := coordinator.PostProcStats{Done: st.Done, Failed: st.Failed, Bodies: st.Bodies}
+		out := coordinator.PostProcStats{Done: st.Done, Failed: st.Failed, Bodies: st.Bodies, Busy: st.Busy}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		out.Pending, out.GivenUp, _ = store.PostProcCounts(ctx)
