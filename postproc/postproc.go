@@ -268,17 +268,16 @@ func (p *Processor) process(ctx context.Context, id int64) (string, release.Post
 	j := &job{p: p, ctx: ctx, groups: r.Groups}
 	var realNames []par2.File
 	steps := []struct {
-		what string
-		f    *release.File
-		run  func(*release.File) error
+		f   *release.File
+		run func(*release.File) error
 	}{
-		{"nfo", files.nfo, j.readNFO},
-		{"par2", files.par2, func(f *release.File) error {
+		{files.nfo, j.readNFO},
+		{files.par2, func(f *release.File) error {
 			var err error
 			realNames, err = j.readPAR2(f)
 			return err
 		}},
-		{"archive", files.archive, j.readArchive},
+		{files.archive, j.readArchive},
 	}
 	for _, s := range steps {
 		if s.f == nil {
@@ -288,7 +287,7 @@ func (p *Processor) process(ctx context.Context, id int64) (string, release.Post
 			if !leftOut(err) {
 				return "", j.found, err
 			}
-			j.notes = append(j.notes, s.what+": "+err.Error())
+			j.notes = append(j.notes, err.Error())
 		}
 	}
 	j.found.Reason = strings.Join(j.notes, "; ")

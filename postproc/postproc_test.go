@@ -1,7 +1,9 @@
 package postproc_test
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"hash/crc32"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -250,7 +252,7 @@ func TestPostProcFailures(t *testing.T) {
 	r := w.release(t, show.ID)
 	require.Equal(t, release.PostDone, r.PostProc.State)
 	require.False(t, r.PostProc.HasNFO)
-	require.Contains(t, r.PostProc.Reason, "nfo: ")
+	require.Contains(t, r.PostProc.Reason, ".nfo segment 1")
 	require.Contains(t, r.PostProc.Reason, "corrupt")
 
 	r = w.release(t, secret.ID)
@@ -267,4 +269,64 @@ func TestPostProcFailures(t *testing.T) {
 	r = w.release(t, secret.ID)
 	require.Equal(t, release.PostFailed, r.PostProc.State, "given up at its second try")
 	require.Equal(t, int64(2), p.Stats().Failed)
+}
+
+// rar4Loop is a RAR 4 archive of n empty comment blocks, each with its
+// CRC right: a walk that never meets a file.
+func rar4Loop(n int) []byte {
+	b := []byte("Rar!\x1a\x07\x00")
+	for range n {
+		blk := []byte{0, 0, 0x75, 0, 0, 7, 0}
+		binary.LittleEndian.PutUint16(blk, uint16(crc32.ChecksumIEEE(blk[2:])))
+		b = append(b, blk...)
+	}
+	return b
+}
+
+// Hostile pieces, each left out with the error that says why, and
+// nothing else changed: an NFO of 200 KB, a PAR2 packet that claims
+// 4 GB, a RAR header loop.
+func TestPostProcHostile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := &poster{bodies: map[string]string{}}
+	const name = "Hostile.Release.2024.720p.WEB.x264-GRP"
+	claim := make([]byte, 64)
+	copy(claim, "PAR2\x00PKT")
+	binary.LittleEndian.PutUint64(claim[8:], 4<<30)
+	p.post(t, write(t, dir, "big.nfo", []byte(strings.Repeat("Title: a very long NFO\r\n", 200_000/24))), name+".nfo", 1, 3, 300_000)
+	p.post(t, write(t, dir, "claim.par2", claim), name+".par2", 2, 3, 300_000)
+	p.post(t, write(t, dir, "loop.rar", rar4Loop(300)), name+".part01.rar", 3, 3, 300_000)
+
+	st, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	srv, err := nntptest.New(nntptest.Config{Bodies: p.bodies})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	src, err := nntp.New(nntp.Config{Addr: srv.Addr()})
+	require.NoError(t, err)
+	t.Cleanup(func() { src.Close() })
+	router, err := sources.NewRouter(map[string]sources.ChunkSource{"": src})
+	require.NoError(t, err)
+	rels := p.build(t, st)
+	require.Len(t, rels, 1)
+	before := rels[name]
+
+	pp, err := postproc.New(postproc.Config{Store: st, Bodies: router})
+	require.NoError(t, err)
+	_, err = pp.Pass(t.Context())
+	require.NoError(t, err)
+	r, err := st.ReleaseByID(t.Context(), before.ID)
+	require.NoError(t, err)
+	require.Equal(t, release.PostDone, r.PostProc.State)
+	for _, want := range []string{"nfo: larger than the limit", "par2: packet larger than the limit", "archive: corrupt header"} {
+		require.Contains(t, r.PostProc.Reason, want)
+	}
+	require.False(t, r.PostProc.HasNFO)
+	require.Zero(t, r.PostProc.Password)
+	require.Equal(t, 3, r.PostProc.Bodies)
+	require.Equal(t, before.Name, r.Name)
+	require.Equal(t, before.Category, r.Category)
+	require.False(t, r.PostProc.Renamed)
 }
