@@ -3,8 +3,8 @@ package postproc_test
 import (
 	"encoding/binary"
 	"encoding/json"
-	"hash/crc32"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"regexp"
