@@ -23,13 +23,11 @@ import (
 	"github.com/edgeindex/edgeindex/usenet"
 )
 
-// TestReleaseRoutes: releases built from the results feed are listed by
-// cursor, read one by one, and served as NZB files with a safe name.
-func TestReleaseRoutes(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, backends[0].URL(t), nil)
+// buildReleases stores bins in group as a worker's one batch of a range
+// of 100 articles, and builds their releases.
+func buildReleases(t *testing.T, h *harness, group string, bins []usenet.Binary) {
+	t.Helper()
 	ctx := t.Context()
-	const group = "alt.binaries.routes"
 	_, err := h.store.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: 100, ChunkSize: 100})
 	require.NoError(t, err)
 	_, err = h.store.AddRanges(ctx, grouplease.NewRanges{Group: group, From: 1, To: 100})
@@ -37,10 +35,7 @@ func TestReleaseRoutes(t *testing.T) {
 	l, err := h.store.Grant(ctx, "worker", time.Minute)
 	require.NoError(t, err)
 	var items []batch.Item
-	for i, name := range []string{`../../etc/passwd<&>".rar`, "second.nfo"} {
-		b := usenet.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "Ann <ann@example.test>",
-			Group: group, Date: "Sat, 04 May 2024 12:00:00 +0000", Total: 1, Complete: true,
-			Parts: []usenet.Part{{N: 1, MessageID: fmt.Sprintf("<%d@x>", i), Bytes: 700}}}
+	for _, b := range bins {
 		v, err := json.Marshal(b)
 		require.NoError(t, err)
 		items = append(items, batch.Item{Key: b.Key(), Value: v})
@@ -51,6 +46,22 @@ func TestReleaseRoutes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.Pass(ctx)
 	require.NoError(t, err)
+}
+
+// TestReleaseRoutes: releases built from the results feed are listed by
+// cursor, read one by one, and served as NZB files with a safe name.
+func TestReleaseRoutes(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, backends[0].URL(t), nil)
+	ctx := t.Context()
+	const group = "alt.binaries.routes"
+	var bins []usenet.Binary
+	for i, name := range []string{`../../etc/passwd<&>".rar`, "second.nfo"} {
+		bins = append(bins, usenet.Binary{Subject: fmt.Sprintf(`[%d/2] - "%s" yEnc`, i+1, name), Name: name, Poster: "Ann <ann@example.test>",
+			Group: group, Date: "Sat, 04 May 2024 12:00:00 +0000", Total: 1, Complete: true,
+			Parts: []usenet.Part{{N: 1, MessageID: fmt.Sprintf("<%d@x>", i), Bytes: 700}}})
+	}
+	buildReleases(t, h, group, bins)
 
 	r := h.do("GET", "/v1/releases?group="+group, adminToken, 0, nil)
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
@@ -135,24 +146,9 @@ func TestReleaseNZBCut(t *testing.T) {
 	h := newHarness(t, backends[0].URL(t), func(c *coordinator.Config) { c.Store = cutFiles{c.Store} })
 	ctx := t.Context()
 	const group = "alt.binaries.cut"
-	_, err := h.store.AddGroup(ctx, grouplease.Group{Name: group, RangeSize: 100, ChunkSize: 100})
-	require.NoError(t, err)
-	_, err = h.store.AddRanges(ctx, grouplease.NewRanges{Group: group, From: 1, To: 100})
-	require.NoError(t, err)
-	l, err := h.store.Grant(ctx, "worker", time.Minute)
-	require.NoError(t, err)
-	b := usenet.Binary{Subject: `[1/1] - "cut.rar" yEnc`, Name: "cut.rar", Poster: "Ann <ann@example.test>",
+	buildReleases(t, h, group, []usenet.Binary{{Subject: `[1/1] - "cut.rar" yEnc`, Name: "cut.rar", Poster: "Ann <ann@example.test>",
 		Group: group, Date: "Sat, 04 May 2024 12:00:00 +0000", Total: 1, Complete: true,
-		Parts: []usenet.Part{{N: 1, MessageID: "<c@x>", Bytes: 700}}}
-	v, err := json.Marshal(b)
-	require.NoError(t, err)
-	_, err = h.store.Put(ctx, l.Range.ID, lease.Fence{Node: "worker", Token: l.Token}, batch.Batch{From: 1, To: 100,
-		Items: []batch.Item{{Key: b.Key(), Value: v}}})
-	require.NoError(t, err)
-	builder, err := release.NewBuilder(release.Config{Store: h.store})
-	require.NoError(t, err)
-	_, err = builder.Pass(ctx)
-	require.NoError(t, err)
+		Parts: []usenet.Part{{N: 1, MessageID: "<c@x>", Bytes: 700}}}})
 	page, err := h.store.Releases(ctx, release.Query{Group: group, Limit: 1})
 	require.NoError(t, err)
 	require.Len(t, page.Releases, 1)

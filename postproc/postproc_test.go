@@ -157,6 +157,13 @@ func newWorld(t *testing.T) *world {
 	p.post(t, filepath.Join(dir, "secret.zip"), "Zipped.Movie.2023.720p.BluRay.x264-GRP.zip", 1, 1, 40_000)
 	p.post(t, filepath.Join(dir, "plain.zip"), "Plain.Movie.2022.720p.BluRay.x264-GRP.zip", 1, 1, 40_000)
 
+	return p.world(t)
+}
+
+// world serves what p posted from the in-repo NNTP server and builds its
+// releases into a new SQLite store.
+func (p *poster) world(t *testing.T) *world {
+	t.Helper()
 	st, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
@@ -298,27 +305,15 @@ func TestPostProcHostile(t *testing.T) {
 	p.post(t, write(t, dir, "claim.par2", claim), name+".par2", 2, 3, 300_000)
 	p.post(t, write(t, dir, "loop.rar", rar4Loop(300)), name+".part01.rar", 3, 3, 300_000)
 
-	st, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	srv, err := nntptest.New(nntptest.Config{Bodies: p.bodies})
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Close() })
-	src, err := nntp.New(nntp.Config{Addr: srv.Addr()})
-	require.NoError(t, err)
-	t.Cleanup(func() { src.Close() })
-	router, err := sources.NewRouter(map[string]sources.ChunkSource{"": src})
-	require.NoError(t, err)
-	rels := p.build(t, st)
-	require.Len(t, rels, 1)
-	before := rels[name]
+	w := p.world(t)
+	require.Len(t, w.releases, 1)
+	before := w.releases[name]
 
-	pp, err := postproc.New(postproc.Config{Store: st, Bodies: router})
+	pp, err := postproc.New(postproc.Config{Store: w.store, Bodies: w.router})
 	require.NoError(t, err)
 	_, err = pp.Pass(t.Context())
 	require.NoError(t, err)
-	r, err := st.ReleaseByID(t.Context(), before.ID)
-	require.NoError(t, err)
+	r := w.release(t, before.ID)
 	require.Equal(t, release.PostDone, r.PostProc.State)
 	for _, want := range []string{"nfo: larger than the limit", "par2: packet larger than the limit", "archive: corrupt header"} {
 		require.Contains(t, r.PostProc.Reason, want)
