@@ -21,6 +21,7 @@ import (
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/internal/backoff"
 	"github.com/edgeindex/edgeindex/nfo"
+	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/par2"
 	"github.com/edgeindex/edgeindex/release"
 	"github.com/edgeindex/edgeindex/yenc"
@@ -246,12 +247,14 @@ var (
 	errCorruptPiece = errors.New("a corrupt piece")
 )
 
-// leftOut says whether err only leaves a piece out (a corrupt one, past
-// the budget, a segment missing) rather than failing the try.
+// leftOut says whether err only leaves a piece out (a corrupt one, one
+// too large, past the budget, a segment missing) rather than failing the
+// try.
 func leftOut(err error) bool {
 	return errors.Is(err, errBudget) || errors.Is(err, errMissing) || errors.Is(err, errCorruptPiece) ||
 		errors.Is(err, par2.ErrCorrupt) || errors.Is(err, par2.ErrNotPAR2) || errors.Is(err, par2.ErrTooLarge) ||
-		errors.Is(err, archive.ErrCorrupt) || errors.Is(err, archive.ErrNotArchive) || errors.Is(err, nfo.ErrTooLarge)
+		errors.Is(err, archive.ErrCorrupt) || errors.Is(err, archive.ErrNotArchive) || errors.Is(err, nfo.ErrTooLarge) ||
+		errors.Is(err, nntp.ErrTooLarge) // an article past the body bound: no try makes it smaller
 }
 
 // process reads what release id needs, and returns its new name ("" to

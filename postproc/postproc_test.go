@@ -157,12 +157,13 @@ func newWorld(t *testing.T) *world {
 	p.post(t, filepath.Join(dir, "secret.zip"), "Zipped.Movie.2023.720p.BluRay.x264-GRP.zip", 1, 1, 40_000)
 	p.post(t, filepath.Join(dir, "plain.zip"), "Plain.Movie.2022.720p.BluRay.x264-GRP.zip", 1, 1, 40_000)
 
-	return p.world(t)
+	return p.world(t, nntp.Config{})
 }
 
-// world serves what p posted from the in-repo NNTP server and builds its
-// releases into a new SQLite store.
-func (p *poster) world(t *testing.T) *world {
+// world serves what p posted from the in-repo NNTP server, read through
+// an nntp.Source of cfg (its Addr set), and builds its releases into a
+// new SQLite store.
+func (p *poster) world(t *testing.T, cfg nntp.Config) *world {
 	t.Helper()
 	st, err := sqlstore.Open(t.Context(), "sqlite://"+filepath.Join(t.TempDir(), "db"), sqlstore.Config{})
 	require.NoError(t, err)
@@ -170,7 +171,8 @@ func (p *poster) world(t *testing.T) *world {
 	srv, err := nntptest.New(nntptest.Config{Bodies: p.bodies})
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
-	src, err := nntp.New(nntp.Config{Addr: srv.Addr()})
+	cfg.Addr = srv.Addr()
+	src, err := nntp.New(cfg)
 	require.NoError(t, err)
 	router, err := sources.NewRouter(map[string]sources.ChunkSource{"": src})
 	require.NoError(t, err)
@@ -305,7 +307,7 @@ func TestPostProcHostile(t *testing.T) {
 	p.post(t, write(t, dir, "claim.par2", claim), name+".par2", 2, 3, 300_000)
 	p.post(t, write(t, dir, "loop.rar", rar4Loop(300)), name+".part01.rar", 3, 3, 300_000)
 
-	w := p.world(t)
+	w := p.world(t, nntp.Config{})
 	require.Len(t, w.releases, 1)
 	before := w.releases[name]
 
@@ -324,4 +326,25 @@ func TestPostProcHostile(t *testing.T) {
 	require.Equal(t, before.Name, r.Name)
 	require.Equal(t, before.Category, r.Category)
 	require.False(t, r.PostProc.Renamed)
+}
+
+// An article past the source's body bound is left out, not retried: no
+// try makes it smaller.
+func TestPostProcBodyTooLarge(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := &poster{bodies: map[string]string{}}
+	const name = "Large.Release.2024.720p.WEB.x264-GRP"
+	p.post(t, write(t, dir, "big.nfo", noise(300_000, 5)), name+".nfo", 1, 2, 400_000)
+	p.post(t, write(t, dir, "a.mkv", noise(1000, 6)), name+".mkv", 2, 2, 400_000)
+	w := p.world(t, nntp.Config{MaxBodyBytes: 100 << 10})
+	pp, err := postproc.New(postproc.Config{Store: w.store, Bodies: w.router})
+	require.NoError(t, err)
+	_, err = pp.Pass(t.Context())
+	require.NoError(t, err)
+	r := w.release(t, w.releases[name].ID)
+	require.Equal(t, release.PostDone, r.PostProc.State)
+	require.Contains(t, r.PostProc.Reason, "response too large")
+	require.False(t, r.PostProc.HasNFO)
+	require.Zero(t, pp.Stats().Failed)
 }
