@@ -352,8 +352,11 @@ func sevenZip(r io.ReaderAt, size int64, head []byte) (Info, error) {
 	}
 	off := binary.LittleEndian.Uint64(head[12:20])
 	n := binary.LittleEndian.Uint64(head[20:28])
-	if n == 0 || n > Max7zHeader || off > uint64(size) || 32+off+n > uint64(size) {
-		return info, corrupt(SevenZip, "a header of %d bytes at %d, in an archive of %d", n, off, size)
+	if n == 0 || n > Max7zHeader || off > 1<<50 {
+		return info, corrupt(SevenZip, "a header of %d bytes at %d", n, off)
+	}
+	if 32+off+n > uint64(size) {
+		return info, nil // past this volume: a split archive's (.7z.001) is at the end of its last
 	}
 	h, err := readAt(r, int64(32+off), int64(n))
 	if err != nil {

@@ -224,3 +224,19 @@ func TestInspectRefuses(t *testing.T) {
 		require.ErrorIs(t, err, c.want, c.name)
 	}
 }
+
+// The first volume of a split 7z archive (7z -v): its header is at the
+// end of the last volume, past what Inspect is given, so it tells
+// nothing, and says so.
+func TestInspect7zSplit(t *testing.T) {
+	t.Parallel()
+	dir := files(t)
+	tooltest.Run(t, dir, "7z", "p7zip-full", "a", "-bd", "-v100k", "-psecret", "-mhe=on", "split.7z", "movie.mkv")
+	data, err := os.ReadFile(filepath.Join(dir, "split.7z.001"))
+	require.NoError(t, err)
+	info, err := inspect(data)
+	require.NoError(t, err)
+	require.Equal(t, archive.SevenZip, info.Format)
+	require.False(t, info.Known)
+	require.Equal(t, archive.None, info.Password)
+}
