@@ -131,6 +131,7 @@ type detailView struct {
 
 type fileView struct {
 	Name     string
+	PostedAs string // the posted name, when post-processing found the real one
 	Size     string
 	Parts    string // seen/total
 	Complete bool
@@ -299,8 +300,11 @@ func (h *Handler) details(v *pageView, rel release.Release) *detailView {
 		if name == "" {
 			name = f.Subject
 		}
-		d.Files = append(d.Files, fileView{Name: pageText(name), Size: humanBytes(f.Bytes),
-			Parts: fmt.Sprintf("%d/%d", f.Seen, f.Total), Complete: f.Complete})
+		v := fileView{Name: pageText(name), Size: humanBytes(f.Bytes), Parts: fmt.Sprintf("%d/%d", f.Seen, f.Total), Complete: f.Complete}
+		if f.RealName != "" {
+			v.Name, v.PostedAs = pageText(f.RealName), v.Name
+		}
+		d.Files = append(d.Files, v)
 	}
 	d.MoreFiles = max(rel.FilesSeen, len(rel.Files)) - len(d.Files)
 	d.NFO, d.PostProc = rel.PostProc.NFO, pageText(postProcText(rel.PostProc))

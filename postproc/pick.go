@@ -1,10 +1,12 @@
 package postproc
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/edgeindex/edgeindex/release"
@@ -18,6 +20,9 @@ type usenetPart = usenet.Part
 // the release has none.
 type picked struct {
 	nfo, par2, archive *release.File
+	// data are the other files, largest first, each with its first
+	// part only: what a PAR2 set's names may be matched to.
+	data []release.File
 }
 
 var (
@@ -59,12 +64,18 @@ func (p *Processor) pick(ctx context.Context, id int64) (picked, error) {
 				c := f
 				out.archive = &c
 			}
+			if !strings.HasSuffix(name, ".par2") {
+				first := f
+				first.Parts = f.Parts[:1:1]
+				out.data = append(out.data, first)
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return out, fmt.Errorf("postproc: release %d: files: %w", id, err)
 	}
+	slices.SortStableFunc(out.data, func(a, b release.File) int { return cmp.Compare(b.Bytes, a.Bytes) })
 	return out, nil
 }
 

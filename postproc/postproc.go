@@ -293,8 +293,55 @@ func (p *Processor) process(ctx context.Context, id int64) (string, release.Post
 			j.notes = append(j.notes, err.Error())
 		}
 	}
+	hashed := release.Categorize(r.Name, r.Groups) == release.CatHashed
+	if hashed && len(realNames) > 0 {
+		if err := j.matchNames(files, realNames); err != nil {
+			if !leftOut(err) {
+				return "", j.found, err
+			}
+			j.notes = append(j.notes, err.Error())
+		}
+	}
 	j.found.Reason = strings.Join(j.notes, "; ")
-	return j.name(r, realNames), j.found, nil
+	if !hashed {
+		return "", j.found, nil
+	}
+	return j.name(files, realNames), j.found, nil
+}
+
+// matchNames gives the release's data files, largest first, the names
+// of the PAR2 set's files whose first 16 KiB have the same MD5, reading
+// each one's first segment while the release's bodies last (the first
+// archive volume's is read already).
+func (j *job) matchNames(files picked, real []par2.File) error {
+	byHash := map[[16]byte]string{}
+	for _, f := range real {
+		byHash[f.MD516k] = path.Base(strings.ReplaceAll(f.Name, `\`, "/"))
+	}
+	for i := range files.data {
+		f := &files.data[i]
+		sum := j.archiveMD516k
+		if files.archive == nil || f.Key != files.archive.Key || sum == nil {
+			first, err := j.body(f, 1)
+			if errors.Is(err, errBudget) {
+				return nil // the largest are named; the rest keep theirs
+			}
+			if err != nil {
+				return err
+			}
+			sum = md516k(first)
+		}
+		if sum == nil {
+			continue
+		}
+		if name, ok := byHash[*sum]; ok {
+			if j.found.FileNames == nil {
+				j.found.FileNames = map[string]string{}
+			}
+			j.found.FileNames[f.Key] = name
+		}
+	}
+	return nil
 }
 
 // readNFO reads the NFO's one segment.
@@ -353,40 +400,32 @@ func md516k(first yenc.Part) *[16]byte {
 	return &sum
 }
 
-// name is the release's new name: for a release whose name is hashed,
-// the stem of the PAR2 set's largest file that is not parity (its first
-// archive volume's, when its 16 KiB hash matches one), else the NFO's
-// title; "" when none reads as a name.
-func (j *job) name(r release.Release, real []par2.File) string {
-	if release.Categorize(r.Name, r.Groups) != release.CatHashed {
-		return ""
-	}
-	var best *par2.File
-	for i := range real {
-		f := &real[i]
-		if strings.EqualFold(path.Ext(f.Name), ".par2") {
-			continue
-		}
-		if j.archiveMD516k != nil && f.MD516k == *j.archiveMD516k {
-			best = f
+// name is a hashed release's new name: the stem of the real name of its
+// largest file that was matched to its PAR2 set, else of the set's
+// largest file that is not parity, else the NFO's title; "" when none
+// reads as a name.
+func (j *job) name(files picked, real []par2.File) string {
+	var best string
+	for _, f := range files.data { // largest first
+		if n, ok := j.found.FileNames[f.Key]; ok {
+			best = n
 			break
 		}
-		if best == nil || f.Length > best.Length {
-			best = f
+	}
+	if best == "" {
+		var largest uint64
+		for _, f := range real {
+			if !strings.EqualFold(path.Ext(f.Name), ".par2") && (best == "" || f.Length > largest) {
+				best, largest = path.Base(strings.ReplaceAll(f.Name, `\`, "/")), f.Length
+			}
 		}
 	}
-	for _, n := range []string{nameOf(best), j.nfoTitle} {
+	groups := j.groups
+	for _, n := range []string{release.Stem(best), j.nfoTitle} {
 		n = strings.TrimSpace(n)
-		if n != "" && len(n) <= release.MaxNameBytes && release.Categorize(n, r.Groups) != release.CatHashed {
+		if n != "" && len(n) <= release.MaxNameBytes && release.Categorize(n, groups) != release.CatHashed {
 			return n
 		}
 	}
 	return ""
-}
-
-func nameOf(f *par2.File) string {
-	if f == nil {
-		return ""
-	}
-	return release.Stem(path.Base(strings.ReplaceAll(f.Name, `\`, "/")))
 }

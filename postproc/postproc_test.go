@@ -205,7 +205,15 @@ func TestPostProc(t *testing.T) {
 	require.Equal(t, release.CatMovieHD, r.Category)
 	require.True(t, r.PostProc.Renamed)
 	require.Equal(t, release.PostDone, r.PostProc.State)
-	require.Equal(t, 1, r.PostProc.Bodies, "the PAR2 index's one segment")
+	require.Equal(t, 2, r.PostProc.Bodies, "the PAR2 index's one segment, the movie's first")
+	var movie release.File
+	for _, f := range r.Files {
+		if strings.HasSuffix(f.Name, ".mkv") {
+			movie = f
+		}
+	}
+	require.Equal(t, "Ocean.Documentary.2024.1080p.WEB.x264-GRP.mkv", movie.RealName, "the movie, by its first 16 KiB")
+	require.Equal(t, "a3f9c2e71b8d4f6a0c5e9b2d7f1a8c4e.mkv", movie.Name, "as posted")
 
 	show := w.release(t, w.releases["Deep.Sea.Life.S01E01.720p.HDTV.x264-GRP"].ID)
 	require.True(t, show.PostProc.HasNFO)

@@ -34,6 +34,9 @@ type File struct {
 	Key     string `json:"key"`     // the binary's key (usenet.Key)
 	Subject string `json:"subject"` // usenet.Binary.Subject: the subject without its part counter
 	Name    string `json:"name"`    // the file name from the subject
+	// RealName is the name post-processing found for it in the
+	// release's PAR2 set (its first 16 KiB matched), or "".
+	RealName string `json:"realName,omitempty"`
 	Poster  string `json:"poster"`
 	// Date is when it was posted: the earliest Date header of its items
 	// that parses, else when the builder first saw it.
@@ -202,6 +205,9 @@ type PostProc struct {
 	TVDB string `json:"tvdb,omitempty"`
 	// Bodies counts the article bodies it read.
 	Bodies int `json:"bodies,omitempty"`
+	// FileNames are the real names it found, by file key (File.Key);
+	// the store's reads of the files set File.RealName from them.
+	FileNames map[string]string `json:"-"`
 }
 
 // PostState is how far a release's post-processing got.

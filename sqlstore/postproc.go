@@ -56,8 +56,16 @@ func (s *Store) PostProcDone(ctx context.Context, id int64, name string, p relea
 			}
 			return err
 		}
-		set := "pp_state = 1, pp_reason = ?, pp_bodies = ?, password = ?, nfo = ?, imdb = ?, tvdb = ?"
-		args := []any{nullString(cutReason(p.Reason)), p.Bodies, p.Password, nfo, nullString(p.IMDb), nullString(p.TVDB)}
+		var files sql.NullString
+		if len(p.FileNames) > 0 {
+			b, err := json.Marshal(p.FileNames)
+			if err != nil {
+				return err
+			}
+			files = sql.NullString{String: string(b), Valid: true}
+		}
+		set := "pp_state = 1, pp_reason = ?, pp_bodies = ?, password = ?, nfo = ?, imdb = ?, tvdb = ?, pp_files = ?"
+		args := []any{nullString(cutReason(p.Reason)), p.Bodies, p.Password, nfo, nullString(p.IMDb), nullString(p.TVDB), files}
 		if name != "" && name != row.Name {
 			r := release.Release{Name: name}
 			if err := json.Unmarshal([]byte(row.Groups), &r.Groups); err != nil {

@@ -296,6 +296,9 @@ func (s *Store) readRelease(ctx context.Context, id int64, fn func(tx *sqlx.Tx, 
 		if err != nil {
 			return err
 		}
+		for i := range stored {
+			stored[i].RealName = r.PostProc.FileNames[stored[i].Key]
+		}
 		if err := fn(tx, &r, stored); err != nil {
 			return fmt.Errorf("release %d: parts: %w", id, err)
 		}
@@ -374,9 +377,10 @@ func (f *storedFile) parts() int {
 func (s *Store) releaseRow(ctx context.Context, tx *sqlx.Tx, id int64) (release.Release, error) {
 	var row struct {
 		releaseRow
-		NFO sql.NullString `db:"nfo"`
+		NFO   sql.NullString `db:"nfo"`
+		Files sql.NullString `db:"pp_files"`
 	}
-	err := tx.GetContext(ctx, &row, s.q("SELECT "+releaseCols+", nfo FROM releases WHERE id = ?"), id)
+	err := tx.GetContext(ctx, &row, s.q("SELECT "+releaseCols+", nfo, pp_files FROM releases WHERE id = ?"), id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return release.Release{}, fmt.Errorf("%w: no release %d", release.ErrNotFound, id)
 	}
@@ -384,8 +388,16 @@ func (s *Store) releaseRow(ctx context.Context, tx *sqlx.Tx, id int64) (release.
 		return release.Release{}, fmt.Errorf("release %d: %w", id, err)
 	}
 	r, err := row.release()
+	if err != nil {
+		return r, err
+	}
 	r.PostProc.NFO = row.NFO.String
-	return r, err
+	if row.Files.Valid {
+		if err := json.Unmarshal([]byte(row.Files.String), &r.PostProc.FileNames); err != nil {
+			return r, fmt.Errorf("release %d: file names: %w", id, err)
+		}
+	}
+	return r, nil
 }
 
 // storedFiles reads the files of release id as release_files keeps them

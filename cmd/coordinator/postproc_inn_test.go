@@ -180,6 +180,14 @@ func TestPostProcINN(t *testing.T) {
 	require.Contains(t, attrs(items[0])["category"], "2040")
 	ocean := built["Ocean.Documentary.2024.1080p.WEB.x264-GRP"]
 	require.True(t, ocean.PostProc.Renamed)
+	// Its movie has its real name (matched by its first 16 KiB), beside
+	// the name it was posted as.
+	res, err := http.Get(front + "/details/" + strconv.FormatInt(ocean.ID, 10) + "?apikey=" + key)
+	require.NoError(t, err)
+	page, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(page), real+` <span class="muted posted-as">posted as `+hash+`.mkv</span>`)
 
 	// The NFO, by t=details and on the page.
 	show := built["Deep.Sea.Life.S01E01.720p.HDTV.x264-GRP"]
@@ -188,9 +196,9 @@ func TestPostProcINN(t *testing.T) {
 	require.Equal(t, "╔══╗\n║ Title: Deep Sea Life ║\nhttps://www.imdb.com/title/tt7654321/\n", items[0].Description)
 	require.Equal(t, []string{"1"}, attrs(items[0])["nfo"])
 	require.Equal(t, []string{"7654321"}, attrs(items[0])["imdb"])
-	res, err := http.Get(front + "/details/" + strconv.FormatInt(show.ID, 10) + "?apikey=" + key)
+	res, err = http.Get(front + "/details/" + strconv.FormatInt(show.ID, 10) + "?apikey=" + key)
 	require.NoError(t, err)
-	page, err := io.ReadAll(res.Body)
+	page, err = io.ReadAll(res.Body)
 	res.Body.Close()
 	require.NoError(t, err)
 	require.Contains(t, string(page), `<pre class="nfo" id="nfo">╔══╗`)
