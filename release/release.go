@@ -37,7 +37,7 @@ type File struct {
 	// RealName is the name post-processing found for it in the
 	// release's PAR2 set (its first 16 KiB matched), or "".
 	RealName string `json:"realName,omitempty"`
-	Poster  string `json:"poster"`
+	Poster   string `json:"poster"`
 	// Date is when it was posted: the earliest Date header of its items
 	// that parses, else when the builder first saw it.
 	Date     time.Time     `json:"date"`
