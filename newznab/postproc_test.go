@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -21,6 +22,8 @@ func TestPostProcShown(t *testing.T) {
 	forBackends(t, func(t *testing.T, w *pageWorld) {
 		doc := w.release(t, "Ocean.Documentary.2024.1080p.WEB.x264-GRP")
 		nfoText := "╔═╗ Title: <Ocean> & more\n"
+		_, err := w.store.PostProcDue(t.Context(), time.Now(), time.Minute, 100)
+		require.NoError(t, err)
 		require.NoError(t, w.store.PostProcDone(t.Context(), doc.ID, "", release.PostProc{Password: 1, HasNFO: true, NFO: nfoText,
 			IMDb: "tt1234567", TVDB: "81189", Bodies: 2}))
 

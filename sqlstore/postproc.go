@@ -39,8 +39,10 @@ func (s *Store) PostProcDue(ctx context.Context, now time.Time, lease time.Durat
 	return ids, nil
 }
 
-// PostProcDone stores what post-processing found of release id and marks
-// it done, with p.Reason saying what it left out (a corrupt piece). A name other than "" renames the release: its category and
+// PostProcDone stores what post-processing found of release id, leased
+// by PostProcDue, and marks it done, with p.Reason saying what it left
+// out (a corrupt piece); a release that gained files since it was leased
+// stays pending. A name other than "" renames the release: its category and
 // episode are those of the new name, its search words the new name's and
 // then the old one's, and the builder keeps them from then on.
 func (s *Store) PostProcDone(ctx context.Context, id int64, name string, p release.PostProc) error {
@@ -64,7 +66,9 @@ func (s *Store) PostProcDone(ctx context.Context, id int64, name string, p relea
 			}
 			files = sql.NullString{String: string(b), Valid: true}
 		}
-		set := "pp_state = 1, pp_reason = ?, pp_bodies = ?, password = ?, nfo = ?, imdb = ?, tvdb = ?, pp_files = ?"
+		// A release the builder queued again meanwhile (it gained files:
+		// due at 0) stays pending, to be read with them.
+		set := "pp_state = CASE WHEN pp_next_us = 0 THEN 0 ELSE 1 END, pp_reason = ?, pp_bodies = ?, password = ?, nfo = ?, imdb = ?, tvdb = ?, pp_files = ?"
 		args := []any{nullString(cutReason(p.Reason)), p.Bodies, p.Password, nfo, nullString(p.IMDb), nullString(p.TVDB), files}
 		if name != "" && name != row.Name {
 			r := release.Release{Name: name}

@@ -75,5 +75,19 @@ func TestPostProcStore(t *testing.T) {
 		pending, _, err = s.PostProcCounts(ctx)
 		require.NoError(t, err)
 		require.Zero(t, pending)
+
+		// A release that gains files while it is post-processed (the
+		// builder queues it again) stays pending, with what was found.
+		more := insertRows(t, s, []row{{name: "Growing.Release.2024", category: 8010}}, true)["Growing.Release.2024"]
+		due, err = s.PostProcDue(ctx, now, time.Minute, 10)
+		require.NoError(t, err)
+		require.Equal(t, []int64{more}, due)
+		_, err = s.db.ExecContext(ctx, s.q("UPDATE releases SET pp_state = 0, pp_next_us = 0 WHERE id = ?"), more)
+		require.NoError(t, err)
+		require.NoError(t, s.PostProcDone(ctx, more, "", release.PostProc{HasNFO: true, NFO: "x"}))
+		r, err = s.ReleaseByID(ctx, more)
+		require.NoError(t, err)
+		require.Equal(t, release.PostPending, r.PostProc.State)
+		require.True(t, r.PostProc.HasNFO)
 	})
 }
