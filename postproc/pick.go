@@ -10,11 +10,8 @@ import (
 	"strings"
 
 	"github.com/edgeindex/edgeindex/release"
-	"github.com/edgeindex/edgeindex/usenet"
 	"github.com/edgeindex/edgeindex/yenc"
 )
-
-type usenetPart = usenet.Part
 
 // picked are the files of a release post-processing reads: each nil when
 // the release has none.

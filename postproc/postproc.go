@@ -24,6 +24,7 @@ import (
 	"github.com/edgeindex/edgeindex/nntp"
 	"github.com/edgeindex/edgeindex/par2"
 	"github.com/edgeindex/edgeindex/release"
+	"github.com/edgeindex/edgeindex/usenet"
 	"github.com/edgeindex/edgeindex/yenc"
 )
 
@@ -214,7 +215,7 @@ func (j *job) body(f *release.File, n int) (yenc.Part, error) {
 	if j.found.Bodies >= j.p.cfg.MaxBodies {
 		return yenc.Part{}, fmt.Errorf("%w: %s: more than %d bodies for the release", errBudget, f.Name, j.p.cfg.MaxBodies)
 	}
-	i, ok := slices.BinarySearchFunc(f.Parts, n, func(pt usenetPart, n int) int { return pt.N - n })
+	i, ok := slices.BinarySearchFunc(f.Parts, n, func(pt usenet.Part, n int) int { return pt.N - n })
 	if !ok {
 		return yenc.Part{}, fmt.Errorf("%w: %s: no segment %d", errMissing, f.Name, n)
 	}
