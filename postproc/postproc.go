@@ -294,7 +294,9 @@ func (p *Processor) process(ctx context.Context, id int64) (string, release.Post
 			j.notes = append(j.notes, err.Error())
 		}
 	}
-	hashed := release.Categorize(r.Name, r.Groups) == release.CatHashed
+	// Renamed before, it is read again because it gained files: its files
+	// are named again, the new ones too.
+	hashed := r.PostProc.Renamed || release.Categorize(r.Name, r.Groups) == release.CatHashed
 	if hashed && len(realNames) > 0 {
 		if err := j.matchNames(files, realNames); err != nil {
 			if !leftOut(err) {

@@ -240,6 +240,20 @@ func TestPostProc(t *testing.T) {
 	n, err = p.Pass(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing is due again")
+
+	// Queued again (as the builder does when a release gains files), the
+	// renamed release keeps its name and its files theirs.
+	_, err = w.store.DB().ExecContext(t.Context(), "UPDATE releases SET pp_state = 0, pp_next_us = 0 WHERE id = ?", hashed.ID)
+	require.NoError(t, err)
+	n, err = p.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	again := w.release(t, hashed.ID)
+	require.Equal(t, r.Name, again.Name)
+	require.Equal(t, release.PostDone, again.PostProc.State)
+	for i := range r.Files {
+		require.Equal(t, r.Files[i].RealName, again.Files[i].RealName, r.Files[i].Name)
+	}
 }
 
 var badCRC = regexp.MustCompile(`(pcrc32=)[0-9a-f]{8}`)
