@@ -112,22 +112,42 @@ func (r *Router) FindDate(ctx context.Context, group string, since time.Time) (g
 // ErrNoBodies means a group's source cannot read article bodies.
 var ErrNoBodies = fmt.Errorf("the source reads no article bodies: %w", errors.ErrUnsupported)
 
-// Body reads the body of article messageID from the provider of group,
-// when its source reads bodies (nntp.Source does); otherwise it fails
-// with an error wrapping ErrNoBodies.
+// Body reads the body of article messageID from the sources that read
+// bodies (nntp.Source does): the provider of group first, then the
+// others in Providers' order, as a downloader with several servers does.
+// Only an article a provider lacks (an error wrapping
+// edgeindex.ErrNotFound) moves on to the next; any other error ends it.
+// With no source that reads bodies it fails with an error wrapping
+// ErrNoBodies.
 func (r *Router) Body(ctx context.Context, group, messageID string) ([]byte, error) {
-	src, _, err := r.route(group)
-	if err != nil {
-		return nil, err
+	_, first := grouplease.SplitGroup(group)
+	order := []string{first}
+	for _, name := range r.names {
+		if name != first {
+			order = append(order, name)
+		}
 	}
-	b, ok := src.(interface {
-		Body(context.Context, string) ([]byte, error)
-	})
-	if !ok {
-		_, provider := grouplease.SplitGroup(group)
-		return nil, fmt.Errorf("group %q: provider %q: %w", group, provider, ErrNoBodies)
+	var missing []error
+	for _, name := range order {
+		src, ok := r.sources[name].(interface {
+			Body(context.Context, string) ([]byte, error)
+		})
+		if !ok {
+			continue
+		}
+		b, err := src.Body(ctx, messageID)
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, edgeindex.ErrNotFound) {
+			return nil, fmt.Errorf("provider %q: %w", name, err)
+		}
+		missing = append(missing, fmt.Errorf("provider %q: %w", name, err))
 	}
-	return b.Body(ctx, messageID)
+	if len(missing) == 0 {
+		return nil, fmt.Errorf("group %q: %w", group, ErrNoBodies)
+	}
+	return nil, errors.Join(missing...)
 }
 
 // Check checks every source that has a Check method (nntp.Source dials and

@@ -174,3 +174,56 @@ func ExampleRouter() {
 	// news2 asked for alt.binaries.example
 	// alt.binaries.example@news2 500 700
 }
+
+// bodies is a recorder that reads the bodies it holds; any other is
+// not found.
+type bodies struct {
+	*recorder
+	held map[string]string
+	err  error
+}
+
+func (b bodies) Body(_ context.Context, id string) ([]byte, error) {
+	b.record(id)
+	if b.err != nil {
+		return nil, b.err
+	}
+	if v, ok := b.held[id]; ok {
+		return []byte(v), nil
+	}
+	return nil, fmt.Errorf("no %s: %w", id, edgeindex.ErrNotFound)
+}
+
+// Body asks the group's provider first, then the others; only an
+// article one lacks moves on, and a source that reads no bodies is
+// passed over.
+func TestRouterBody(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	def := bodies{recorder: &recorder{name: "default"}, held: map[string]string{"<a@x>": "from default"}}
+	eweka := bodies{recorder: &recorder{name: "eweka"}, held: map[string]string{"<b@x>": "from eweka"}}
+	r, err := sources.NewRouter(map[string]sources.ChunkSource{"": def, "eweka": eweka, "synthetic": &recorder{name: "s"}})
+	require.NoError(t, err)
+
+	b, err := r.Body(ctx, "alt.binaries.x", "<b@x>")
+	require.NoError(t, err)
+	require.Equal(t, "from eweka", string(b), "the default lacks it: the next has it")
+	b, err = r.Body(ctx, "alt.binaries.x@eweka", "<a@x>")
+	require.NoError(t, err)
+	require.Equal(t, "from default", string(b))
+	require.Equal(t, []string{"<b@x>", "<a@x>"}, eweka.asked(), "eweka first for its group")
+
+	_, err = r.Body(ctx, "alt.binaries.x", "<c@x>")
+	require.ErrorIs(t, err, edgeindex.ErrNotFound, "none has it")
+
+	broken := bodies{recorder: &recorder{name: "broken"}, err: errors.New("connection reset")}
+	r, err = sources.NewRouter(map[string]sources.ChunkSource{"": broken, "eweka": eweka})
+	require.NoError(t, err)
+	_, err = r.Body(ctx, "alt.binaries.x", "<b@x>")
+	require.ErrorContains(t, err, "connection reset", "another error ends it: the try is retried")
+
+	r, err = sources.NewRouter(map[string]sources.ChunkSource{"": &recorder{name: "s"}})
+	require.NoError(t, err)
+	_, err = r.Body(ctx, "alt.binaries.x", "<a@x>")
+	require.ErrorIs(t, err, sources.ErrNoBodies)
+}
