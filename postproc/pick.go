@@ -118,7 +118,12 @@ func (s *segments) ReadAt(b []byte, off int64) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		n += copy(b[n:], part.Data[at-(part.Begin-1):])
+		i := at - (part.Begin - 1)
+		if i >= int64(len(part.Data)) {
+			// The segment ends before the bytes its place promised.
+			return n, fmt.Errorf("%w: %s: segment %d ends at %d, before byte %d", errCorruptPiece, s.f.Name, k+1, part.End, at+1)
+		}
+		n += copy(b[n:], part.Data[i:])
 	}
 	return n, nil
 }

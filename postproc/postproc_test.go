@@ -370,3 +370,42 @@ func TestPostProcBodyTooLarge(t *testing.T) {
 	require.False(t, r.PostProc.HasNFO)
 	require.Zero(t, pp.Stats().Failed)
 }
+
+// A provider that answers a 7z archive's last segment with a short part,
+// in its right place of the right file, but ending before the header the
+// archive points at: the archive is left out as corrupt (it was a slice
+// past the part's end, a panic of the whole coordinator).
+func TestPostProcShortSegment(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, "movie.mkv", noise(90_000, 3))
+	tooltest.Run(t, dir, "7z", "p7zip-full", "a", "-bd", "-psecret", "-mhe=on", "short.7z", "movie.mkv")
+	p := &poster{bodies: map[string]string{}}
+	const name = "Short.Segment.2024.1080p.BluRay.x264-GRP"
+	p.post(t, filepath.Join(dir, "short.7z"), name+".7z", 1, 1, 30_000)
+	last := p.bins[0].Parts[len(p.bins[0].Parts)-1]
+	size := len(read(t, filepath.Join(dir, "short.7z")))
+	begin := (last.N-1)*30_000 + 1
+	one := yenctest.Encode(name+".7z", []byte{0x42}, 1, 128)[0] // one byte, its place and size set below
+	body := strings.Replace(string(one.Body), "size=1", fmt.Sprintf("size=%d", size), 1)
+	body = strings.Replace(body, "part=1 total=1", fmt.Sprintf("part=%d total=%d", last.N, last.N), 1)
+	body = strings.Replace(body, "begin=1 end=1", fmt.Sprintf("begin=%d end=%d", begin, begin), 1)
+	body = strings.Replace(body, " part=1 pcrc32", fmt.Sprintf(" part=%d pcrc32", last.N), 1)
+	p.bodies[last.MessageID] = body
+	w := p.world(t, nntp.Config{})
+	pp, err := postproc.New(postproc.Config{Store: w.store, Bodies: w.router})
+	require.NoError(t, err)
+	_, err = pp.Pass(t.Context())
+	require.NoError(t, err)
+	r := w.release(t, w.releases[name].ID)
+	require.Equal(t, release.PostDone, r.PostProc.State)
+	require.Contains(t, r.PostProc.Reason, "ends at")
+	require.Zero(t, r.PostProc.Password)
+}
+
+func read(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
