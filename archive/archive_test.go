@@ -20,21 +20,9 @@ import (
 func files(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "movie.mkv"), noise(300_000), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "movie.mkv"), tooltest.Incompressible(300_000, 2463534242), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "readme.txt"), []byte("hello\n"), 0o600))
 	return dir
-}
-
-func noise(n int) []byte {
-	b := make([]byte, n)
-	x := uint32(2463534242)
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		b[i] = byte(x)
-	}
-	return b
 }
 
 // readCounter is an archive read through ReadAt, counting the bytes.
@@ -169,13 +157,13 @@ func TestInspectRAR(t *testing.T) {
 	}{
 		{"rar4 plain", cat([]byte(rar4Sig), main4, rar4File("movie.mkv", 0, []byte("data"))), archive.None, true, "movie.mkv"},
 		{"rar4 file encrypted", cat([]byte(rar4Sig), main4, rar4File("movie.mkv", 0x0004, nil)), archive.Passworded, true, "movie.mkv"},
-		{"rar4 headers encrypted", cat([]byte(rar4Sig), rar4Block(0x73, 0x0080, make([]byte, 6)), noise(64)), archive.Passworded, true, ""},
+		{"rar4 headers encrypted", cat([]byte(rar4Sig), rar4Block(0x73, 0x0080, make([]byte, 6)), tooltest.Incompressible(64, 2463534242)), archive.Passworded, true, ""},
 		{"rar4 inner archive", cat([]byte(rar4Sig), main4, rar4File("inner.rar", 0, nil)), archive.Potentially, true, "inner.rar"},
 		{"rar4 comment, then the file", cat([]byte(rar4Sig), main4, rar4Block(0x75, 0, []byte("comment")), rar4File("a.mkv", 0, nil)), archive.None, true, "a.mkv"},
 		{"rar4 cut before the file", cat([]byte(rar4Sig), main4), archive.None, false, ""},
 		{"rar5 plain", cat([]byte(rar5Sig), rar5Header(1, vint(0), nil), rar5File("movie.mkv", false)), archive.None, true, "movie.mkv"},
 		{"rar5 file encrypted", cat([]byte(rar5Sig), rar5Header(1, vint(0), nil), rar5File("movie.mkv", true)), archive.Passworded, true, "movie.mkv"},
-		{"rar5 headers encrypted", cat([]byte(rar5Sig), rar5Header(4, make([]byte, 20), nil), noise(64)), archive.Passworded, true, ""},
+		{"rar5 headers encrypted", cat([]byte(rar5Sig), rar5Header(4, make([]byte, 20), nil), tooltest.Incompressible(64, 2463534242)), archive.Passworded, true, ""},
 		{"rar5 cut", cat([]byte(rar5Sig), rar5Header(1, vint(0), nil)), archive.None, false, ""},
 	} {
 		info, err := inspect(c.data)

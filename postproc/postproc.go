@@ -173,7 +173,14 @@ func (p *Processor) Pass(ctx context.Context) (int, error) {
 // release post-processes one release and stores the outcome; only a
 // store that fails ends the pass.
 func (p *Processor) release(ctx context.Context, id int64) error {
-	name, found, err := p.process(ctx, id)
+	r, err := p.cfg.Store.ReleaseDetails(ctx, id, 0)
+	switch {
+	case errors.Is(err, release.ErrNotFound):
+		return nil // removed meanwhile
+	case err != nil:
+		return err
+	}
+	name, found, err := p.process(ctx, r)
 	p.bodies.Add(int64(found.Bodies))
 	if err == nil {
 		if err := p.cfg.Store.PostProcDone(ctx, id, name, found); err != nil {
@@ -189,7 +196,6 @@ func (p *Processor) release(ctx context.Context, id int64) error {
 		return nil // removed meanwhile
 	}
 	p.failed.Add(1)
-	r, _ := p.cfg.Store.ReleaseDetails(ctx, id, 0)
 	attempt := r.PostProc.Attempts + 1
 	next := p.cfg.Clock.Now().Add(backoff.Wait(attempt, p.cfg.Backoff, p.cfg.MaxBackoff, rand.Float64()))
 	p.cfg.Logger.Warn("postproc: release", "release", id, "attempt", attempt, "err", err)
@@ -258,14 +264,10 @@ func leftOut(err error) bool {
 		errors.Is(err, nntp.ErrTooLarge) // an article past the body bound: no try makes it smaller
 }
 
-// process reads what release id needs, and returns its new name ("" to
+// process reads what release r needs, and returns its new name ("" to
 // keep it) and what was found; an error fails the try.
-func (p *Processor) process(ctx context.Context, id int64) (string, release.PostProc, error) {
-	r, err := p.cfg.Store.ReleaseDetails(ctx, id, 0)
-	if err != nil {
-		return "", release.PostProc{}, err
-	}
-	files, err := p.pick(ctx, id)
+func (p *Processor) process(ctx context.Context, r release.Release) (string, release.PostProc, error) {
+	files, err := p.pick(ctx, r.ID)
 	if err != nil {
 		return "", release.PostProc{}, err
 	}
@@ -319,7 +321,7 @@ func (p *Processor) process(ctx context.Context, id int64) (string, release.Post
 func (j *job) matchNames(files picked, real []par2.File) error {
 	byHash := map[[16]byte]string{}
 	for _, f := range real {
-		byHash[f.MD516k] = path.Base(strings.ReplaceAll(f.Name, `\`, "/"))
+		byHash[f.MD516k] = baseName(f)
 	}
 	for i := range files.data {
 		f := &files.data[i]
@@ -419,7 +421,7 @@ func (j *job) name(files picked, real []par2.File) string {
 		var largest uint64
 		for _, f := range real {
 			if !strings.EqualFold(path.Ext(f.Name), ".par2") && (best == "" || f.Length > largest) {
-				best, largest = path.Base(strings.ReplaceAll(f.Name, `\`, "/")), f.Length
+				best, largest = baseName(f), f.Length
 			}
 		}
 	}
@@ -432,3 +434,7 @@ func (j *job) name(files picked, real []par2.File) string {
 	}
 	return ""
 }
+
+// baseName is a PAR2 file's name without its directories, of either
+// system's separator.
+func baseName(f par2.File) string { return path.Base(strings.ReplaceAll(f.Name, `\`, "/")) }

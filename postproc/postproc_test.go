@@ -105,18 +105,6 @@ func write(t *testing.T, dir, name string, data []byte) string {
 	return path
 }
 
-func noise(n int, seed uint32) []byte {
-	b := make([]byte, n)
-	x := seed | 1
-	for i := range b {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		b[i] = byte(x)
-	}
-	return b
-}
-
 // world is the releases of TestPostProc, posted to the in-repo NNTP
 // server and built into a SQLite store.
 type world struct {
@@ -134,7 +122,7 @@ func newWorld(t *testing.T) *world {
 	// An obfuscated release: a movie and a PAR2 set made over its real
 	// name, posted under one random stem.
 	real := "Ocean.Documentary.2024.1080p.WEB.x264-GRP.mkv"
-	write(t, dir, real, noise(120_000, 7))
+	write(t, dir, real, tooltest.Incompressible(120_000, 7))
 	tooltest.Run(t, dir, "par2", "par2", "create", "-q", "-s20000", "-r10", "-n1", "set.par2", real)
 	const hash = "a3f9c2e71b8d4f6a0c5e9b2d7f1a8c4e"
 	p.post(t, filepath.Join(dir, real), hash+".mkv", 1, 3, 50_000)
@@ -144,12 +132,12 @@ func newWorld(t *testing.T) *world {
 	// A release with an NFO in code page 437.
 	nfoText := "\xc9\xcd\xcd\xbb\r\n\xba Title: Deep Sea Life \xba\r\nhttps://www.imdb.com/title/tt7654321/\r\n"
 	write(t, dir, "show.nfo", []byte(nfoText))
-	write(t, dir, "show.mkv", noise(30_000, 9))
+	write(t, dir, "show.mkv", tooltest.Incompressible(30_000, 9))
 	p.post(t, filepath.Join(dir, "show.nfo"), "Deep.Sea.Life.S01E01.720p.HDTV.x264-GRP.nfo", 1, 2, 50_000)
 	p.post(t, filepath.Join(dir, "show.mkv"), "Deep.Sea.Life.S01E01.720p.HDTV.x264-GRP.mkv", 2, 2, 50_000)
 
 	// Password-protected archives, and a plain one.
-	write(t, dir, "movie.mkv", noise(150_000, 11))
+	write(t, dir, "movie.mkv", tooltest.Incompressible(150_000, 11))
 	tooltest.Run(t, dir, "7z", "p7zip-full", "a", "-bd", "-psecret", "-mhe=on", "secret.7z", "movie.mkv")
 	tooltest.Run(t, dir, "zip", "zip", "-q", "-P", "secret", "secret.zip", "movie.mkv")
 	tooltest.Run(t, dir, "zip", "zip", "-q", "plain.zip", "movie.mkv")
@@ -357,8 +345,8 @@ func TestPostProcBodyTooLarge(t *testing.T) {
 	dir := t.TempDir()
 	p := &poster{bodies: map[string]string{}}
 	const name = "Large.Release.2024.720p.WEB.x264-GRP"
-	p.post(t, write(t, dir, "big.nfo", noise(300_000, 5)), name+".nfo", 1, 2, 400_000)
-	p.post(t, write(t, dir, "a.mkv", noise(1000, 6)), name+".mkv", 2, 2, 400_000)
+	p.post(t, write(t, dir, "big.nfo", tooltest.Incompressible(300_000, 5)), name+".nfo", 1, 2, 400_000)
+	p.post(t, write(t, dir, "a.mkv", tooltest.Incompressible(1000, 6)), name+".mkv", 2, 2, 400_000)
 	w := p.world(t, nntp.Config{MaxBodyBytes: 100 << 10})
 	pp, err := postproc.New(postproc.Config{Store: w.store, Bodies: w.router})
 	require.NoError(t, err)
@@ -378,7 +366,7 @@ func TestPostProcBodyTooLarge(t *testing.T) {
 func TestPostProcShortSegment(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write(t, dir, "movie.mkv", noise(90_000, 3))
+	write(t, dir, "movie.mkv", tooltest.Incompressible(90_000, 3))
 	tooltest.Run(t, dir, "7z", "p7zip-full", "a", "-bd", "-psecret", "-mhe=on", "short.7z", "movie.mkv")
 	p := &poster{bodies: map[string]string{}}
 	const name = "Short.Segment.2024.1080p.BluRay.x264-GRP"

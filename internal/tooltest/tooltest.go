@@ -37,3 +37,18 @@ func Run(tb testing.TB, dir, name, pkg string, args ...string) {
 		tb.Fatalf("tooltest: %s %v: %v\n%s", name, args, err, out)
 	}
 }
+
+// Incompressible returns n pseudo-random bytes of seed (xorshift), which
+// no archiver shrinks: an archive of them keeps its size, so its headers
+// stand where a test needs them (a 7z archive's past a first segment).
+func Incompressible(n int, seed uint32) []byte {
+	b := make([]byte, n)
+	x := seed | 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
