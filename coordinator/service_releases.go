@@ -29,16 +29,6 @@ func (s *Service) WriteNZB(ctx context.Context, id int64, w io.Writer, begin fun
 	if err != nil {
 		return false, err
 	}
-	enc := nzb.NewEncoder(w, rel)
-	err = s.cfg.Store.ReleaseFiles(ctx, id, func(f release.File) error {
-		if !began && enc.Writes(&f) {
-			begin(rel)
-			began = true
-		}
-		return enc.File(&f)
-	})
-	if err == nil {
-		err = enc.Close()
-	}
-	return began, err
+	files := func(each func(release.File) error) error { return s.cfg.Store.ReleaseFiles(ctx, id, each) }
+	return nzb.Stream(w, rel, files, func() error { begin(rel); return nil })
 }

@@ -109,29 +109,22 @@ func (h *Handler) grab(w http.ResponseWriter, r *http.Request, acct Account, id 
 		w.WriteHeader(http.StatusOK)
 		return true, nil
 	}
-	enc := nzb.NewEncoder(w, rel)
-	err = h.cfg.Store.ReleaseFiles(ctx, id, func(f release.File) error {
-		if !started && enc.Writes(&f) {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("newznab: grab: %w", context.Cause(ctx))
-			}
-			if _, err := h.cfg.Store.Grab(ctx, acct.Name, id, h.cfg.Now()); err != nil {
-				return err
-			}
-			nzbHeaders(w, rel)
-			w.WriteHeader(http.StatusOK)
-			// The answer begins now: a client whose download is then
-			// cut has had a response, and does not send the request
-			// (and spend a grab) again by itself.
-			http.NewResponseController(w).Flush()
-			started = true
+	files := func(each func(release.File) error) error { return h.cfg.Store.ReleaseFiles(ctx, id, each) }
+	return nzb.Stream(w, rel, files, func() error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("newznab: grab: %w", context.Cause(ctx))
 		}
-		return enc.File(&f)
-	})
-	if err == nil {
-		err = enc.Close() // nzb.ErrEmpty when no file had a segment
-	}
-	return started, err
+		if _, err := h.cfg.Store.Grab(ctx, acct.Name, id, h.cfg.Now()); err != nil {
+			return err
+		}
+		nzbHeaders(w, rel)
+		w.WriteHeader(http.StatusOK)
+		// The answer begins now: a client whose download is then cut has
+		// had a response, and does not send the request (and spend a
+		// grab) again by itself.
+		http.NewResponseController(w).Flush()
+		return nil
+	}) // nzb.ErrEmpty when no file had a segment
 }
 
 // nzbHeaders sets the headers downloaders read of the NZB of rel.

@@ -81,6 +81,30 @@ func NewEncoder(w io.Writer, r release.Release) *Encoder {
 	return &Encoder{e: encoder{w: bw}, r: r}
 }
 
+// Stream writes the NZB of r to w with its files as files hands them
+// on, one at a time (the shape of a store's ReleaseFiles), so memory does
+// not grow with the release. begin is called once, when the first file
+// that writes comes and before any byte is written: an HTTP handler sets
+// its headers there, and an error of begin ends the NZB unwritten. began
+// says whether begin was called: an error after it has cut the NZB. A
+// release with no file to write is ErrEmpty, begin not called.
+func Stream(w io.Writer, r release.Release, files func(each func(release.File) error) error, begin func() error) (began bool, err error) {
+	e := NewEncoder(w, r)
+	err = files(func(f release.File) error {
+		if !began && e.Writes(&f) {
+			if err := begin(); err != nil {
+				return err
+			}
+			began = true
+		}
+		return e.File(&f)
+	})
+	if err == nil {
+		err = e.Close()
+	}
+	return began, err
+}
+
 // Writes reports whether File writes f: it has a group (or the release
 // has) and a segment.
 func (e *Encoder) Writes(f *release.File) bool { return writes(&e.r, f) }
