@@ -71,6 +71,13 @@ func (s *Source) Body(ctx context.Context, messageID string) ([]byte, error) {
 		}
 		switch code {
 		case 222:
+			// "222 n <message-id>": a server that names another article
+			// is out of step with its client (or confused): its body
+			// would be taken for this one's.
+			if f := strings.Fields(text); len(f) >= 2 && strings.HasPrefix(f[1], "<") && f[1] != messageID {
+				c.broken = true
+				return fmt.Errorf("%w: BODY %s answered for %s", ErrProtocol, messageID, f[1])
+			}
 		case 430:
 			return fmt.Errorf("%w: %s", ErrNoSuchArticle, text)
 		default:

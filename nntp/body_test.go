@@ -43,6 +43,17 @@ func TestBody(t *testing.T) {
 	require.Equal(t, before, srv.Stats().Commands["BODY"], "no malformed message-id was sent")
 }
 
+// A 222 that names another article than the one asked is a protocol
+// error: its body is not taken for the one asked.
+func TestBodyOtherID(t *testing.T) {
+	t.Parallel()
+	srv := serve(t, nntptest.Config{Bodies: map[string]string{"<a@x>": "a\n"}, BodyOtherID: true})
+	src := open(t, srv, nil)
+	_, err := src.Body(ctxT(t), "<a@x>")
+	require.ErrorIs(t, err, nntp.ErrProtocol)
+	require.Contains(t, err.Error(), "<other@example.test>")
+}
+
 // A body past MaxBodyBytes ends with ErrTooLarge, the connection dropped
 // (the server was still sending), and the next call works on a new one.
 func TestBodyTooLarge(t *testing.T) {

@@ -162,8 +162,11 @@ type Config struct {
 	// by "\n", sent dot-stuffed with "\r\n"; any other message-id is
 	// 430. EndlessBody answers BODY of a known message-id with 222 and
 	// lines of "x", forever (generated as they are sent).
+	// BodyOtherID answers BODY naming another message-id than the one
+	// asked, as a server out of step would.
 	Bodies      map[string]string
 	EndlessBody bool
+	BodyOtherID bool
 
 	// StallQuit answers QUIT with nothing, and keeps the connection open
 	// until the client closes it or the server closes.
@@ -1022,7 +1025,11 @@ func (ss *session) body(cfg Config, f []string) bool {
 		ss.reply(430, "no such article")
 		return true
 	}
-	ss.reply(222, "0 "+f[1]+" body follows")
+	id := f[1]
+	if cfg.BodyOtherID {
+		id = "<other@example.test>"
+	}
+	ss.reply(222, "0 "+id+" body follows")
 	if cfg.EndlessBody {
 		line := strings.Repeat("x", 1000) + "\r\n"
 		for {
