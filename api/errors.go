@@ -194,3 +194,22 @@ func clip(s string) string {
 	}
 	return strings.ToValidUTF8(s[:maxMessage], "") + "…"
 }
+
+// Err returns the error of an entry of POST /v1/batches that was refused
+// (Code set) as an *Error with the status its code has in the table, so
+// callers test it with errors.Is as they test a call's; nil when it was
+// stored or a duplicate.
+func (r RangeBatchReply) Err() error {
+	if r.Code == "" && r.Error == "" {
+		return nil
+	}
+	e := &Error{Method: http.MethodPost, Path: "/v1/batches", Status: http.StatusConflict, Code: clip(r.Code),
+		Message: clip(fmt.Sprintf("range %d: %s", r.Range, r.Error))}
+	for _, row := range table {
+		if row.code == r.Code {
+			e.Status = row.status
+			break
+		}
+	}
+	return e
+}

@@ -206,3 +206,44 @@ func FleetLeaseOf(l Lease) FleetLease {
 	return FleetLease{Range: l.Range.ID, Group: l.Range.Group, Lane: l.Range.Lane, Start: l.Range.Start,
 		Next: l.Range.Next, End: l.Range.End, ExpiresAt: l.ExpiresAt}
 }
+
+// RangeBatch is one entry of POST /v1/batches: {"range", "token",
+// "batch"}, a batch for a range held under the grant token.
+// edgeframe.DecodeBatches reads a body of them strictly;
+// edgeframe.MarshalBatches writes one.
+type RangeBatch = edgeframe.RangeBatch
+
+// MaxBatches is the most entries POST /v1/batches takes in one call, and
+// MaxLeases the most leases POST /v1/leases grants in one.
+const (
+	MaxBatches = edgeframe.DefaultMaxBatches
+	MaxLeases  = 256
+)
+
+// BatchesRequest is the body of POST /v1/batches: {"batches": [...]}.
+type BatchesRequest struct {
+	Batches []RangeBatch `json:"batches"`
+}
+
+// BatchesReply is the answer of POST /v1/batches: {"results": [...]}, one
+// a batch, in the order they were posted.
+type BatchesReply struct {
+	Results []RangeBatchReply `json:"results"`
+}
+
+// RangeBatchReply is one entry's answer: {"range", "next", "duplicate",
+// "done"?, "lease"?} as POST /v1/ranges/{id}/batch would have answered
+// it, or {"range", "error", "code"} with the error body that call would
+// have had (a lost lease, a conflict, a batch past its range's end).
+type RangeBatchReply struct {
+	Range int64 `json:"range"`
+	*BatchReply
+	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"`
+}
+
+// LeasesReply is the answer of POST /v1/leases: {"leases": [...]}, empty
+// when there is nothing to do.
+type LeasesReply struct {
+	Leases []Lease `json:"leases"`
+}

@@ -128,6 +128,10 @@ func TestBadInput(t *testing.T) {
 		tA, tL := fmt.Sprint(la.Token), fmt.Sprint(gl.Token)
 		okBatch := []byte(`{"from": 26, "to": 50, "headers": 25, "items": [{"key": "k2", "value": 2}]}`)
 		okSnap := gz(t, "window at 60")
+		entry := func(b string) string {
+			return fmt.Sprintf(`{"range": %d, "token": %d, "batch": %s}`, la.Range.ID, la.Token, b)
+		}
+		okBatches := []byte(`{"batches": [` + entry(string(okBatch)) + `]}`)
 
 		// Every route, with what would make it succeed (or write) but for
 		// the token.
@@ -137,6 +141,8 @@ func TestBadInput(t *testing.T) {
 			admin            bool
 		}{
 			{"POST", "/v1/lease", "", nil, false},
+			{"POST", "/v1/leases?max=2", "", nil, false},
+			{"POST", "/v1/batches", "", okBatches, false},
 			{"GET", rA + "/stream", tA, nil, false},
 			{"POST", rA + "/batch", tA, okBatch, false},
 			{"POST", rA + "/heartbeat", tA, nil, false},
@@ -184,7 +190,35 @@ func TestBadInput(t *testing.T) {
 			return badCase{name: "batch: " + name, method: "POST", path: rA + "/batch", auth: node, leaseToken: tA,
 				body: []byte(body), status: status, code: code}
 		}
+		batchesCase := func(name, body string, status int, code string) badCase {
+			return badCase{name: "batches: " + name, method: "POST", path: "/v1/batches", auth: node, body: []byte(body), status: status, code: code}
+		}
+		leasesCase := func(query string) badCase {
+			return badCase{name: "leases: " + query, method: "POST", path: "/v1/leases?" + query, auth: node, status: 400, code: api.CodeInvalid}
+		}
+		overBatches := `{"batches": [` + entry(string(overBatch)) + `]}`
 		cases = append(cases,
+			// Many ranges a call: the body's faults, and max's.
+			leasesCase("max=0"), leasesCase("max=-1"), leasesCase("max=257"), leasesCase("max=x"), leasesCase("max=9223372036854775808"),
+			batchesCase("not JSON", `hello`, 400, api.CodeInvalid),
+			batchesCase("no entries", `{"batches": []}`, 400, api.CodeInvalid),
+			batchesCase("a batch, not a list", string(okBatch), 400, api.CodeInvalid),
+			batchesCase("a range twice", `{"batches": [`+entry(string(okBatch))+`, `+entry(string(okBatch))+`]}`, 400, api.CodeInvalid),
+			batchesCase("an unknown field", `{"batches": [`+entry(string(okBatch))+`], "then": "lease"}`, 400, api.CodeInvalid),
+			batchesCase("a token as a string", fmt.Sprintf(`{"batches": [{"range": %d, "token": "%d", "batch": %s}]}`, la.Range.ID, la.Token, okBatch), 400, api.CodeInvalid),
+			batchesCase("a token past int64", fmt.Sprintf(`{"batches": [{"range": %d, "token": 9223372036854775808, "batch": %s}]}`, la.Range.ID, okBatch), 400, api.CodeInvalid),
+			batchesCase("a bad entry after a good one", `{"batches": [`+entry(string(okBatch))+`, {"range": 999, "token": 1, "batch": {"from": 2, "to": 1, "headers": 0, "items": []}}]}`, 400, api.CodeInvalid),
+			batchesCase("257 entries", `{"batches": [`+strings.Repeat(entry(string(okBatch))+`, `, 256)+entry(string(okBatch))+`]}`, 400, api.CodeInvalid),
+			batchesCase("over MaxBody", overBatches, 413, api.CodeTooLarge),
+			badCase{name: "batches: over MaxBody, no length", method: "POST", path: "/v1/batches", auth: node, body: []byte(overBatches), chunked: true, status: 413, code: api.CodeTooLarge},
+			badCase{name: "batches: then=now", method: "POST", path: "/v1/batches?then=now", auth: node, body: okBatches, status: 400, code: api.CodeInvalid},
+			// A refused entry is answered in its reply and changes nothing.
+			batchesCase("a stale token", `{"batches": [`+fmt.Sprintf(`{"range": %d, "token": %d, "batch": %s}`, la.Range.ID, la.Token+1, okBatch)+`]}`, 200, ""),
+			batchesCase("a gap", `{"batches": [`+entry(`{"from": 30, "to": 50, "headers": 0, "items": []}`)+`]}`, 200, ""),
+			batchesCase("past the range's end", `{"batches": [`+entry(`{"from": 26, "to": 500, "headers": 0, "items": []}`)+`]}`, 200, ""),
+			batchesCase("no such range", `{"batches": [{"range": 99999, "token": 1, "batch": `+string(okBatch)+`}]}`, 200, ""),
+			badCase{name: "batches: another node's", method: "POST", path: "/v1/batches", auth: node2, body: okBatches, status: 200},
+
 			// Fences and holders.
 			badCase{name: "batch: a stale token", method: "POST", path: rA + "/batch", auth: node, leaseToken: fmt.Sprint(la.Token + 1), body: okBatch, status: 409, code: api.CodeLeaseLost},
 			badCase{name: "batch: another node's", method: "POST", path: rA + "/batch", auth: node2, leaseToken: tA, body: okBatch, status: 409, code: api.CodeLeaseLost},

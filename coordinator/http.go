@@ -61,6 +61,8 @@ func (s *Server) routes() {
 		s.handle(pattern, s.instrument(pattern, s.asAdmin(h)))
 	}
 	node("POST /v1/lease", s.handleLease)
+	node("POST /v1/leases", s.handleLeases)
+	node("POST /v1/batches", s.handleBatches)
 	node("GET /v1/ranges/{id}/stream", s.handleStream)
 	node("POST /v1/ranges/{id}/batch", s.handleBatch)
 	node("POST /v1/ranges/{id}/heartbeat", s.handleHeartbeat)

@@ -21,9 +21,9 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	if err != nil {
 		return err
 	}
-	then := r.URL.Query().Get("then")
-	if then != "" && then != api.ThenLease {
-		return edgeindex.Invalidf("batch: ?then= takes one value, %q", api.ThenLease)
+	then, err := thenLease(r)
+	if err != nil {
+		return err
 	}
 	b, done, err := s.readBatch(r.Context(), id, f, r)
 	if err != nil {
@@ -34,7 +34,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 	}
 	res, err := func() (api.BatchReply, error) {
 		defer done() // the budget is given back before the answer goes out, and after a panic
-		return s.svc.storeBatch(r.Context(), id, f, b, then == api.ThenLease)
+		return s.svc.storeBatch(r.Context(), id, f, b, then)
 	}()
 	return s.reply(w, res, err)
 }
@@ -68,22 +68,13 @@ func (s *Server) readBatch(ctx context.Context, rangeID int64, f lease.Fence, r 
 			return api.Batch{}, nil, err
 		}
 	}
-	if size > s.cfg.MaxBody {
-		return api.Batch{}, nil, fmt.Errorf("%w: a batch of at most %d bytes", api.ErrTooLarge, s.cfg.MaxBody)
-	}
-	var reserved int64 // what this batch holds of the budget
-	body := io.Reader(r.Body)
-	switch {
-	case size < 0:
-		body = &budgetReader{r: r.Body, b: &s.batches, held: &reserved, limit: s.cfg.MaxBody}
-	case !s.batches.take(size):
-		return api.Batch{}, nil, errBatchBusy
-	default:
-		reserved = size
+	body, reserved, err := s.budgeted(r)
+	if err != nil {
+		return api.Batch{}, nil, err
 	}
 	b, err = edgeframe.DecodeBatchSize(body, size, s.cfg.MaxBody)
 	if err != nil {
-		s.batches.give(reserved)
+		s.batches.give(*reserved)
 		if small {
 			if ferr := s.svc.CheckBatch(ctx, rangeID, f); ferr != nil {
 				err = ferr // a stale holder hears that first, as it would have
@@ -91,7 +82,66 @@ func (s *Server) readBatch(ctx context.Context, rangeID int64, f lease.Fence, r 
 		}
 		return api.Batch{}, nil, err
 	}
-	return b, func() { s.batches.give(reserved) }, nil
+	return b, func() { s.batches.give(*reserved) }, nil
+}
+
+// budgeted returns r's body as read under the batch budget, and what it
+// holds of it (to give back): a body of known length takes its bytes at
+// once, or fails with errBatchBusy; one of unknown length takes them as
+// they arrive (budgetReader). A body over Config.MaxBody fails with
+// api.ErrTooLarge.
+func (s *Server) budgeted(r *http.Request) (io.Reader, *int64, error) {
+	size := r.ContentLength
+	if size > s.cfg.MaxBody {
+		return nil, nil, fmt.Errorf("%w: a batch of at most %d bytes", api.ErrTooLarge, s.cfg.MaxBody)
+	}
+	reserved := new(int64)
+	switch {
+	case size < 0:
+		return &budgetReader{r: r.Body, b: &s.batches, held: reserved, limit: s.cfg.MaxBody}, reserved, nil
+	case !s.batches.take(size):
+		return nil, nil, errBatchBusy
+	}
+	*reserved = size
+	return r.Body, reserved, nil
+}
+
+// handleBatches answers POST /v1/batches[?then=lease]: the batches of
+// several held ranges in one body, each fenced by its own token, so the
+// fences are checked as they are stored, after the body is read.
+func (s *Server) handleBatches(w http.ResponseWriter, r *http.Request, n string) error {
+	then, err := thenLease(r)
+	if err != nil {
+		return err
+	}
+	body, reserved, err := s.budgeted(r)
+	if err != nil {
+		s.cfg.Metrics.batch(batchOutcome(err), 0)
+		w.Header().Set("Connection", "close")
+		return err
+	}
+	bs, err := edgeframe.DecodeBatches(body, r.ContentLength, s.cfg.MaxBody, api.MaxBatches)
+	if err != nil {
+		s.batches.give(*reserved)
+		s.cfg.Metrics.batch(batchOutcome(err), 0)
+		w.Header().Set("Connection", "close")
+		return err
+	}
+	res, err := func() ([]api.RangeBatchReply, error) {
+		defer s.batches.give(*reserved)
+		return s.svc.StoreBatches(r.Context(), n, bs, then)
+	}()
+	return s.reply(w, api.BatchesReply{Results: res}, err)
+}
+
+// thenLease reads a batch call's ?then=: true for "lease", false when
+// absent.
+func thenLease(r *http.Request) (bool, error) {
+	then := r.URL.Query().Get("then")
+	if then != "" && then != api.ThenLease {
+		return false, edgeindex.Invalidf("batch: ?then= takes one value, %q", api.ThenLease)
+	}
+	return then == api.ThenLease, nil
 }
 
 // errBatchBusy is the answer to a batch the budget has no room for.

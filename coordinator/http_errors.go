@@ -45,10 +45,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 const maxMessage = 500
 
 func (s *Server) writeError(w http.ResponseWriter, status int, code, msg string) {
+	s.writeJSON(w, status, api.ErrorBody{Error: clipMessage(msg), Code: code})
+}
+
+// clipMessage cuts an error sentence to maxMessage bytes, on a rune.
+func clipMessage(msg string) string {
 	if len(msg) > maxMessage {
 		msg = strings.ToValidUTF8(msg[:maxMessage], "") + "…"
 	}
-	s.writeJSON(w, status, api.ErrorBody{Error: msg, Code: code})
+	return msg
 }
 
 // writeJSON answers v, under a write deadline: a client that does not read

@@ -13,6 +13,28 @@ func (s *Server) handleLease(w http.ResponseWriter, r *http.Request, n string) e
 	return s.reply(w, l, err)
 }
 
+// handleLeases answers POST /v1/leases?max=N: up to N leases at once.
+func (s *Server) handleLeases(w http.ResponseWriter, r *http.Request, n string) error {
+	max, given, err := queryInt(r, "max")
+	if err != nil {
+		return err
+	}
+	if !given {
+		max = 1
+	}
+	if max < 1 || max > api.MaxLeases {
+		return edgeindex.Invalidf("max %d: want 1 to %d", max, api.MaxLeases)
+	}
+	ls, err := s.svc.GrantMany(r.Context(), n, int(max))
+	if err != nil {
+		return err
+	}
+	if ls == nil {
+		ls = []api.Lease{}
+	}
+	return s.reply(w, api.LeasesReply{Leases: ls}, nil)
+}
+
 // rangeCall reads a range call's id and the caller's fence.
 func rangeCall(r *http.Request, n string) (int64, lease.Fence, error) {
 	id, err := pathID(r)

@@ -129,3 +129,70 @@ func checkLease(l api.Lease) error {
 	}
 	return nil
 }
+
+// LeaseMany asks for up to max ranges of unordered groups in one call
+// (POST /v1/leases?max=N), each a lease as Lease grants it. It returns none,
+// with no error, when there is nothing to do. It is not retried, as Lease
+// is not. A lease that cannot be worked is dropped (it expires).
+func (c *Client) LeaseMany(ctx context.Context, max int) ([]api.Lease, error) {
+	cl := &call{method: http.MethodPost, path: "/v1/leases", query: url.Values{"max": {strconv.Itoa(max)}}}
+	var ans api.LeasesReply
+	if _, err := c.json(ctx, cl, &ans); err != nil {
+		return nil, err
+	}
+	if len(ans.Leases) > max {
+		return nil, fmt.Errorf("edge: POST /v1/leases: %w: %d leases for a max of %d", ErrProtocol, len(ans.Leases), max)
+	}
+	return c.workable(ans.Leases), nil
+}
+
+// workable drops the leases that cannot be worked, logging each.
+func (c *Client) workable(ls []api.Lease) []api.Lease {
+	out := ls[:0]
+	for _, l := range ls {
+		if err := checkLease(l); err != nil {
+			c.cfg.Logger.Warn("edge: dropping a lease that cannot be worked", "err", err)
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// PostBatches posts the batches of several held ranges in one call (POST
+// /v1/batches, with ?then=lease when then is set: each entry that finishes
+// its range may carry the node's next lease). The answer has one reply an
+// entry, in their order; an entry the coordinator refused (a lost lease, a
+// conflict) says so in its reply (RangeBatchReply.Err), and the others are
+// stored. The call is retried, as PostBatch is: a retry of stored entries
+// is answered as duplicates. A handed-over lease that cannot be worked is
+// dropped (it expires).
+func (c *Client) PostBatches(ctx context.Context, bs []api.RangeBatch, then bool) ([]api.RangeBatchReply, error) {
+	body, err := edgeframe.MarshalBatches(bs)
+	if err != nil {
+		return nil, fmt.Errorf("edge: batches: %w: %w", edgeindex.ErrInvalid, err)
+	}
+	cl := &call{method: http.MethodPost, path: "/v1/batches", body: body, ctype: "application/json", retry: true}
+	if then {
+		cl.query = url.Values{"then": {api.ThenLease}}
+	}
+	var ans api.BatchesReply
+	if _, err := c.json(ctx, cl, &ans); err != nil {
+		return nil, err
+	}
+	if len(ans.Results) != len(bs) {
+		return nil, fmt.Errorf("edge: POST /v1/batches: %w: %d replies for %d batches", ErrProtocol, len(ans.Results), len(bs))
+	}
+	for i, r := range ans.Results {
+		if r.Range != bs[i].Range || (r.BatchReply == nil && r.Err() == nil) {
+			return nil, fmt.Errorf("edge: POST /v1/batches: %w: reply %d is not range %d's", ErrProtocol, i, bs[i].Range)
+		}
+		if r.BatchReply != nil && r.Lease != nil {
+			if err := checkLease(*r.Lease); err != nil {
+				c.cfg.Logger.Warn("edge: dropping a lease handed over that cannot be worked", "err", err)
+				ans.Results[i].Lease = nil
+			}
+		}
+	}
+	return ans.Results, nil
+}

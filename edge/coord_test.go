@@ -42,7 +42,10 @@ type coord struct {
 	lose func(r *http.Request) bool
 
 	logMu sync.Mutex
-	calls []string // "METHOD path status" of every request, in arrival order
+	// calls is "METHOD path status" of every request, in arrival order,
+	// and after a POST /v1/batches one line an entry, as the call it
+	// stands for: "POST /v1/ranges/{id}/batch status (in /v1/batches)".
+	calls []string
 
 	mu       sync.Mutex
 	chunk    int64
@@ -97,6 +100,8 @@ func newCoord(chunk int64) *coord {
 func (c *coord) start() *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/lease", c.grant)
+	mux.HandleFunc("POST /v1/leases", c.grantMany)
+	mux.HandleFunc("POST /v1/batches", c.postBatches)
 	mux.HandleFunc("GET /v1/ranges/{id}/stream", c.stream)
 	mux.HandleFunc("POST /v1/ranges/{id}/{verb}", c.rangeCall)
 	mux.HandleFunc("POST /v1/groups/lease", c.grantLane)
@@ -305,6 +310,64 @@ func (c *coord) grant(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// grantMany answers POST /v1/leases?max=N with up to N grants.
+func (c *coord) grantMany(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.URL.Query().Get("max"))
+	if err != nil || n < 1 || n > api.MaxLeases {
+		writeErr(w, 400, api.CodeInvalid, "max: 1 to 256")
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ans := api.LeasesReply{Leases: []lease.Lease{}}
+	for range n {
+		l := c.grantLocked()
+		if l == nil {
+			break
+		}
+		ans.Leases = append(ans.Leases, *l)
+	}
+	writeJSON(w, ans)
+}
+
+// postBatches answers POST /v1/batches: each entry as POST
+// /v1/ranges/{id}/batch answers it (rangeCall), in turn.
+func (c *coord) postBatches(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	bs, err := edgeframe.DecodeBatches(bytes.NewReader(raw), int64(len(raw)), 1<<20, 0)
+	if err != nil {
+		status, code := api.StatusOf(err)
+		writeErr(w, status, code, err.Error())
+		return
+	}
+	ans := api.BatchesReply{Results: []api.RangeBatchReply{}}
+	for _, rb := range bs {
+		body, _ := edgeframe.MarshalBatch(rb.Batch)
+		id := strconv.FormatInt(rb.Range, 10)
+		sub := httptest.NewRequest(http.MethodPost, "/v1/ranges/"+id+"/batch?"+r.URL.RawQuery, bytes.NewReader(body))
+		sub.SetPathValue("id", id)
+		sub.SetPathValue("verb", "batch")
+		sub.Header.Set("Lease-Token", strconv.FormatInt(rb.Token, 10))
+		rec := httptest.NewRecorder()
+		c.rangeCall(rec, sub)
+		one := api.RangeBatchReply{Range: rb.Range}
+		if rec.Code == http.StatusOK {
+			one.BatchReply = &api.BatchReply{}
+			json.Unmarshal(rec.Body.Bytes(), one.BatchReply)
+		} else {
+			var e api.ErrorBody
+			json.Unmarshal(rec.Body.Bytes(), &e)
+			one.Error, one.Code = e.Error, e.Code
+		}
+		ans.Results = append(ans.Results, one)
+		// Each entry goes in the log as the call it stands for, marked.
+		c.logMu.Lock()
+		c.calls = append(c.calls, fmt.Sprintf("POST /v1/ranges/%s/batch %d (in /v1/batches)", id, rec.Code))
+		c.logMu.Unlock()
+	}
+	writeJSON(w, ans)
 }
 
 // grantLocked grants the first pending plain range; nil when none is.

@@ -135,7 +135,7 @@ func exampleCoordinator(n int64) (string, string, context.Context, *exampleCoord
 	id := c.addRange("alt.binaries.test", 1, n)
 	ctx, stop := context.WithCancel(context.Background())
 	c.before = func(r *http.Request) (int, string) {
-		if r.URL.Path == "/v1/lease" && c.rng(id).State == lease.StateDone {
+		if r.URL.Path == "/v1/leases" && c.rng(id).State == lease.StateDone {
 			stop()
 		}
 		return 0, ""

@@ -66,7 +66,7 @@ func TestWorkerFinalHandsOverLease(t *testing.T) {
 		require.Equal(t, "POST batch 200", rangeCalls(c.callLog(), id)[len(rangeCalls(c.callLog(), id))-1])
 		require.Zero(t, countCalls(rangeCalls(c.callLog(), id), "POST finish"))
 	}
-	require.Equal(t, 2, countCalls(c.callLog(), "POST /v1/lease"), "one grant, then one 204 after the last range handed nothing over")
+	require.Equal(t, 2, countCalls(c.callLog(), "POST /v1/leases "), "one grant, then one 204 after the last range handed nothing over")
 	require.Equal(t, int64(3), r.w.Stats().Ranges)
 }
 
@@ -82,7 +82,7 @@ func TestWorkerFinalNoHandOver(t *testing.T) {
 
 	require.Equal(t, lease.StateDone, c.rng(a).State)
 	require.Equal(t, lease.StateDone, c.rng(b).State)
-	require.Equal(t, 3, countCalls(c.callLog(), "POST /v1/lease"))
+	require.Equal(t, 3, countCalls(c.callLog(), "POST /v1/leases "))
 }
 
 // A worker told to stop while posting a range's final batch still posts it;

@@ -124,7 +124,7 @@ func TestWorkerLaneShutdownSavesWindow(t *testing.T) {
 
 	var calls []string
 	for _, call := range c.callLog() {
-		if f := strings.Fields(call); f[1] != "/v1/lease" {
+		if f := strings.Fields(call); f[1] != "/v1/leases" {
 			calls = append(calls, call)
 		}
 	}

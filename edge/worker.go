@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/clock"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -31,6 +33,17 @@ type WorkerConfig struct {
 	// Lanes are the lanes of ordered groups to work, in order, after each
 	// try for a plain range. Empty means none: only unordered groups.
 	Lanes []lease.Lane
+	// Ranges is how many ranges of unordered groups the worker holds and
+	// works at once: it leases them in one call (POST /v1/leases) and
+	// posts the final batches that are ready together in one (POST
+	// /v1/batches). The handler still sees one chunk at a time: the
+	// ranges take turns at it, each range's chunks in order, so that one
+	// range's wait for its stream or its batch's answer is another's turn.
+	// 0 means 1. A range of many chunks keeps the handler busy by itself,
+	// and a second one held would wait, kept from other workers; set it
+	// higher (up to api.MaxLeases) where ranges are a chunk or so (repair
+	// ranges, small groups) and a cycle's calls cost more than its work.
+	Ranges int
 	// TTL overrides the lease TTL the coordinator grants, for the heartbeat
 	// interval only (TTL/3). 0 means the grant's ttlSeconds.
 	TTL time.Duration
@@ -66,6 +79,9 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout
 	}
+	if c.Ranges == 0 {
+		c.Ranges = 1
+	}
 	if c.Clock == nil && c.Client != nil {
 		c.Clock = c.Client.cfg.Clock
 	}
@@ -87,6 +103,9 @@ func (c WorkerConfig) validate() error {
 		if !l.Valid() {
 			return edgeindex.Invalidf("edge: lane: history or tail, not %q", l)
 		}
+	}
+	if c.Ranges < 0 || c.Ranges > api.MaxLeases {
+		return edgeindex.Invalidf("edge: Ranges %d: want 0 to %d", c.Ranges, api.MaxLeases)
 	}
 	if c.TTL < 0 || c.Idle < 0 || c.StopTimeout < 0 {
 		return edgeindex.Invalidf("edge: TTL, Idle and StopTimeout must not be negative")
@@ -123,6 +142,8 @@ type Worker struct {
 	log      *slog.Logger
 	windowed Windowed // the handler, when it keeps a window
 	n        counters
+	handling sync.Mutex // held while the handler handles a chunk
+	finals   *finals    // posts the held ranges' final batches
 }
 
 // NewWorker returns a Worker, or an error that is edgeindex.ErrInvalid.
@@ -133,6 +154,9 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, c: cfg.Client, log: cfg.Logger}
 	w.windowed, _ = cfg.Handler.(Windowed)
+	// With no lanes to take turns with, a final batch asks for the next
+	// range in its answer.
+	w.finals = &finals{c: cfg.Client, then: len(cfg.Lanes) == 0}
 	return w, nil
 }
 
@@ -153,6 +177,7 @@ func (w *Worker) Stats() Stats {
 // failed one backs off. Run returns early only with an error wrapping
 // ErrUnauthorized: the node token was refused, so asking again is useless.
 func (w *Worker) Run(ctx context.Context) error {
+	defer w.finals.wait()
 	fails := 0
 	for ctx.Err() == nil {
 		worked, err := w.round(ctx)
@@ -181,28 +206,28 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// round asks for one plain range and then one grant of each lane, working
-// what it gets. It reports whether there was any work.
+// round asks for up to Ranges plain ranges in one call, works them at
+// once (each with the ranges handed over in its final batch's answer), and
+// then asks for one grant of each lane, working what it gets. It reports
+// whether there was any work.
 func (w *Worker) round(ctx context.Context) (bool, error) {
-	worked := false
-	l, ok, err := w.c.Lease(ctx)
+	ls, err := w.c.LeaseMany(ctx, w.cfg.Ranges)
 	if err != nil {
 		return false, err
 	}
-	for ok {
-		worked = true
-		_, then, err := w.work(ctx, l, false, nil)
-		if err != nil {
-			return true, err
-		}
-		if then == nil {
+	worked := len(ls) > 0
+	errs := make([]error, len(ls))
+	var wg sync.WaitGroup
+	for i, l := range ls {
+		if i == len(ls)-1 {
+			errs[i] = w.chain(ctx, l) // the last in this goroutine
 			break
 		}
-		if ctx.Err() != nil {
-			w.giveBack(ctx, *then)
-			break
-		}
-		l = *then // handed over in the final batch's answer: no lease call
+		wg.Go(func() { errs[i] = w.chain(ctx, l) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return true, err
 	}
 	for _, lane := range w.cfg.Lanes {
 		if ctx.Err() != nil {
@@ -215,6 +240,22 @@ func (w *Worker) round(ctx context.Context) (bool, error) {
 		}
 	}
 	return worked, nil
+}
+
+// chain works plain range l, then each range handed over in the answer of
+// the last one's final batch, until none is.
+func (w *Worker) chain(ctx context.Context, l lease.Lease) error {
+	for {
+		_, then, err := w.work(ctx, l, false, nil)
+		if err != nil || then == nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			w.giveBack(ctx, *then)
+			return nil
+		}
+		l = *then // handed over in the final batch's answer: no lease call
+	}
 }
 
 // outcome is how the work on one range ended.

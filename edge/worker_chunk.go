@@ -37,7 +37,9 @@ func (h *heldRange) replay(ctx context.Context, f edgeframe.Frame) (bool, error)
 
 // handle calls the handler on c, a chunk that starts at chunkFrom.
 func (w *Worker) handle(ctx context.Context, c Chunk, chunkFrom int64) (Output, error) {
+	w.handling.Lock() // ranges held at once take turns
 	out, err := w.cfg.Handler.HandleChunk(ctx, c)
+	w.handling.Unlock()
 	if err != nil {
 		err = fmt.Errorf("edge: handler, range %d chunk %d-%d: %w", c.Range.ID, chunkFrom, c.To, err)
 		if errors.Is(err, overview.ErrBadChunk) {
@@ -93,18 +95,19 @@ func (h *heldRange) chunk(ctx context.Context, f edgeframe.Frame) error {
 
 // post posts batch b of the range. A final batch is the range's finish:
 // like the finish, it is completed when Run's context is cancelled
-// meanwhile; and with no lanes to take turns with, it asks for the next
-// plain range in the answer.
+// meanwhile. A plain range's goes with the final batches of the other
+// ranges held (finals), asking for the next plain range in its answer when
+// there are no lanes to take turns with.
 func (h *heldRange) post(ctx context.Context, b batch.Batch) (api.BatchReply, error) {
 	if !b.Final {
 		return h.w.c.PostBatch(ctx, h.l.Range.ID, h.l.Token, b)
 	}
 	pctx, done := h.w.detachFinal(ctx)
 	defer done()
-	if !h.ordered && len(h.w.cfg.Lanes) == 0 {
-		return h.w.c.PostBatchThenLease(pctx, h.l.Range.ID, h.l.Token, b)
+	if h.ordered {
+		return h.w.c.PostBatch(pctx, h.l.Range.ID, h.l.Token, b)
 	}
-	return h.w.c.PostBatch(pctx, h.l.Range.ID, h.l.Token, b)
+	return h.w.finals.post(pctx, api.RangeBatch{Range: h.l.Range.ID, Token: h.l.Token, Batch: b})
 }
 
 // detachFinal returns a context for posting a final batch: not cancelled

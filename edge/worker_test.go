@@ -483,7 +483,7 @@ func TestWorkerUnauthorized(t *testing.T) {
 	require.NoError(t, err)
 	err = w.Run(context.Background())
 	require.ErrorIs(t, err, edge.ErrUnauthorized)
-	require.Equal(t, []string{"POST /v1/lease 401"}, c.callLog())
+	require.Equal(t, []string{"POST /v1/leases 401"}, c.callLog())
 }
 
 func TestNewWorkerConfig(t *testing.T) {

@@ -1,0 +1,129 @@
+package edge_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/edge"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// batchesCalls returns the number of entries of each POST /v1/batches call
+// in log, in order.
+func batchesCalls(log []string) []int {
+	var out []int
+	for _, c := range log {
+		switch {
+		case strings.HasPrefix(c, "POST /v1/batches "):
+			out = append(out, 0)
+		case strings.HasSuffix(c, "(in /v1/batches)"):
+			out[len(out)-1]++
+		}
+	}
+	return out
+}
+
+// A worker with Ranges 4 leases four ranges in one call, works them at
+// once without ever calling its handler twice at once, and posts the
+// final batches that wait together in one call, each answer handing over
+// the next range; every range is done once.
+func TestWorkerRangesAtOnce(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.finals, c.handOver = true, true
+	var ids []int64
+	for i := range 12 {
+		ids = append(ids, c.addRange("alt.r", int64(i*100+1), int64(i*100+100)))
+	}
+	var inHandler, handled, most atomic.Int64
+	h := &counter{hook: func(ctx context.Context, _ edge.Chunk) error {
+		n := inHandler.Add(1)
+		defer inHandler.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(2 * time.Millisecond) // room for another to come in, were it let
+		handled.Add(1)
+		return nil
+	}}
+	// The first call of final batches waits until the four ranges' chunks
+	// are handled, so the other three wait together for the next call.
+	var first atomic.Bool
+	c.before = func(r *http.Request) (int, string) {
+		if r.URL.Path == "/v1/batches" && first.CompareAndSwap(false, true) {
+			for handled.Load() < 4 {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return 0, ""
+	}
+	r := startWorker(t, c, h, edge.WorkerConfig{Ranges: 4})
+	require.NoError(t, r.untilIdle(t))
+
+	for _, id := range ids {
+		require.Equal(t, lease.StateDone, c.rng(id).State, "range %d", id)
+		require.Zero(t, countCalls(rangeCalls(c.callLog(), id), "POST finish"), "the final batch finished it")
+	}
+	require.Len(t, c.batches(), 12, "one batch a range, each stored once")
+	require.Equal(t, int64(1), most.Load(), "the handler saw one chunk at a time")
+	require.Equal(t, "POST /v1/leases 200", c.callLog()[0])
+	require.Equal(t, 2, countCalls(c.callLog(), "POST /v1/leases "), "one grant of four, then one that found nothing")
+	calls := batchesCalls(c.callLog())
+	require.Equal(t, 1, calls[0])
+	require.Equal(t, 3, calls[1], "the three final batches that waited went together")
+	entries := 0
+	for _, n := range calls {
+		entries += n
+	}
+	require.Equal(t, 12, entries)
+	require.Less(t, len(calls), 12, "fewer calls than final batches")
+	require.Equal(t, int64(12), r.w.Stats().Ranges)
+}
+
+// One of the ranges held at once whose lease is lost is refused in its
+// entry of the call: that range stops, counted lost, and the others are
+// stored and finished.
+func TestWorkerRangesOneLost(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.finals = true
+	a, b, d := c.addRange("alt.a", 1, 100), c.addRange("alt.b", 1, 100), c.addRange("alt.c", 1, 100)
+	var once atomic.Bool
+	c.before = func(r *http.Request) (int, string) {
+		// As the first final batches come, b is granted to another.
+		if r.URL.Path == "/v1/batches" && once.CompareAndSwap(false, true) {
+			c.mu.Lock()
+			c.ranges[b-1].token++
+			c.mu.Unlock()
+		}
+		return 0, ""
+	}
+	r := startWorker(t, c, &counter{}, edge.WorkerConfig{Ranges: 3})
+	require.NoError(t, r.untilIdle(t))
+
+	require.Equal(t, lease.StateDone, c.rng(a).State)
+	require.Equal(t, lease.StateDone, c.rng(d).State)
+	require.Equal(t, lease.StateLeased, c.rng(b).State, "the other holder's now")
+	require.Equal(t, int64(1), c.rng(b).Next, "nothing of b stored")
+	require.Equal(t, int64(2), r.w.Stats().Ranges)
+	require.Equal(t, int64(1), r.w.Stats().Lost)
+	require.Contains(t, rangeCalls(c.callLog(), b), "POST batch 409")
+}
+
+// Ranges out of bounds is refused.
+func TestWorkerRangesConfig(t *testing.T) {
+	t.Parallel()
+	cl, err := edge.NewClient(edge.Config{BaseURL: "http://127.0.0.1:1", Token: "t"})
+	require.NoError(t, err)
+	for _, n := range []int{-1, 257} {
+		_, err := edge.NewWorker(edge.WorkerConfig{Client: cl, Handler: &counter{}, Ranges: n})
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%d", n)
+	}
+}
