@@ -200,13 +200,25 @@ func clip(s string) string {
 // callers test it with errors.Is as they test a call's; nil when it was
 // stored or a duplicate.
 func (r RangeBatchReply) Err() error {
-	if r.Code == "" && r.Error == "" {
+	return entryErr("/v1/batches", r.Range, r.Code, r.Error)
+}
+
+// Err returns the error of a range refused in a call of many (Code set),
+// as RangeBatchReply.Err does; nil when it succeeded.
+func (r RangeReply) Err() error {
+	return entryErr("/v1/finishes", r.Range, r.Code, r.Error)
+}
+
+// entryErr is the *Error of a refused entry of a call of many to path, or
+// nil when the entry has neither code nor message.
+func entryErr(path string, rangeID int64, code, msg string) error {
+	if code == "" && msg == "" {
 		return nil
 	}
-	e := &Error{Method: http.MethodPost, Path: "/v1/batches", Status: http.StatusConflict, Code: clip(r.Code),
-		Message: clip(fmt.Sprintf("range %d: %s", r.Range, r.Error))}
+	e := &Error{Method: http.MethodPost, Path: path, Status: http.StatusConflict, Code: clip(code),
+		Message: clip(fmt.Sprintf("range %d: %s", rangeID, msg))}
 	for _, row := range table {
-		if row.code == r.Code {
+		if row.code == code {
 			e.Status = row.status
 			break
 		}

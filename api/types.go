@@ -247,3 +247,31 @@ type RangeBatchReply struct {
 type LeasesReply struct {
 	Leases []Lease `json:"leases"`
 }
+
+// RangeToken names a held range by its id and grant token: an entry of
+// POST /v1/finishes.
+type RangeToken struct {
+	Range int64 `json:"range"`
+	Token int64 `json:"token"`
+}
+
+// FinishesRequest is the body of POST /v1/finishes: {"ranges": [...]}.
+type FinishesRequest struct {
+	Ranges []RangeToken `json:"ranges"`
+}
+
+// FinishesReply is the answer of POST /v1/finishes: {"results": [...]},
+// one a range, in the order they were named.
+type FinishesReply struct {
+	Results []RangeReply `json:"results"`
+}
+
+// RangeReply is one range's answer in a call of many: {"range", "ok":
+// true}, or {"range", "error", "code"} with the error body the call of
+// that range alone would have had.
+type RangeReply struct {
+	Range int64  `json:"range"`
+	OK    bool   `json:"ok,omitempty"`
+	Error string `json:"error,omitempty"`
+	Code  string `json:"code,omitempty"`
+}

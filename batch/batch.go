@@ -159,12 +159,41 @@ type Store interface {
 	// token is the retry of the one that finished it: Result{Next: end+1,
 	// Duplicate: true, Done: true}, nothing written.
 	Put(ctx context.Context, rangeID int64, f lease.Fence, b Batch) (Result, error)
+	// PutMany is Put for each entry, made at once: each entry is decided
+	// and fenced on its own, with the answer Put would have given it
+	// alone, entries of different ranges in any order (a call names a
+	// range once). With ttl > 0, an entry that finishes its range also
+	// grants its node the next range for ttl, as a PutThenGrant would
+	// (Answer.Lease, Answer.Tried); 0 grants nothing. The answers are in
+	// the entries' order. It fails as a whole, with no answers, only when
+	// ctx ends first or the store is closed: some entries may then have
+	// been stored, as with a Put whose answer is lost.
+	PutMany(ctx context.Context, entries []Entry, ttl time.Duration) ([]Answer, error)
 	// Results pages through stored items in storage order; each stored item
 	// appears exactly once.
 	Results(ctx context.Context, q Query) (Page, error)
 	// Batches lists a node's stored batches, newest first, with ids below
 	// before (0: from the newest), at most limit (0: 50).
 	Batches(ctx context.Context, node string, before int64, limit int) ([]Record, error)
+}
+
+// Entry is one batch of Store.PutMany: Batch for range RangeID, under Fence.
+type Entry struct {
+	RangeID int64
+	Fence   lease.Fence
+	Batch   Batch
+}
+
+// Answer is what Store.PutMany answered an Entry: Put's result or error,
+// and the lease granted after it when one was asked for (Tried says the
+// grant was tried in the write that stored the entry; Lease is nil then
+// when there was no work). A caller whose entry finished its range and was
+// not Tried grants the usual way if it wants one.
+type Answer struct {
+	Result Result
+	Lease  *lease.Lease
+	Tried  bool
+	Err    error
 }
 
 // Record is one stored batch, as a node's detail lists it.

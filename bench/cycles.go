@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -72,6 +73,9 @@ func timeCycles(ctx context.Context, clients []*edge.Client, n int, mode cycleMo
 	var cycles atomic.Int64
 	var hists [nOps]hist
 	elapsed, err := parallel(ctx, len(clients), func(w int) error {
+		if mode.ranges > 1 {
+			return manyCycles(ctx, clients[w], &cycles, int64(n), &hists, mode)
+		}
 		var then *lease.Lease
 		for ctx.Err() == nil && cycles.Load() < int64(n) {
 			ok, next, err := cycle(ctx, clients[w], then, &hists, mode)
@@ -129,8 +133,12 @@ var cycleValue = json.RawMessage(`{"subject":"bench","parts":1}`)
 var handOver = true
 
 // cycleMode is how a cycle posts its batch: final or followed by a
-// finish, and a final one asking for the next lease or not.
-type cycleMode struct{ final, thenLease bool }
+// finish, and a final one asking for the next lease or not; with ranges
+// above 1, the many-range cycle of edge.Worker's Ranges (manyCycles).
+type cycleMode struct {
+	final, thenLease bool
+	ranges           int
+}
 
 // flagMode is the mode -final and -then-lease set.
 func flagMode() cycleMode { return cycleMode{final: finalBatches, thenLease: handOver} }
@@ -177,6 +185,76 @@ func cycle(ctx context.Context, cl *edge.Client, then *lease.Lease, hists *[nOps
 	}
 	hists[opFinish].add(time.Since(t))
 	return true, nil, nil
+}
+
+// manyCycles is the cycle of an edge.Worker holding mode.ranges ranges at
+// once: it leases up to that many in one call (POST /v1/leases), then posts
+// one final batch of one item for each in one call (POST /v1/batches
+// ?then=lease), whose answers hand over the next ranges; the ranges the
+// answers do not hand over are leased again in one call, until no range is
+// left or n cycles are done between all the workers. Without mode.final it
+// is the three-call cycle of many: leases, batches that are not final,
+// then one POST /v1/finishes. Each range done is a cycle.
+func manyCycles(ctx context.Context, cl *edge.Client, cycles *atomic.Int64, n int64, hists *[nOps]hist, mode cycleMode) error {
+	var held []lease.Lease
+	for ctx.Err() == nil && cycles.Load() < n {
+		if len(held) < mode.ranges {
+			t := time.Now()
+			more, err := cl.LeaseMany(ctx, mode.ranges-len(held))
+			if err != nil {
+				return fmt.Errorf("leases: %w", err)
+			}
+			hists[opLease].add(time.Since(t))
+			held = append(held, more...)
+			if len(held) == 0 {
+				return nil
+			}
+		}
+		bs := make([]api.RangeBatch, len(held))
+		rs := make([]api.RangeToken, len(held))
+		for i, l := range held {
+			r := l.Range
+			bs[i] = api.RangeBatch{Range: r.ID, Token: l.Token, Batch: batch.Batch{From: r.Next, To: r.End, Headers: r.End - r.Next + 1,
+				Items: []batch.Item{{Key: fmt.Sprint(r.ID), Value: cycleValue}}, Final: mode.final}}
+			rs[i] = api.RangeToken{Range: r.ID, Token: l.Token}
+		}
+		t := time.Now()
+		reps, err := cl.PostBatches(ctx, bs, mode.final)
+		if err != nil {
+			return fmt.Errorf("batches: %w", err)
+		}
+		hists[opBatch].add(time.Since(t))
+		held = held[:0]
+		for _, rep := range reps {
+			if err := rep.Err(); err != nil {
+				return fmt.Errorf("batches: %w", err)
+			}
+			if rep.Lease != nil {
+				held = append(held, *rep.Lease)
+			}
+		}
+		if !mode.final {
+			t = time.Now()
+			fins, err := cl.FinishMany(ctx, rs)
+			if err != nil {
+				return fmt.Errorf("finishes: %w", err)
+			}
+			for _, f := range fins {
+				if err := f.Err(); err != nil {
+					return fmt.Errorf("finishes: %w", err)
+				}
+			}
+			hists[opFinish].add(time.Since(t))
+		} else {
+			for _, rep := range reps {
+				if !rep.Done {
+					return fmt.Errorf("batches: range %d not done", rep.Range)
+				}
+			}
+		}
+		cycles.Add(int64(len(reps)))
+	}
+	return nil
 }
 
 // allDone checks that no range of group is left pending or leased.

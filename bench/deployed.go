@@ -40,7 +40,10 @@ func (s *session) deployedMeasures(add addMeasure) {
 	}
 	add("deployed", "river/before", "jobs/s", river)
 	line("deployed/postgres", deployedConfig{N: o.n, Workers: o.workers, Mode: cycleMode{final: true, thenLease: true}})
+	line("deployed-many/postgres", deployedConfig{N: o.n, Workers: o.workers,
+		Mode: cycleMode{final: true, thenLease: true, ranges: o.ranges}})
 	line("deployed-3call/postgres", deployedConfig{N: o.n, Workers: o.workers})
+	line("deployed-3call-many/postgres", deployedConfig{N: o.n, Workers: o.workers, Mode: cycleMode{ranges: o.ranges}})
 	if o.deployed1M {
 		line("deployed-1M/postgres", deployedConfig{N: o.n, Workers: o.workers, Waiting: deployedWaiting, Results: o.deployedResults,
 			Mode: cycleMode{final: true, thenLease: true}})
@@ -86,10 +89,19 @@ func benchDeployed(ctx context.Context, dbURL, dir string, cfg deployedConfig) (
 		stored = time.Since(t)
 	}
 	profiled := p.profile(ctx, fmt.Sprintf("deployed-%d-%d-final%v", cfg.Workers, cfg.Waiting, cfg.Mode.final), 3)
+	wal, err := startWAL(ctx, dbURL)
+	if err != nil {
+		return result{}, err
+	}
 	r, err := timeCycles(ctx, clients, cfg.N, cfg.Mode)
 	if err != nil {
 		return result{}, err
 	}
+	walPer, err := wal.per(ctx, int64(cfg.N), "cycle")
+	if err != nil {
+		return result{}, err
+	}
+	r.detail += "; " + walPer
 	if err := <-profiled; err != nil {
 		return result{}, err
 	}
@@ -100,6 +112,9 @@ func benchDeployed(ctx context.Context, dbURL, dir string, cfg deployedConfig) (
 	}
 	if cfg.Results > 0 {
 		r.detail += fmt.Sprintf("; %d results stored before, in %s", cfg.Results, stored.Round(time.Millisecond))
+	}
+	if cfg.Mode.ranges > 1 {
+		r.detail += fmt.Sprintf("; %d ranges a worker", cfg.Mode.ranges)
 	}
 	rss, _ := p.RSS()
 	r.detail += fmt.Sprintf("; coordinator process, RSS %.0f MiB", mib(rss))

@@ -44,6 +44,7 @@ type options struct {
 	innRangeSize        int64
 	search              searchConfig
 	deployed1M          bool
+	ranges              int
 	deployedResults     int
 
 	load        bool
@@ -67,6 +68,7 @@ func main() {
 	fs := flag.NewFlagSet("bench", flag.ExitOnError)
 	fs.IntVar(&o.n, "n", 20_000, "jobs (River), ranges (edgeindex) and rows (raw SQL) per cycle run")
 	fs.IntVar(&o.workers, "workers", 32, "workers of the cycle runs")
+	fs.IntVar(&o.ranges, "ranges", 16, "deployed: ranges each worker holds in the many-range line (deployed-many/postgres, deployed-3call-many/postgres), 2 to 256")
 	fs.IntVar(&o.count, "count", 1, "runs of each measurement; figures and ratios are medians")
 	fs.BoolVar(&o.quick, "quick", false, "a fast smoke run: small sizes (overrides -n, -ingest-batches, -articles, -duration)")
 	fs.BoolVar(&o.prefetch, "prefetch", true, "also time the PostgreSQL cycles with the coordinator's prefetcher running, as serve runs it (edgeindex/postgres+prefetch; it fetches for streams, and these cycles stream nothing, so only its idle passes fetch)")
@@ -140,7 +142,7 @@ func diagnosisFlags(fs *flag.FlagSet, o *options) {
 
 // valid reports whether every size is positive.
 func (o *options) valid() bool {
-	return o.n >= 1 && o.workers >= 1 && o.count >= 1 && o.ingestBatches >= 1 && o.batchItems >= 1 &&
+	return o.n >= 1 && o.workers >= 1 && o.ranges >= 2 && o.ranges <= 256 && o.count >= 1 && o.ingestBatches >= 1 && o.batchItems >= 1 &&
 		o.articles >= 1 && o.rangeSize >= 1 && o.pipeWorkers >= 1 && o.loadWorkers >= 1 && o.loadItems >= 1 && o.coordinators >= 1 && o.chunkTime >= 1 &&
 		o.search.Releases >= 1 && o.search.Conc >= 1 && o.search.Requests >= 1 && o.search.Queries >= 1 && o.duration > 0 &&
 		o.riverCooldown >= time.Millisecond && o.deployedResults >= 0 && o.innArticles >= 1 && o.innRangeSize >= 1 && o.innPoll > 0 &&
@@ -470,7 +472,9 @@ func report(out io.Writer, ms []measure, rates map[string][]float64, count int) 
 		{"edgeindex+prefetch/river", "edgeindex/postgres+prefetch", "river"},
 		{"edgeindex/rawsql", "edgeindex/postgres", "rawsql"},
 		{"deployed/river", "deployed/postgres", "river around deployed"},
+		{"deployed-many/river", "deployed-many/postgres", "river around deployed"},
 		{"deployed-3call/river", "deployed-3call/postgres", "river around deployed"},
+		{"deployed-3call-many/river", "deployed-3call-many/postgres", "river around deployed"},
 		{"deployed-1M/deployed", "deployed-1M/postgres", "deployed/postgres"},
 		{"ingest/copy", "ingest/batch", "ingest/copy"},
 		{"pipeline/baseline", "pipeline/edgeindex", "pipeline/baseline"},

@@ -122,3 +122,45 @@ func openPool(ctx context.Context, dbURL string, maxConns int) (*pgxpool.Pool, e
 	cfg.MaxConns = int32(maxConns)
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
+
+// walMeter measures the WAL the server writes between its start and its
+// per call: the bytes from pg_current_wal_insert_lsn, cluster-wide (what a
+// statement writes for its rows, their index entries and its commit).
+type walMeter struct {
+	url   string
+	start string
+}
+
+// startWAL reads the server's WAL insert position now.
+func startWAL(ctx context.Context, dbURL string) (*walMeter, error) {
+	m := &walMeter{url: dbURL}
+	return m, m.lsn(ctx, &m.start)
+}
+
+func (m *walMeter) lsn(ctx context.Context, dst *string) error {
+	c, err := pgx.Connect(ctx, m.url)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	return c.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(dst)
+}
+
+// per returns the WAL bytes written since startWAL, per one of n, as a
+// detail: "WAL 1234 B/cycle".
+func (m *walMeter) per(ctx context.Context, n int64, unit string) (string, error) {
+	var end string
+	if err := m.lsn(ctx, &end); err != nil {
+		return "", err
+	}
+	c, err := pgx.Connect(ctx, m.url)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close(context.Background())
+	var bytes float64
+	if err := c.QueryRow(ctx, "SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::float8", end, m.start).Scan(&bytes); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("WAL %.0f B/%s", bytes/float64(n), unit), nil
+}

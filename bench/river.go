@@ -48,6 +48,10 @@ func benchRiver(ctx context.Context, dbURL string, n, workers int, cooldown time
 	events, cancel := client.SubscribeConfig(&river.SubscribeConfig{Kinds: []river.EventKind{river.EventKindJobCompleted}, ChanSize: n + 1})
 	defer cancel()
 
+	wal, err := startWAL(ctx, dbURL)
+	if err != nil {
+		return result{}, err
+	}
 	if err := client.Start(ctx); err != nil {
 		return result{}, err
 	}
@@ -68,7 +72,11 @@ func benchRiver(ctx context.Context, dbURL string, n, workers int, cooldown time
 	if completed != n {
 		return result{}, fmt.Errorf("river: %d completion events but %d completed jobs in the table, want %d", n, completed, n)
 	}
-	return result{rate: float64(n) / elapsed.Seconds(), elapsed: elapsed, detail: fmt.Sprintf("%d jobs, FetchCooldown %s", n, cooldown)}, nil
+	walPer, err := wal.per(ctx, int64(n), "job")
+	if err != nil {
+		return result{}, err
+	}
+	return result{rate: float64(n) / elapsed.Seconds(), elapsed: elapsed, detail: fmt.Sprintf("%d jobs, FetchCooldown %s, %s", n, cooldown, walPer)}, nil
 }
 
 // newRiverClient migrates River's schema and makes a client of workers

@@ -143,6 +143,7 @@ func TestBadInput(t *testing.T) {
 			{"POST", "/v1/lease", "", nil, false},
 			{"POST", "/v1/leases?max=2", "", nil, false},
 			{"POST", "/v1/batches", "", okBatches, false},
+			{"POST", "/v1/finishes", "", []byte(fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d}]}`, la.Range.ID, la.Token)), false},
 			{"GET", rA + "/stream", tA, nil, false},
 			{"POST", rA + "/batch", tA, okBatch, false},
 			{"POST", rA + "/heartbeat", tA, nil, false},
@@ -197,6 +198,9 @@ func TestBadInput(t *testing.T) {
 			return badCase{name: "leases: " + query, method: "POST", path: "/v1/leases?" + query, auth: node, status: 400, code: api.CodeInvalid}
 		}
 		overBatches := `{"batches": [` + entry(string(overBatch)) + `]}`
+		finishesCase := func(name, body string, status int, code string) badCase {
+			return badCase{name: "finishes: " + name, method: "POST", path: "/v1/finishes", auth: node, body: []byte(body), status: status, code: code}
+		}
 		cases = append(cases,
 			// Many ranges a call: the body's faults, and max's.
 			leasesCase("max=0"), leasesCase("max=-1"), leasesCase("max=257"), leasesCase("max=x"), leasesCase("max=9223372036854775808"),
@@ -212,6 +216,15 @@ func TestBadInput(t *testing.T) {
 			batchesCase("over MaxBody", overBatches, 413, api.CodeTooLarge),
 			badCase{name: "batches: over MaxBody, no length", method: "POST", path: "/v1/batches", auth: node, body: []byte(overBatches), chunked: true, status: 413, code: api.CodeTooLarge},
 			badCase{name: "batches: then=now", method: "POST", path: "/v1/batches?then=now", auth: node, body: okBatches, status: 400, code: api.CodeInvalid},
+			finishesCase("no entries", `{"ranges": []}`, 400, api.CodeInvalid),
+			finishesCase("null", `{"ranges": null}`, 400, api.CodeInvalid),
+			finishesCase("a range twice", fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d}, {"range": %d, "token": %d}]}`, la.Range.ID, la.Token, la.Range.ID, la.Token), 400, api.CodeInvalid),
+			finishesCase("a zero token", fmt.Sprintf(`{"ranges": [{"range": %d, "token": 0}]}`, la.Range.ID), 400, api.CodeInvalid),
+			finishesCase("a token as a float", fmt.Sprintf(`{"ranges": [{"range": %d, "token": 1.5}]}`, la.Range.ID), 400, api.CodeInvalid),
+			finishesCase("an unknown field", fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d, "x": 1}]}`, la.Range.ID, la.Token), 400, api.CodeInvalid),
+			finishesCase("257 entries", `{"ranges": [`+strings.TrimSuffix(strings.Repeat(`{"range": 1, "token": 1}, `, 257), ", ")+`]}`, 400, api.CodeInvalid),
+			finishesCase("over 64 KiB", `{"ranges": [`+strings.Repeat(" ", 70<<10)+`]}`, 413, api.CodeTooLarge),
+			finishesCase("before the end", fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d}]}`, la.Range.ID, la.Token), 200, ""),
 			// A refused entry is answered in its reply and changes nothing.
 			batchesCase("a stale token", `{"batches": [`+fmt.Sprintf(`{"range": %d, "token": %d, "batch": %s}`, la.Range.ID, la.Token+1, okBatch)+`]}`, 200, ""),
 			batchesCase("a gap", `{"batches": [`+entry(`{"from": 30, "to": 50, "headers": 0, "items": []}`)+`]}`, 200, ""),

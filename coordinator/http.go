@@ -63,6 +63,7 @@ func (s *Server) routes() {
 	node("POST /v1/lease", s.handleLease)
 	node("POST /v1/leases", s.handleLeases)
 	node("POST /v1/batches", s.handleBatches)
+	node("POST /v1/finishes", s.handleFinishes)
 	node("GET /v1/ranges/{id}/stream", s.handleStream)
 	node("POST /v1/ranges/{id}/batch", s.handleBatch)
 	node("POST /v1/ranges/{id}/heartbeat", s.handleHeartbeat)

@@ -209,3 +209,40 @@ func (br *budgetReader) Read(p []byte) (int, error) {
 	*br.held += int64(m)
 	return m, err
 }
+
+// maxFinishesBody bounds the body of POST /v1/finishes: api.MaxBatches
+// entries of two int64s fit in it with room to spare.
+const maxFinishesBody = 64 << 10
+
+// handleFinishes answers POST /v1/finishes: several held ranges finished
+// in one call, each fenced by its own token.
+func (s *Server) handleFinishes(w http.ResponseWriter, r *http.Request, n string) error {
+	var body api.FinishesRequest
+	if err := decodeJSON(r, maxFinishesBody, &body); err != nil {
+		return err
+	}
+	if err := checkRanges(body.Ranges); err != nil {
+		return err
+	}
+	res, err := s.svc.FinishMany(r.Context(), n, body.Ranges)
+	return s.reply(w, api.FinishesReply{Results: res}, err)
+}
+
+// checkRanges checks the entries of a call of many ranges: 1 to
+// api.MaxBatches of them, positive ids and tokens, no range twice.
+func checkRanges(rs []api.RangeToken) error {
+	if len(rs) == 0 || len(rs) > api.MaxBatches {
+		return edgeindex.Invalidf("ranges: want 1 to %d entries, not %d", api.MaxBatches, len(rs))
+	}
+	seen := make(map[int64]bool, len(rs))
+	for i, r := range rs {
+		switch {
+		case r.Range <= 0 || r.Token <= 0:
+			return edgeindex.Invalidf("ranges[%d]: range and token must be positive, not %d and %d", i, r.Range, r.Token)
+		case seen[r.Range]:
+			return edgeindex.Invalidf("ranges[%d]: range %d appears in an earlier entry", i, r.Range)
+		}
+		seen[r.Range] = true
+	}
+	return nil
+}

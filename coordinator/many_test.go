@@ -167,3 +167,48 @@ func TestBatches(t *testing.T) {
 		})
 	}
 }
+
+// POST /v1/finishes finishes each named range under its own fence: a range
+// whose batches reach its end is done, one short of its end is a conflict,
+// a stale token is a lost lease, an unknown range is not found, and the
+// refused ones are unchanged. A retry of a finished one is a lost lease.
+func TestFinishes(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, b.URL(t), nil)
+			h.group("g", false, 1, 300, lease.LaneHistory)
+			ls := h.leases(h.token, 3)
+			require.Len(t, ls, 3)
+			for _, l := range ls[:2] {
+				r := h.do("POST", fmt.Sprintf("/v1/ranges/%d/batch", l.Range.ID), h.token, l.Token,
+					strings.NewReader(fmt.Sprintf(`{"from":%d,"to":%d,"headers":0,"items":[]}`, l.Range.Start, l.Range.End)))
+				require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			}
+			body := fmt.Sprintf(`{"ranges":[{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":99999,"token":1}]}`,
+				ls[0].Range.ID, ls[0].Token, ls[1].Range.ID, ls[1].Token+1, ls[2].Range.ID, ls[2].Token)
+			r := h.do("POST", "/v1/finishes", h.token, 0, strings.NewReader(body))
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			var ans api.FinishesReply
+			require.NoError(t, json.Unmarshal(r.body, &ans))
+			require.Len(t, ans.Results, 4)
+			require.True(t, ans.Results[0].OK)
+			require.NoError(t, ans.Results[0].Err())
+			require.ErrorIs(t, ans.Results[1].Err(), api.ErrLeaseLost)
+			require.ErrorIs(t, ans.Results[2].Err(), api.ErrConflict)
+			require.NotErrorIs(t, ans.Results[2].Err(), api.ErrLeaseLost)
+			require.ErrorIs(t, ans.Results[3].Err(), api.ErrNotFound)
+			want := []lease.State{lease.StateDone, lease.StateLeased, lease.StateLeased}
+			for i, l := range ls {
+				rg, err := h.store.Range(t.Context(), l.Range.ID)
+				require.NoError(t, err)
+				require.Equal(t, want[i], rg.State, "range %d", i)
+			}
+			r = h.do("POST", "/v1/finishes", h.token, 0, strings.NewReader(body))
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			require.NoError(t, json.Unmarshal(r.body, &ans))
+			require.ErrorIs(t, ans.Results[0].Err(), api.ErrLeaseLost, "finished already")
+		})
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/api"
+	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -49,24 +51,47 @@ func (s *Service) GrantMany(ctx context.Context, node string, n int) ([]api.Leas
 
 // StoreBatches stores the batches of several ranges that node holds, as
 // StoreBatch (or StoreBatchThenLease, with then) called for each at once
-// would: each under its own fence, decided on its own, the concurrent ones
-// stored in the store's rounds. An entry refused as that call would
-// refuse it (a lost lease, a conflict, a batch past its range) gets its
-// error in its reply; the others are stored. A failure of the store (a 5xx)
-// fails the call: entries stored before it are answered as duplicates
-// when the call is sent again. The entries have passed edgeframe's checks
+// would: in one round of the store's (Store.PutMany), each under its own
+// fence and decided on its own. An entry refused as that call would refuse
+// it (a lost lease, a conflict, a batch past its range) gets its error in
+// its reply; the others are stored. A failure of the store (a 5xx) fails
+// the call: entries stored before it are answered as duplicates when the
+// call is sent again. The entries have passed edgeframe's checks
 // (edgeframe.DecodeBatches): no range twice.
 func (s *Service) StoreBatches(ctx context.Context, node string, bs []api.RangeBatch, then bool) ([]api.RangeBatchReply, error) {
+	entries := make([]batch.Entry, len(bs))
+	for i, rb := range bs {
+		entries[i] = batch.Entry{RangeID: rb.Range, Fence: lease.Fence{Node: node, Token: rb.Token}, Batch: rb.Batch}
+	}
+	var ttl time.Duration
+	if then {
+		ttl = s.cfg.LeaseTTL
+	}
+	answers, err := s.cfg.Store.PutMany(ctx, entries, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("batches: %w", err)
+	}
 	out := make([]api.RangeBatchReply, len(bs))
 	errs := make([]error, len(bs))
-	var wg sync.WaitGroup
-	for i, rb := range bs {
-		wg.Go(func() {
-			rep, err := s.storeBatch(ctx, rb.Range, lease.Fence{Node: node, Token: rb.Token}, rb.Batch, then)
-			out[i], errs[i] = api.RangeBatchReply{Range: rb.Range, BatchReply: &rep}, err
-		})
+	var grant []int // the entries that finished a range, their next lease not tried
+	for i, a := range answers {
+		// The grants not tried are made below, together, not one by one.
+		rep, err := s.stored(ctx, bs[i].Range, entries[i].Fence, bs[i].Batch, then && a.Tried,
+			api.BatchReply{Result: a.Result, Lease: a.Lease}, a.Tried, a.Err)
+		out[i], errs[i] = api.RangeBatchReply{Range: bs[i].Range, BatchReply: &rep}, err
+		if then && err == nil && rep.Done && !a.Tried {
+			grant = append(grant, i)
+		}
 	}
-	wg.Wait()
+	if len(grant) > 0 {
+		ls, err := s.GrantMany(ctx, node, len(grant))
+		if err != nil && !errors.Is(err, lease.ErrNoWork) {
+			s.cfg.Logger.Warn("leases after final batches", "node", node, "err", err)
+		}
+		for j, l := range ls {
+			out[grant[j]].Lease = &l
+		}
+	}
 	for i, err := range errs {
 		if err == nil {
 			continue
@@ -93,4 +118,32 @@ func (s *Service) giveBackHandedOver(ctx context.Context, node string, out []api
 			s.cfg.Logger.Warn("giving back a lease of a failed call", "range", l.Range.ID, "err", err)
 		}
 	}
+}
+
+// FinishMany finishes several ranges node holds, as Finish called for each
+// at once would (on PostgreSQL concurrent finishes share a statement and a
+// commit): a range refused (a lost lease, batches short of its end) gets
+// its error in its reply, the others are finished. A failure of the store
+// (a 5xx) fails the call; finishing again what it finished is refused as
+// a lost lease, as a retried Finish is. The ranges are distinct.
+func (s *Service) FinishMany(ctx context.Context, node string, rs []api.RangeToken) ([]api.RangeReply, error) {
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() { errs[i] = s.Finish(ctx, r.Range, lease.Fence{Node: node, Token: r.Token}) })
+	}
+	wg.Wait()
+	out := make([]api.RangeReply, len(rs))
+	for i, err := range errs {
+		out[i] = api.RangeReply{Range: rs[i].Range, OK: err == nil}
+		if err == nil {
+			continue
+		}
+		status, code := api.StatusOf(err)
+		if status >= http.StatusInternalServerError {
+			return nil, fmt.Errorf("finish of range %d: %w", rs[i].Range, err)
+		}
+		out[i].Error, out[i].Code = clipMessage(err.Error()), code
+	}
+	return out, nil
 }

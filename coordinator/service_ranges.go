@@ -201,6 +201,13 @@ func (s *Service) storeBatch(ctx context.Context, rangeID int64, f lease.Fence, 
 	} else {
 		reply.Result, err = s.cfg.Store.Put(ctx, rangeID, f, b)
 	}
+	return s.stored(ctx, rangeID, f, b, then, reply, tried, err)
+}
+
+// stored does what follows a Put of b (its reply, or err): the metrics,
+// the spool of a range it finished, and, with then, the next lease of a
+// range it finished when the store did not try to grant it (tried).
+func (s *Service) stored(ctx context.Context, rangeID int64, f lease.Fence, b api.Batch, then bool, reply api.BatchReply, tried bool, err error) (api.BatchReply, error) {
 	switch {
 	case err != nil:
 		s.cfg.Metrics.batch("refused", 0)

@@ -196,3 +196,29 @@ func (c *Client) PostBatches(ctx context.Context, bs []api.RangeBatch, then bool
 	}
 	return ans.Results, nil
 }
+
+// FinishMany finishes several held ranges in one call (POST /v1/finishes).
+// The answer has one reply a range, in their order; a range the
+// coordinator refused says so in its reply (RangeReply.Err). It is retried
+// as Finish is: a range a first attempt finished is then refused as a lost
+// lease.
+func (c *Client) FinishMany(ctx context.Context, rs []api.RangeToken) ([]api.RangeReply, error) {
+	body, err := json.Marshal(api.FinishesRequest{Ranges: rs})
+	if err != nil {
+		return nil, fmt.Errorf("edge: finishes: %w", err)
+	}
+	cl := &call{method: http.MethodPost, path: "/v1/finishes", body: body, ctype: "application/json", retry: true}
+	var ans api.FinishesReply
+	if _, err := c.json(ctx, cl, &ans); err != nil {
+		return nil, err
+	}
+	if len(ans.Results) != len(rs) {
+		return nil, fmt.Errorf("edge: POST /v1/finishes: %w: %d replies for %d ranges", ErrProtocol, len(ans.Results), len(rs))
+	}
+	for i, r := range ans.Results {
+		if r.Range != rs[i].Range {
+			return nil, fmt.Errorf("edge: POST /v1/finishes: %w: reply %d is not range %d's", ErrProtocol, i, rs[i].Range)
+		}
+	}
+	return ans.Results, nil
+}

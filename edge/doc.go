@@ -22,7 +22,7 @@
 // A failure in transit is ErrNetwork. Both ErrServer and ErrNetwork are
 // retried, with exponential backoff (Config.Backoff doubling to MaxBackoff,
 // each wait jittered to between half and all of it) up to Config.Attempts
-// tries, for every call but the two grants (Lease and LeaseLane), whose lost
+// tries, for every call but the grants (Lease, LeaseMany and LeaseLane), whose lost
 // answer would strand a lease until it expires. A 4xx is never retried.
 // PostBatch is retried like the others: a batch that was stored but whose
 // answer was lost is answered as a duplicate the second time, which is
@@ -30,8 +30,12 @@
 //
 // # Worker
 //
-// Worker.Run loops until its context is cancelled. Each round it asks for a
-// range of an unordered group (POST /v1/lease), then, for each lane in
+// Worker.Run loops until its context is cancelled. Each round it asks for up
+// to WorkerConfig.Ranges ranges of unordered groups in one call (POST
+// /v1/leases; one by default) and works them at once, the handler taking
+// one chunk at a time, their final batches that are ready together posted
+// in one call (POST /v1/batches), each answer handing over the next range;
+// then, for each lane in
 // WorkerConfig.Lanes in order, for a lane of an ordered group
 // (POST /v1/groups/lease), whose ranges it takes with /next, in article
 // order, until none is ready; then it releases the lane. A round without

@@ -1,8 +1,12 @@
 package edge_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,12 +80,11 @@ func TestWorkerRangesAtOnce(t *testing.T) {
 	require.Equal(t, "POST /v1/leases 200", c.callLog()[0])
 	require.Equal(t, 2, countCalls(c.callLog(), "POST /v1/leases "), "one grant of four, then one that found nothing")
 	calls := batchesCalls(c.callLog())
-	require.Equal(t, 1, calls[0])
-	require.Equal(t, 3, calls[1], "the three final batches that waited went together")
 	entries := 0
 	for _, n := range calls {
 		entries += n
 	}
+	require.GreaterOrEqual(t, slices.Max(calls), 3, "the final batches that waited for the first call went together: %v", calls)
 	require.Equal(t, 12, entries)
 	require.Less(t, len(calls), 12, "fewer calls than final batches")
 	require.Equal(t, int64(12), r.w.Stats().Ranges)
@@ -97,8 +100,13 @@ func TestWorkerRangesOneLost(t *testing.T) {
 	a, b, d := c.addRange("alt.a", 1, 100), c.addRange("alt.b", 1, 100), c.addRange("alt.c", 1, 100)
 	var once atomic.Bool
 	c.before = func(r *http.Request) (int, string) {
-		// As the first final batches come, b is granted to another.
-		if r.URL.Path == "/v1/batches" && once.CompareAndSwap(false, true) {
+		if r.URL.Path != "/v1/batches" {
+			return 0, ""
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		// As b's final batch comes, b is granted to another.
+		if bytes.Contains(body, fmt.Appendf(nil, `"range":%d,`, b)) && once.CompareAndSwap(false, true) {
 			c.mu.Lock()
 			c.ranges[b-1].token++
 			c.mu.Unlock()

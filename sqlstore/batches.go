@@ -55,6 +55,39 @@ func (s *Store) PutThenGrant(ctx context.Context, rangeID int64, f lease.Fence, 
 	return res, then.lease, then.tried, nil // the loop wrote them before answering
 }
 
+// PutMany implements batch.Store: the entries go into one round of Puts
+// (a round may then hold more than maxRound calls), each decided and
+// fenced as its own Put, and with ttl > 0 each asking for its node's next
+// range as PutThenGrant does.
+func (s *Store) PutMany(ctx context.Context, entries []batch.Entry, ttl time.Duration) ([]batch.Answer, error) {
+	var ttlUS int64
+	if ttl > 0 {
+		var err error
+		if ttlUS, err = ttlMicros(ttl); err != nil {
+			return nil, err
+		}
+	}
+	reqs := make([]putReq, len(entries))
+	for i, e := range entries {
+		reqs[i] = putReq{rangeID: e.RangeID, f: e.Fence, b: e.Batch}
+		if ttl > 0 {
+			reqs[i].then = &thenGrant{ttl: ttl, ttlUS: ttlUS}
+		}
+	}
+	cls, err := s.puts.doMany(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]batch.Answer, len(cls))
+	for i, cl := range cls {
+		out[i] = batch.Answer{Result: cl.res, Err: cl.err}
+		if then := cl.req.then; then != nil && cl.err == nil {
+			out[i].Lease, out[i].Tried = then.lease, then.tried
+		}
+	}
+	return out, nil
+}
+
 // thenGrant is a PutThenGrant's request for the next lease, and what came
 // of it.
 type thenGrant struct {
@@ -222,14 +255,19 @@ func (s *Store) writePuts(ctx context.Context, tx *sqlx.Tx, w *putWrites) error 
 		sb.WriteString("INSERT INTO batches (range_id, node, from_n, to_n, headers, items, at_us) VALUES ")
 		args := make([]any, 0, 7*len(w.stored))
 		at := s.nowMicros()
-		for i, p := range w.stored {
-			if i > 0 {
+		for _, p := range w.stored {
+			if !recorded(p.b) {
+				continue
+			}
+			if len(args) > 0 {
 				sb.WriteString(", ")
 			}
 			sb.WriteString("(?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, p.r.ID, p.node, p.b.From, p.b.To, p.b.Headers, len(p.b.Items), at)
 		}
-		parts = append(parts, part{sb.String(), args})
+		if len(args) > 0 {
+			parts = append(parts, part{sb.String(), args})
+		}
 		items, err := s.insertItems(ctx, tx, w.stored)
 		if err != nil {
 			return fmt.Errorf("batch: items: %w", err)
@@ -250,6 +288,11 @@ func (s *Store) writePuts(ctx context.Context, tx *sqlx.Tx, w *putWrites) error 
 	}
 	return nil
 }
+
+// recorded reports whether a stored batch gets a row in the node's batch
+// history (batches): every batch but an empty final one, which stored
+// nothing and only finished its range (the range row says that).
+func recorded(b batch.Batch) bool { return len(b.Items) > 0 || !b.Final }
 
 // part is a statement that writes, in the ? form s.bind rebinds, and its
 // arguments.

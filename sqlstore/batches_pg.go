@@ -202,8 +202,10 @@ func storedColumns(stored []storedBatch) (batchColumns, itemColumns) {
 	var b batchColumns
 	var it itemColumns
 	for _, p := range stored {
-		b.ranges, b.nodes, b.from, b.to = append(b.ranges, p.r.ID), append(b.nodes, p.node), append(b.from, p.b.From), append(b.to, p.b.To)
-		b.headers, b.items = append(b.headers, p.b.Headers), append(b.items, int64(len(p.b.Items)))
+		if recorded(p.b) {
+			b.ranges, b.nodes, b.from, b.to = append(b.ranges, p.r.ID), append(b.nodes, p.node), append(b.from, p.b.From), append(b.to, p.b.To)
+			b.headers, b.items = append(b.headers, p.b.Headers), append(b.items, int64(len(p.b.Items)))
+		}
 		for _, item := range p.b.Items {
 			it.groups, it.ranges, it.from, it.to = append(it.groups, p.r.GroupID), append(it.ranges, p.r.ID), append(it.from, p.b.From), append(it.to, p.b.To)
 			it.keys, it.values = append(it.keys, item.Key), append(it.values, jsonValue(item.Value))

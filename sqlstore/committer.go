@@ -36,14 +36,14 @@ type call[Req, Res any] struct {
 // context ends later is answered with it at once, and its write, like a
 // write whose answer is lost on the wire, may or may not have committed.
 type committer[Req, Res any] struct {
-	calls chan *call[Req, Res]
-	stop  <-chan struct{} // closed by Close
+	calls chan []*call[Req, Res] // one caller's calls, taken into one round
+	stop  <-chan struct{}        // closed by Close
 	run   func(ctx context.Context, round []*call[Req, Res])
 }
 
 // startCommitter starts run's loop, which stops when ctx ends.
 func startCommitter[Req, Res any](ctx context.Context, wg *sync.WaitGroup, run func(context.Context, []*call[Req, Res])) *committer[Req, Res] {
-	c := &committer[Req, Res]{calls: make(chan *call[Req, Res]), stop: ctx.Done(), run: run}
+	c := &committer[Req, Res]{calls: make(chan []*call[Req, Res]), stop: ctx.Done(), run: run}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -54,21 +54,38 @@ func startCommitter[Req, Res any](ctx context.Context, wg *sync.WaitGroup, run f
 
 // do makes a call and waits for its answer.
 func (c *committer[Req, Res]) do(ctx context.Context, req Req) (Res, error) {
-	var zero Res
-	cl := &call[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
+	cls, err := c.doMany(ctx, []Req{req})
+	if err != nil {
+		var zero Res
+		return zero, err
+	}
+	return cls[0].res, cls[0].err
+}
+
+// doMany makes a call of each of reqs, all in the same round (so a round
+// may hold up to maxRound-1 calls more than maxRound), and waits for
+// their answers. It fails, with nothing answered, only when ctx ends or
+// the committer is closed; a call's own error is in its err.
+func (c *committer[Req, Res]) doMany(ctx context.Context, reqs []Req) ([]*call[Req, Res], error) {
+	cls := make([]*call[Req, Res], len(reqs))
+	for i, req := range reqs {
+		cls[i] = &call[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
+	}
 	select {
-	case c.calls <- cl:
+	case c.calls <- cls:
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		return nil, ctx.Err()
 	case <-c.stop:
-		return zero, errClosed
+		return nil, errClosed
 	}
-	select {
-	case <-cl.done:
-		return cl.res, cl.err
-	case <-ctx.Done():
-		return zero, ctx.Err()
+	for _, cl := range cls {
+		select {
+		case <-cl.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+	return cls, nil
 }
 
 func (c *committer[Req, Res]) loop(ctx context.Context) {
@@ -76,16 +93,16 @@ func (c *committer[Req, Res]) loop(ctx context.Context) {
 	for {
 		round = round[:0]
 		select {
-		case cl := <-c.calls:
-			round = append(round, cl)
+		case cls := <-c.calls:
+			round = append(round, cls...)
 		case <-ctx.Done():
 			return
 		}
 	more:
 		for len(round) < maxRound {
 			select {
-			case cl := <-c.calls:
-				round = append(round, cl)
+			case cls := <-c.calls:
+				round = append(round, cls...)
 			default:
 				break more
 			}

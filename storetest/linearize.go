@@ -458,7 +458,7 @@ func (c *linClient) step() {
 		acts = append(acts, action{1, c.grantLane}, action{5, c.next}, action{1, c.heartbeatLane}, action{1, c.releaseLane})
 	}
 	if len(c.ranges) > 0 {
-		acts = append(acts, action{12, c.put}, action{2, c.heartbeat}, action{3, c.finish}, action{1, c.release}, action{1, c.corrupt})
+		acts = append(acts, action{8, c.put}, action{4, c.putMany}, action{2, c.heartbeat}, action{3, c.finish}, action{1, c.release}, action{1, c.corrupt})
 	}
 	if len(c.failed) > 0 {
 		acts = append(acts, action{2, c.retry})
@@ -507,6 +507,13 @@ func (c *linClient) call(in linInput, fn func(ctx context.Context) (linOutput, e
 	cancel()
 	r.clockMu.RUnlock()
 
+	return r.record(c, in, out, err, cancelled, call, ret)
+}
+
+// record records one call made between call and ret (ns since the start),
+// and returns its output as the history has it: unknown when it was
+// abandoned or failed unexpectedly.
+func (r *linRunner) record(c *linClient, in linInput, out linOutput, err error, cancelled bool, call, ret int64) linOutput {
 	out.Err = classify(err)
 	key := string(in.Kind) + " "
 	switch {
@@ -679,6 +686,18 @@ func (c *linClient) put() {
 		c.finishAt(i)
 		return
 	}
+	b := c.batchFor(h)
+	e := c.r.e
+	out := c.rangeCall(i, linInput{Kind: opPut, From: b.From, To: b.To}, func(ctx context.Context, f lease.Fence) (linOutput, error) {
+		res, err := e.Put(ctx, h.id, f, b)
+		return linOutput{Next: res.Next, Dup: res.Duplicate}, err
+	})
+	c.putDone(h, out)
+}
+
+// batchFor returns the next batch for held range h: usually from its
+// next, at times a retry of its first, a gap or an overlap.
+func (c *linClient) batchFor(h heldRange) batch.Batch {
 	from := h.next
 	to := min(h.end, from+c.rng.Int63n(linMaxBatch))
 	switch n := c.rng.Intn(25); {
@@ -690,13 +709,12 @@ func (c *linClient) put() {
 		from = h.next - 1
 	}
 	c.seq++
-	b := batch.Batch{From: from, To: to, Headers: max(0, to-from+1),
+	return batch.Batch{From: from, To: to, Headers: max(0, to-from+1),
 		Items: []batch.Item{{Key: fmt.Sprintf("c%d-%d", c.id, c.seq), Value: []byte(`1`)}}}
-	e := c.r.e
-	out := c.rangeCall(i, linInput{Kind: opPut, From: from, To: to}, func(ctx context.Context, f lease.Fence) (linOutput, error) {
-		res, err := e.Put(ctx, h.id, f, b)
-		return linOutput{Next: res.Next, Dup: res.Duplicate}, err
-	})
+}
+
+// putDone updates held range h after a put answered out.
+func (c *linClient) putDone(h heldRange, out linOutput) {
 	c.update(h.id, h.token, func(h *heldRange) {
 		switch {
 		case out.Unknown || out.Err == errConflict || out.Err == errInvalid:
@@ -705,6 +723,79 @@ func (c *linClient) put() {
 			h.next, h.probe = out.Next, false
 		}
 	})
+}
+
+// putMany stores a batch for each of up to three held ranges in one
+// PutMany, each entry recorded as a put of its own over the call's span:
+// the entries are decided and fenced as puts made at once.
+func (c *linClient) putMany() {
+	var picked []heldRange
+	seen := map[int64]bool{}
+	for range 3 {
+		h := c.ranges[c.pick()]
+		if seen[h.id] || (h.next > h.end && !h.probe) {
+			continue
+		}
+		seen[h.id] = true
+		picked = append(picked, h)
+	}
+	if len(picked) == 0 {
+		c.put()
+		return
+	}
+	r, e := c.r, c.r.e
+	entries := make([]batch.Entry, len(picked))
+	ins := make([]linInput, len(picked))
+	for i, h := range picked {
+		entries[i] = batch.Entry{RangeID: h.id, Fence: c.fence(h.token), Batch: c.batchFor(h)}
+		ins[i] = linInput{Kind: opPut, Range: h.id, Token: h.token, From: entries[i].Batch.From, To: entries[i].Batch.To,
+			Node: c.node, TTL: linTTL.Microseconds(), Obj: r.model.objOf(h.id)}
+	}
+	abandon := c.rng.Intn(100) < linAbandonPct
+	delay := time.Duration(c.rng.Intn(1500)) * time.Microsecond
+	r.clockMu.RLock()
+	now := r.micros(r.e.clock.Now())
+	ctx, cancel := context.WithCancel(r.e.ctx)
+	var timer *time.Timer
+	if abandon {
+		timer = time.AfterFunc(delay, cancel)
+	}
+	call := time.Since(r.start).Nanoseconds()
+	answers, err := e.PutMany(ctx, entries, 0)
+	ret := time.Since(r.start).Nanoseconds()
+	if timer != nil {
+		timer.Stop()
+	}
+	cancelled := ctx.Err() != nil
+	cancel()
+	r.clockMu.RUnlock()
+
+	for i, h := range picked {
+		ins[i].Now = now
+		var out linOutput
+		eerr := err
+		if err == nil {
+			out, eerr = linOutput{Next: answers[i].Result.Next, Dup: answers[i].Result.Duplicate}, answers[i].Err
+		}
+		if i > 0 {
+			c.stream = r.newStream() // the entries run at once
+		}
+		out = r.record(c, ins[i], out, eerr, cancelled, call, ret)
+		if !out.Unknown && out.Err == errLost {
+			c.dropID(h.id, h.token)
+		}
+		c.putDone(h, out)
+	}
+}
+
+// dropID drops held range id under token, as drop does, if still held.
+func (c *linClient) dropID(id, token int64) {
+	for i := range c.ranges {
+		if c.ranges[i].id == id && c.ranges[i].token == token {
+			c.drop(i, false)
+			return
+		}
+	}
 }
 
 // update changes a held lease, if the client still holds it.

@@ -99,6 +99,8 @@ func Run(t *testing.T, open Open) {
 		{"BatchRules", testBatchRules},
 		{"FinalBatch", testFinalBatch},
 		{"FinalBatchFences", testFinalBatchFences},
+		{"PutMany", testPutMany},
+		{"BatchRecords", testBatchRecords},
 		{"ResultsFeed", testResultsFeed},
 		{"LaneGrant", testLaneGrant},
 		{"LaneNextInOrder", testLaneNext},

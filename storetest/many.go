@@ -1,0 +1,92 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/lease"
+)
+
+// PutMany answers each entry as its own Put: stored, a duplicate, a lost
+// lease and a gap side by side, only the stored ones changing anything;
+// with a ttl, each entry that finishes its range may carry its node's
+// next lease (when the store grants in the write) and never another
+// node's.
+func testPutMany(t *testing.T, e *env) {
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 500, lease.LaneHistory) // five ranges of 100
+	var ls []lease.Lease
+	for range 4 {
+		ls = append(ls, e.grant(t, "a"))
+	}
+	_, err := e.Put(e.ctx, ls[1].Range.ID, fence(ls[1]), batch.Batch{From: ls[1].Range.Start, To: ls[1].Range.Start + 9, Items: items("d")})
+	require.NoError(t, err)
+	at := func(l lease.Lease, from, to int64, final bool) batch.Batch {
+		return batch.Batch{From: l.Range.Start + from, To: l.Range.Start + to, Items: items("k"), Final: final}
+	}
+	stale := fence(ls[2])
+	stale.Token++
+	entries := []batch.Entry{
+		{RangeID: ls[0].Range.ID, Fence: fence(ls[0]), Batch: at(ls[0], 0, 99, true)},
+		{RangeID: ls[1].Range.ID, Fence: fence(ls[1]), Batch: at(ls[1], 0, 9, false)},
+		{RangeID: ls[2].Range.ID, Fence: stale, Batch: at(ls[2], 0, 99, true)},
+		{RangeID: ls[3].Range.ID, Fence: fence(ls[3]), Batch: at(ls[3], 50, 99, true)},
+	}
+	answers, err := e.PutMany(e.ctx, entries, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, answers, 4)
+	require.NoError(t, answers[0].Err)
+	require.Equal(t, batch.Result{Next: ls[0].Range.End + 1, Done: true}, answers[0].Result)
+	if answers[0].Tried && answers[0].Lease != nil {
+		next := *answers[0].Lease
+		_, err := e.Check(e.ctx, next.Range.ID, lease.Fence{Node: "a", Token: next.Token})
+		require.NoError(t, err, "held by the node that asked")
+		require.NotContains(t, []int64{ls[0].Range.ID, ls[1].Range.ID, ls[2].Range.ID, ls[3].Range.ID}, next.Range.ID, "the range left")
+	}
+	require.NoError(t, answers[1].Err)
+	require.True(t, answers[1].Result.Duplicate)
+	require.Nil(t, answers[1].Lease)
+	require.ErrorIs(t, answers[2].Err, edgeindex.ErrLeaseLost)
+	require.Nil(t, answers[2].Lease)
+	require.ErrorIs(t, answers[3].Err, batch.ErrGap)
+	require.Equal(t, lease.StateDone, e.get(t, ls[0].Range.ID).State)
+	for _, l := range ls[2:] {
+		r := e.get(t, l.Range.ID)
+		require.Equal(t, lease.StateLeased, r.State)
+		require.Equal(t, l.Range.Start, r.Next, "a refused entry stores nothing")
+	}
+	require.Len(t, e.feed(t, "g", 100, 2), 2, "the first batch of ls[1] and the final one of ls[0]")
+
+	answers, err = e.PutMany(e.ctx, entries[:1], 0)
+	require.NoError(t, err)
+	require.Equal(t, batch.Result{Next: ls[0].Range.End + 1, Duplicate: true, Done: true}, answers[0].Result, "a retry")
+	require.Nil(t, answers[0].Lease, "no ttl, no grant")
+	require.False(t, answers[0].Tried)
+}
+
+// A node's batch history records every batch it stored but an empty final
+// one, which only finished its range.
+func testBatchRecords(t *testing.T, e *env) {
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 100, lease.LaneHistory)
+	l := e.grant(t, "a")
+	id, f := l.Range.ID, fence(l)
+	for _, b := range []batch.Batch{
+		{From: 1, To: 10, Headers: 10, Items: items("x")},
+		{From: 11, To: 20},
+		{From: 21, To: 100, Final: true},
+	} {
+		_, err := e.Put(e.ctx, id, f, b)
+		require.NoError(t, err)
+	}
+	require.Equal(t, lease.StateDone, e.get(t, id).State)
+	recs, err := e.Batches(e.ctx, "a", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, recs, 2)
+	require.Equal(t, int64(11), recs[0].From, "newest first: the empty batch that was not final")
+	require.Equal(t, int64(1), recs[1].From)
+}
