@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/edgeindex/edgeindex"
@@ -15,38 +14,20 @@ import (
 )
 
 // GrantMany grants node up to n ranges, as n calls of Grant made at once
-// would (each its own grant, in the store's rounds: concurrent grants
-// share a statement and a commit). It returns fewer, or none, when there
-// is less work; a grant that fails is logged when others were granted,
-// and its error returned when none was.
+// would, in one round of the store's (Store.GrantMany). It returns fewer,
+// or none, when there is less work.
 func (s *Service) GrantMany(ctx context.Context, node string, n int) ([]api.Lease, error) {
 	if n < 1 || n > api.MaxLeases {
 		return nil, edgeindex.Invalidf("max %d: want 1 to %d", n, api.MaxLeases)
 	}
-	leases := make([]api.Lease, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { leases[i], errs[i] = s.Grant(ctx, node) })
+	ls, err := s.cfg.Store.GrantMany(ctx, node, n, s.cfg.LeaseTTL)
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	out := leases[:0]
-	var failed error
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			out = append(out, leases[i])
-		case !errors.Is(err, lease.ErrNoWork) && failed == nil:
-			failed = err
-		}
+	for range ls {
+		s.cfg.Metrics.leased()
 	}
-	if failed != nil {
-		if len(out) == 0 {
-			return nil, failed
-		}
-		s.cfg.Logger.Warn("grant of several leases: one failed; answering the others", "node", node, "err", failed)
-	}
-	return out, nil
+	return ls, nil
 }
 
 // StoreBatches stores the batches of several ranges that node holds, as
@@ -121,22 +102,26 @@ func (s *Service) giveBackHandedOver(ctx context.Context, node string, out []api
 }
 
 // FinishMany finishes several ranges node holds, as Finish called for each
-// at once would (on PostgreSQL concurrent finishes share a statement and a
-// commit): a range refused (a lost lease, batches short of its end) gets
-// its error in its reply, the others are finished. A failure of the store
-// (a 5xx) fails the call; finishing again what it finished is refused as
-// a lost lease, as a retried Finish is. The ranges are distinct.
+// at once would, in one round of the store's (Store.FinishMany): a range
+// refused (a lost lease, batches short of its end) gets its error in its
+// reply, the others are finished and their spool chunks dropped. A failure
+// of the store (a 5xx) fails the call; finishing again what it finished is
+// refused as a lost lease, as a retried Finish is. The ranges are
+// distinct.
 func (s *Service) FinishMany(ctx context.Context, node string, rs []api.RangeToken) ([]api.RangeReply, error) {
-	errs := make([]error, len(rs))
-	var wg sync.WaitGroup
+	held := make([]lease.Held, len(rs))
 	for i, r := range rs {
-		wg.Go(func() { errs[i] = s.Finish(ctx, r.Range, lease.Fence{Node: node, Token: r.Token}) })
+		held[i] = lease.Held{RangeID: r.Range, Fence: lease.Fence{Node: node, Token: r.Token}}
 	}
-	wg.Wait()
+	errs, err := s.cfg.Store.FinishMany(ctx, held)
+	if err != nil {
+		return nil, fmt.Errorf("finishes: %w", err)
+	}
 	out := make([]api.RangeReply, len(rs))
 	for i, err := range errs {
 		out[i] = api.RangeReply{Range: rs[i].Range, OK: err == nil}
 		if err == nil {
+			s.dropSpool(rs[i].Range)
 			continue
 		}
 		status, code := api.StatusOf(err)

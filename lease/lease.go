@@ -114,6 +114,12 @@ type Fence struct {
 	Token int64
 }
 
+// Held names a held range by its id and the fence it is held under.
+type Held struct {
+	RangeID int64
+	Fence   Fence
+}
+
 // Store is the design card's LeaseStore: range leases of unordered groups
 // (Grant) and the fenced calls that act on any held range lease. Every call
 // that takes a Fence checks the token and the holder in the same statement or
@@ -125,10 +131,18 @@ type Store interface {
 	// It returns ErrNoWork when there is none. A re-granted range keeps its
 	// Next.
 	Grant(ctx context.Context, node string, ttl time.Duration) (Lease, error)
+	// GrantMany is Grant made n times at once for node: it returns up to n
+	// leases of distinct ranges, in grant order, fewer (or none, with no
+	// error) when there is less work.
+	GrantMany(ctx context.Context, node string, n int, ttl time.Duration) ([]Lease, error)
 	// Heartbeat renews the lease for ttl and returns the new expiry.
 	Heartbeat(ctx context.Context, rangeID int64, f Fence, ttl time.Duration) (time.Time, error)
 	// Finish marks the range done; ErrConflict unless Next > End.
 	Finish(ctx context.Context, rangeID int64, f Fence) error
+	// FinishMany is Finish for each of distinct ranges at once: the error
+	// Finish would have returned for each, in their order. It fails as a
+	// whole only when ctx ends or the store is closed.
+	FinishMany(ctx context.Context, ranges []Held) ([]error, error)
 	// Release gives the range back as pending, keeping Next, counting no attempt.
 	Release(ctx context.Context, rangeID int64, f Fence) error
 	// Corrupt reports that the chunk starting at from does not inflate or

@@ -81,6 +81,39 @@ func (s *Store) Grant(ctx context.Context, node string, ttl time.Duration) (leas
 	return s.grants.do(ctx, grantReq{node: node, ttl: ttl, ttlUS: ttlUS})
 }
 
+// GrantMany implements lease.Store: n Grants in one round.
+func (s *Store) GrantMany(ctx context.Context, node string, n int, ttl time.Duration) ([]lease.Lease, error) {
+	if node == "" || n < 1 {
+		return nil, edgeindex.Invalidf("grant: a node name and at least one grant are required")
+	}
+	ttlUS, err := ttlMicros(ttl)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]grantReq, n)
+	for i := range reqs {
+		reqs[i] = grantReq{node: node, ttl: ttl, ttlUS: ttlUS}
+	}
+	cls, err := s.grants.doMany(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	var out []lease.Lease
+	var failed error
+	for _, cl := range cls {
+		switch {
+		case cl.err == nil:
+			out = append(out, cl.res)
+		case !errors.Is(cl.err, lease.ErrNoWork) && failed == nil:
+			failed = cl.err
+		}
+	}
+	if len(out) == 0 && failed != nil {
+		return nil, failed
+	}
+	return out, nil
+}
+
 // grantReq is one Grant.
 type grantReq struct {
 	node  string
@@ -341,6 +374,12 @@ func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error 
 			return nil
 		}
 	}
+	return s.finishAlone(ctx, rangeID, f)
+}
+
+// finishAlone is Finish in a transaction of its own, which tells a
+// refusal apart: a lost lease, or batches short of the range's end.
+func (s *Store) finishAlone(ctx context.Context, rangeID int64, f lease.Fence) error {
 	return s.tx(ctx, func(tx *sqlx.Tx) error {
 		var id int64
 		err := tx.GetContext(ctx, &id, s.q(`
@@ -360,6 +399,39 @@ func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error 
 		}
 		return s.finishChecked(ctx, tx, "finish", rangeID, true)
 	})
+}
+
+// FinishMany implements lease.Store: on PostgreSQL the ranges go into one
+// finish round, and only those it did not finish (a refusal, to be told
+// apart) go on alone, as Finish's do.
+func (s *Store) FinishMany(ctx context.Context, ranges []lease.Held) ([]error, error) {
+	errs := make([]error, len(ranges))
+	done := make([]bool, len(ranges))
+	for _, r := range ranges {
+		defer s.known.forget(r.RangeID) // no longer the holder's as last written
+	}
+	if s.d.writesInWith() {
+		reqs := make([]rangeFence, len(ranges))
+		for i, r := range ranges {
+			reqs[i] = rangeFence{rangeID: r.RangeID, f: r.Fence}
+		}
+		cls, err := s.finishes.doMany(ctx, reqs)
+		if err != nil {
+			return nil, err
+		}
+		for i, cl := range cls {
+			done[i], errs[i] = cl.res && cl.err == nil, cl.err
+		}
+	}
+	for i, r := range ranges {
+		if !done[i] && errs[i] == nil {
+			errs[i] = s.finishAlone(ctx, r.RangeID, r.Fence)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return errs, nil
 }
 
 // finishChecked finishes, in tx, range rangeID whose lease the caller checked

@@ -90,3 +90,73 @@ func testBatchRecords(t *testing.T, e *env) {
 	require.Equal(t, int64(11), recs[0].From, "newest first: the empty batch that was not final")
 	require.Equal(t, int64(1), recs[1].From)
 }
+
+// GrantMany grants up to n distinct ranges at once, in grant order, and
+// fewer when there is less work: none, with no error, when there is none.
+func testGrantMany(t *testing.T, e *env) {
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 500, lease.LaneHistory) // five ranges of 100
+	ls, err := e.GrantMany(e.ctx, "a", 3, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ls, 3)
+	seen := map[int64]bool{}
+	for _, l := range ls {
+		require.False(t, seen[l.Range.ID])
+		seen[l.Range.ID] = true
+		_, err := e.Check(e.ctx, l.Range.ID, fence(l))
+		require.NoError(t, err, "held by a")
+	}
+	require.Equal(t, int64(1), minStart(ls), "the lowest starts first")
+	more, err := e.GrantMany(e.ctx, "b", 3, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, more, 2, "what is left")
+	none, err := e.GrantMany(e.ctx, "a", 3, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, none)
+	_, err = e.GrantMany(e.ctx, "", 1, time.Minute)
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
+}
+
+func minStart(ls []lease.Lease) int64 {
+	m := ls[0].Range.Start
+	for _, l := range ls {
+		m = min(m, l.Range.Start)
+	}
+	return m
+}
+
+// FinishMany answers each range as its own Finish: finished, short of its
+// end (a conflict), a stale fence (a lost lease), and an unknown range,
+// side by side; only the first is done.
+func testFinishMany(t *testing.T, e *env) {
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 300, lease.LaneHistory)
+	ls, err := e.GrantMany(e.ctx, "a", 3, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ls, 3)
+	for _, l := range ls[:2] {
+		_, err := e.Put(e.ctx, l.Range.ID, fence(l), batch.Batch{From: l.Range.Start, To: l.Range.End})
+		require.NoError(t, err)
+	}
+	stale := fence(ls[1])
+	stale.Token++
+	errs, err := e.FinishMany(e.ctx, []lease.Held{
+		{RangeID: ls[0].Range.ID, Fence: fence(ls[0])},
+		{RangeID: ls[1].Range.ID, Fence: stale},
+		{RangeID: ls[2].Range.ID, Fence: fence(ls[2])},
+		{RangeID: 99999, Fence: fence(ls[0])},
+	})
+	require.NoError(t, err)
+	require.Len(t, errs, 4)
+	require.NoError(t, errs[0])
+	require.ErrorIs(t, errs[1], edgeindex.ErrLeaseLost)
+	require.ErrorIs(t, errs[2], edgeindex.ErrConflict)
+	require.NotErrorIs(t, errs[2], edgeindex.ErrLeaseLost)
+	require.ErrorIs(t, errs[3], edgeindex.ErrNotFound)
+	require.Equal(t, lease.StateDone, e.get(t, ls[0].Range.ID).State)
+	require.Equal(t, lease.StateLeased, e.get(t, ls[1].Range.ID).State)
+	require.Equal(t, lease.StateLeased, e.get(t, ls[2].Range.ID).State)
+	errs, err = e.FinishMany(e.ctx, []lease.Held{{RangeID: ls[0].Range.ID, Fence: fence(ls[0])}})
+	require.NoError(t, err)
+	require.ErrorIs(t, errs[0], edgeindex.ErrLeaseLost, "a retry of a finish that took effect")
+}

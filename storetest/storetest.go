@@ -101,6 +101,8 @@ func Run(t *testing.T, open Open) {
 		{"FinalBatchFences", testFinalBatchFences},
 		{"PutMany", testPutMany},
 		{"BatchRecords", testBatchRecords},
+		{"GrantMany", testGrantMany},
+		{"FinishMany", testFinishMany},
 		{"ResultsFeed", testResultsFeed},
 		{"LaneGrant", testLaneGrant},
 		{"LaneNextInOrder", testLaneNext},
