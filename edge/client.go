@@ -165,6 +165,9 @@ type Client struct {
 	cfg   Config
 	bases []*url.URL    // BaseURL, then Failover
 	cur   atomic.Uint64 // the index of the current coordinator in bases
+	// single is set once a coordinator answered a many-range call 404: it
+	// predates them, and the client uses the single-range calls.
+	single atomic.Bool
 }
 
 // NewClient returns a Client, or an error that is edgeindex.ErrInvalid.

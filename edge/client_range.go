@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -134,16 +135,47 @@ func checkLease(l api.Lease) error {
 // (POST /v1/leases?max=N), each a lease as Lease grants it. It returns none,
 // with no error, when there is nothing to do. It is not retried, as Lease
 // is not. A lease that cannot be worked is dropped (it expires).
+//
+// A coordinator that predates the call answers 404: the client then asks it
+// for one lease with Lease, now and from then on.
 func (c *Client) LeaseMany(ctx context.Context, max int) ([]api.Lease, error) {
+	if c.single.Load() {
+		return c.leaseOne(ctx)
+	}
 	cl := &call{method: http.MethodPost, path: "/v1/leases", query: url.Values{"max": {strconv.Itoa(max)}}}
 	var ans api.LeasesReply
 	if _, err := c.json(ctx, cl, &ans); err != nil {
+		if c.predates(err) {
+			return c.leaseOne(ctx)
+		}
 		return nil, err
 	}
 	if len(ans.Leases) > max {
 		return nil, fmt.Errorf("edge: POST /v1/leases: %w: %d leases for a max of %d", ErrProtocol, len(ans.Leases), max)
 	}
 	return c.workable(ans.Leases), nil
+}
+
+// leaseOne is LeaseMany of a coordinator that predates it: Lease.
+func (c *Client) leaseOne(ctx context.Context) ([]api.Lease, error) {
+	l, ok, err := c.Lease(ctx)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []api.Lease{l}, nil
+}
+
+// predates reports whether err is the 404 of a route the coordinator does
+// not know (the many-range calls, on a coordinator older than them), and
+// if so makes the client use the single-range calls from then on.
+func (c *Client) predates(err error) bool {
+	if !errors.Is(err, edgeindex.ErrNotFound) {
+		return false
+	}
+	if !c.single.Swap(true) {
+		c.cfg.Logger.Warn("edge: the coordinator predates the many-range calls; using one range a call", "err", err)
+	}
+	return true
 }
 
 // workable drops the leases that cannot be worked, logging each.
@@ -167,7 +199,13 @@ func (c *Client) workable(ls []api.Lease) []api.Lease {
 // stored. The call is retried, as PostBatch is: a retry of stored entries
 // is answered as duplicates. A handed-over lease that cannot be worked is
 // dropped (it expires).
+//
+// A coordinator that predates the call answers 404: the client then posts
+// each batch with PostBatch (or PostBatchThenLease), now and from then on.
 func (c *Client) PostBatches(ctx context.Context, bs []api.RangeBatch, then bool) ([]api.RangeBatchReply, error) {
+	if c.single.Load() {
+		return c.postEach(ctx, bs, then)
+	}
 	body, err := edgeframe.MarshalBatches(bs)
 	if err != nil {
 		return nil, fmt.Errorf("edge: batches: %w: %w", edgeindex.ErrInvalid, err)
@@ -178,6 +216,9 @@ func (c *Client) PostBatches(ctx context.Context, bs []api.RangeBatch, then bool
 	}
 	var ans api.BatchesReply
 	if _, err := c.json(ctx, cl, &ans); err != nil {
+		if c.predates(err) {
+			return c.postEach(ctx, bs, then)
+		}
 		return nil, err
 	}
 	if len(ans.Results) != len(bs) {
@@ -195,6 +236,30 @@ func (c *Client) PostBatches(ctx context.Context, bs []api.RangeBatch, then bool
 		}
 	}
 	return ans.Results, nil
+}
+
+// postEach is PostBatches of a coordinator that predates it: one call a
+// batch, an entry refused as the call was (a 4xx) answered with its error,
+// the first other error failing the whole.
+func (c *Client) postEach(ctx context.Context, bs []api.RangeBatch, then bool) ([]api.RangeBatchReply, error) {
+	out := make([]api.RangeBatchReply, len(bs))
+	for i, rb := range bs {
+		post := c.PostBatch
+		if then {
+			post = c.PostBatchThenLease
+		}
+		rep, err := post(ctx, rb.Range, rb.Token, rb.Batch)
+		out[i].Range = rb.Range
+		if herr, ok := errors.AsType[*HTTPError](err); ok && herr.Status < http.StatusInternalServerError {
+			out[i].Error, out[i].Code = herr.Message, herr.Code
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i].BatchReply = &rep
+	}
+	return out, nil
 }
 
 // FinishMany finishes several held ranges in one call (POST /v1/finishes).

@@ -68,6 +68,9 @@ type coord struct {
 	// plain range in its answer, as the real coordinator does; without it
 	// the fake ignores the query, as one that predates it.
 	handOver bool
+	// single makes the fake one that predates the many-range calls: they
+	// get the mux's 404.
+	single bool
 }
 
 type crange struct {
@@ -100,8 +103,10 @@ func newCoord(chunk int64) *coord {
 func (c *coord) start() *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/lease", c.grant)
-	mux.HandleFunc("POST /v1/leases", c.grantMany)
-	mux.HandleFunc("POST /v1/batches", c.postBatches)
+	if !c.single {
+		mux.HandleFunc("POST /v1/leases", c.grantMany)
+		mux.HandleFunc("POST /v1/batches", c.postBatches)
+	}
 	mux.HandleFunc("GET /v1/ranges/{id}/stream", c.stream)
 	mux.HandleFunc("POST /v1/ranges/{id}/{verb}", c.rangeCall)
 	mux.HandleFunc("POST /v1/groups/lease", c.grantLane)

@@ -135,3 +135,23 @@ func TestWorkerRangesConfig(t *testing.T) {
 		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%d", n)
 	}
 }
+
+// A coordinator that predates the many-range calls answers them 404: the
+// worker falls back to one range a call, once, and works every range.
+func TestWorkerOldCoordinator(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.finals, c.handOver, c.single = true, true, true
+	ids := []int64{c.addRange("alt.a", 1, 100), c.addRange("alt.b", 1, 100), c.addRange("alt.c", 1, 100)}
+	r := startWorker(t, c, &counter{}, edge.WorkerConfig{Ranges: 2})
+	require.NoError(t, r.untilIdle(t))
+	for _, id := range ids {
+		require.Equal(t, lease.StateDone, c.rng(id).State)
+	}
+	log := c.callLog()
+	require.Equal(t, "POST /v1/leases 404", log[0])
+	require.Equal(t, 1, countCalls(log, "POST /v1/leases "), "asked once, then never again")
+	require.Zero(t, countCalls(log, "POST /v1/batches "))
+	require.Equal(t, 2, countCalls(log, "POST /v1/lease "), "one grant, then none after the hand-overs ran out")
+	require.Equal(t, int64(3), r.w.Stats().Ranges)
+}
