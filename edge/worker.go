@@ -38,8 +38,9 @@ type WorkerConfig struct {
 	// posts the final batches that are ready together in one (POST
 	// /v1/batches). The handler still sees one chunk at a time: the
 	// ranges take turns at it, each range's chunks in order, so that one
-	// range's wait for its stream or its batch's answer is another's turn.
-	// 0 means 1. A range of many chunks keeps the handler busy by itself,
+	// range's wait for its stream or its batch's answer is another's turn;
+	// a handler that carries state from chunk to chunk of a range must
+	// then tell ranges apart by Chunk.Range. 0 means 1. A range of many chunks keeps the handler busy by itself,
 	// and a second one held would wait, kept from other workers; set it
 	// higher (up to api.MaxLeases) where ranges are a chunk or so (repair
 	// ranges, small groups) and a cycle's calls cost more than its work.
