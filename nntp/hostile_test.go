@@ -120,7 +120,7 @@ func TestWatermarksBesideStuckFetches(t *testing.T) {
 func TestFetchEndlessLongLines(t *testing.T) {
 	for _, compress := range []bool{false, true} {
 		srv := serve(t, nntptest.Config{EndlessLong: 2 << 20, Compress: compress, Groups: oneGroup(nntptest.Lines(testGroup, 1, 10))})
-		src := open(t, srv, func(c *nntp.Config) { c.MaxFetchBytes, c.Compress = 64<<20, gzipIf(compress) })
+		src := open(t, srv, func(c *nntp.Config) { c.MaxFetchBytes, c.Compress = 24<<20, gzipIf(compress) })
 		var err error
 		peak := heapPeak(t, func() { _, err = src.Fetch(ctxT(t), testGroup, span(1, 10)) })
 		require.ErrorIs(t, err, nntp.ErrChunkTooLarge, "compress %t", compress)
