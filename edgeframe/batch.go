@@ -113,6 +113,14 @@ func DecodeBatch(r io.Reader, limit int64) (Batch, error) {
 // is only a hint: a body of another length is read and checked as
 // DecodeBatch reads and checks it.
 func DecodeBatchSize(r io.Reader, size, limit int64) (Batch, error) {
+	return decodeBody(r, size, limit, decodeFast, decodeSlow)
+}
+
+// decodeBody reads a body of size bytes (negative: not known), at most
+// limit (0 or below: DefaultMaxBatch), and decodes it with fast, or, when
+// fast gives up (or the read failed or the body is over the limit), with
+// slow over the same bytes and the read error after them.
+func decodeBody[T any](r io.Reader, size, limit int64, fast func([]byte) (T, bool), slow func(io.Reader, int64) (T, error)) (T, error) {
 	if limit <= 0 {
 		limit = DefaultMaxBatch
 	}
@@ -122,28 +130,45 @@ func DecodeBatchSize(r io.Reader, size, limit int64) (Batch, error) {
 	}
 	raw, rerr := readBody(r, size, n)
 	if rerr == nil && int64(len(raw)) <= limit {
-		if b, ok := decodeFast(raw); ok {
-			return b, nil
+		if v, ok := fast(raw); ok {
+			return v, nil
 		}
 	}
-	// The slow path reads the same bytes, and the read error after them.
 	r = bytes.NewReader(raw)
 	if rerr != nil {
 		r = io.MultiReader(r, errReader{rerr})
 	}
-	return decodeSlow(r, limit)
+	return slow(r, limit)
 }
 
 // decodeSlow is DecodeBatch token by token, with json.Decoder: the one
 // that words every error.
 func decodeSlow(r io.Reader, limit int64) (Batch, error) {
+	var b Batch
+	err := decodeStrict(r, limit, "batch", func(dec *json.Decoder) (err error) {
+		b, err = decodeBatch(dec)
+		return err
+	})
+	if err != nil {
+		return Batch{}, err
+	}
+	return b, nil
+}
+
+// decodeStrict runs decode, token by token, over at most limit bytes of r
+// and requires nothing but white space after what it decoded. Its faults
+// go in this order: a body over the limit (ErrTooLarge), a read error
+// (wrapped, naming what was read), a body that is not UTF-8, then
+// decode's own error. After a refusal it reads on to find out whether
+// the body is over the limit or not UTF-8.
+func decodeStrict(r io.Reader, limit int64, what string, decode func(*json.Decoder) error) error {
 	lr := &io.LimitedReader{R: r, N: limit}
 	if limit < math.MaxInt64 {
 		lr.N = limit + 1
 	}
 	cr := &checkReader{r: lr}
 	dec := json.NewDecoder(cr)
-	b, err := decodeBatch(dec)
+	err := decode(dec)
 	if err == nil {
 		err = expectEnd(dec)
 	}
@@ -158,15 +183,13 @@ func decodeSlow(r io.Reader, limit int64) (Batch, error) {
 	}
 	switch {
 	case lr.N == 0 && limit < math.MaxInt64:
-		return Batch{}, fmt.Errorf("%w: the body is over %d bytes", ErrTooLarge, limit)
+		return fmt.Errorf("%w: the body is over %d bytes", ErrTooLarge, limit)
 	case cr.readErr != nil:
-		return Batch{}, fmt.Errorf("edgeframe: read batch: %w", cr.readErr)
+		return fmt.Errorf("edgeframe: read %s: %w", what, cr.readErr)
 	case cr.badUTF8:
-		return Batch{}, badf("the body is not valid UTF-8")
-	case err != nil:
-		return Batch{}, err
+		return badf("the body is not valid UTF-8")
 	}
-	return b, nil
+	return err
 }
 
 // place names a part of the body in error sentences. It is built without

@@ -1,9 +1,7 @@
 package edgeframe
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -36,27 +34,12 @@ type RangeBatch struct {
 // Its errors are DecodeBatch's: ErrBadBatch with a sentence naming the
 // entry and the field, ErrTooLarge over the limit, a read error wrapped.
 func DecodeBatches(r io.Reader, size, limit int64, max int) ([]RangeBatch, error) {
-	if limit <= 0 {
-		limit = DefaultMaxBatch
-	}
 	if max <= 0 {
 		max = DefaultMaxBatches
 	}
-	n := limit
-	if limit < math.MaxInt64 {
-		n = limit + 1
-	}
-	raw, rerr := readBody(r, size, n)
-	if rerr == nil && int64(len(raw)) <= limit {
-		if bs, ok := decodeBatchesFast(raw, max); ok {
-			return bs, nil
-		}
-	}
-	r = bytes.NewReader(raw)
-	if rerr != nil {
-		r = io.MultiReader(r, errReader{rerr})
-	}
-	return decodeBatchesSlow(r, limit, max)
+	return decodeBody(r, size, limit,
+		func(body []byte) ([]RangeBatch, bool) { return decodeBatchesFast(body, max) },
+		func(r io.Reader, limit int64) ([]RangeBatch, error) { return decodeBatchesSlow(r, limit, max) })
 }
 
 // decodeBatchesFast is the fast path of DecodeBatches (see decodeFast): it
@@ -124,34 +107,16 @@ func (s *fast) rangeBatch() (RangeBatch, bool) {
 
 // decodeBatchesSlow is DecodeBatches token by token, wording every error.
 func decodeBatchesSlow(r io.Reader, limit int64, max int) ([]RangeBatch, error) {
-	lr := &io.LimitedReader{R: r, N: limit}
-	if limit < math.MaxInt64 {
-		lr.N = limit + 1
-	}
-	cr := &checkReader{r: lr}
-	dec := json.NewDecoder(cr)
-	bs, err := decodeBatchesBody(dec)
+	var bs []RangeBatch
+	err := decodeStrict(r, limit, "batches", func(dec *json.Decoder) (err error) {
+		bs, err = decodeBatchesBody(dec)
+		return err
+	})
 	if err == nil {
-		err = expectEnd(dec)
-	}
-	if err == nil {
+		// The whole body was read: nothing more can be wrong with it.
 		err = checkBatches(bs, max)
 	}
-	if err != nil && cr.readErr == nil {
-		if _, derr := io.Copy(io.Discard, cr); derr == errBadUTF8 {
-			if _, derr := io.Copy(io.Discard, lr); derr != nil {
-				cr.readErr = derr
-			}
-		}
-	}
-	switch {
-	case lr.N == 0 && limit < math.MaxInt64:
-		return nil, fmt.Errorf("%w: the body is over %d bytes", ErrTooLarge, limit)
-	case cr.readErr != nil:
-		return nil, fmt.Errorf("edgeframe: read batches: %w", cr.readErr)
-	case cr.badUTF8:
-		return nil, badf("the body is not valid UTF-8")
-	case err != nil:
+	if err != nil {
 		return nil, err
 	}
 	return bs, nil
