@@ -359,22 +359,11 @@ func (s *Store) Heartbeat(ctx context.Context, rangeID int64, f lease.Fence, ttl
 // the lane's ranges under the lane's lock (a deadlock), and a lane grant
 // would skip the lane while a finish has its row locked (no work, spuriously).
 func (s *Store) Finish(ctx context.Context, rangeID int64, f lease.Fence) error {
-	defer s.known.forget(rangeID) // no longer the holder's as last written
-	if s.d.writesInWith() {
-		// Concurrent finishes go in rounds, one statement and one commit
-		// each, fenced in its WHERE, with the claims' delete
-		// (finishRound), where the transaction below takes four round
-		// trips and a commit for one. Only a refusal, to be told apart,
-		// goes on to it.
-		done, err := s.finishes.do(ctx, rangeFence{rangeID: rangeID, f: f})
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil
-		}
+	errs, err := s.FinishMany(ctx, []lease.Held{{RangeID: rangeID, Fence: f}})
+	if err != nil {
+		return err
 	}
-	return s.finishAlone(ctx, rangeID, f)
+	return errs[0]
 }
 
 // finishAlone is Finish in a transaction of its own, which tells a
@@ -401,15 +390,19 @@ func (s *Store) finishAlone(ctx context.Context, rangeID int64, f lease.Fence) e
 	})
 }
 
-// FinishMany implements lease.Store: on PostgreSQL the ranges go into one
-// finish round, and only those it did not finish (a refusal, to be told
-// apart) go on alone, as Finish's do.
+// FinishMany implements lease.Store. On PostgreSQL the ranges go into one
+// finish round (finishRound): one statement and one commit for the round,
+// fenced in its WHERE, with the claims' delete, where the transaction of
+// finishAlone takes four round trips and a commit for one. Only a range
+// the round did not finish (a refusal, to be told apart) goes on to it.
 func (s *Store) FinishMany(ctx context.Context, ranges []lease.Held) ([]error, error) {
 	errs := make([]error, len(ranges))
 	done := make([]bool, len(ranges))
-	for _, r := range ranges {
-		defer s.known.forget(r.RangeID) // no longer the holder's as last written
-	}
+	defer func() {
+		for _, r := range ranges {
+			s.known.forget(r.RangeID) // no longer the holder's as last written
+		}
+	}()
 	if s.d.writesInWith() {
 		reqs := make([]rangeFence, len(ranges))
 		for i, r := range ranges {
