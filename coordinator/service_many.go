@@ -57,7 +57,7 @@ func (s *Service) StoreBatches(ctx context.Context, node string, bs []api.RangeB
 	var grant []int // the entries that finished a range, their next lease not tried
 	for i, a := range answers {
 		// The grants not tried are made below, together, not one by one.
-		rep, err := s.stored(ctx, bs[i].Range, entries[i].Fence, bs[i].Batch, then && a.Tried,
+		rep, err := s.stored(ctx, bs[i].Range, entries[i].Fence, bs[i].Batch, false,
 			api.BatchReply{Result: a.Result, Lease: a.Lease}, a.Tried, a.Err)
 		out[i], errs[i] = api.RangeBatchReply{Range: bs[i].Range, BatchReply: &rep}, err
 		if then && err == nil && rep.Done && !a.Tried {
@@ -77,14 +77,25 @@ func (s *Service) StoreBatches(ctx context.Context, node string, bs []api.RangeB
 		if err == nil {
 			continue
 		}
-		status, code := api.StatusOf(err)
-		if status >= http.StatusInternalServerError {
+		code, msg, failed := refusal(err)
+		if failed {
 			s.giveBackHandedOver(ctx, node, out)
 			return nil, fmt.Errorf("batch of range %d: %w", bs[i].Range, err)
 		}
-		out[i] = api.RangeBatchReply{Range: bs[i].Range, Error: clipMessage(err.Error()), Code: code}
+		out[i] = api.RangeBatchReply{Range: bs[i].Range, Error: msg, Code: code}
 	}
 	return out, nil
+}
+
+// refusal is what an entry of a call of many says for err, the error its
+// own call would have had: its code and sentence, or failed when err is a
+// failure of the coordinator (a 5xx), which fails the whole call.
+func refusal(err error) (code, msg string, failed bool) {
+	status, code := api.StatusOf(err)
+	if status >= http.StatusInternalServerError {
+		return "", "", true
+	}
+	return code, clipMessage(err.Error()), false
 }
 
 // giveBackHandedOver releases the leases the entries' answers would have
@@ -124,11 +135,11 @@ func (s *Service) FinishMany(ctx context.Context, node string, rs []api.RangeTok
 			s.dropSpool(rs[i].Range)
 			continue
 		}
-		status, code := api.StatusOf(err)
-		if status >= http.StatusInternalServerError {
+		code, msg, failed := refusal(err)
+		if failed {
 			return nil, fmt.Errorf("finish of range %d: %w", rs[i].Range, err)
 		}
-		out[i].Error, out[i].Code = clipMessage(err.Error()), code
+		out[i].Error, out[i].Code = msg, code
 	}
 	return out, nil
 }
