@@ -487,27 +487,44 @@ func (c *linClient) call(in linInput, fn func(ctx context.Context) (linOutput, e
 	if in.Obj == "" {
 		in.Obj = r.model.objOf(in.Range)
 	}
+	var out linOutput
+	var err error
+	t := c.timed(func(ctx context.Context) { out, err = fn(ctx) })
+	in.Now = t.now
+	return r.record(c, in, out, err, t.cancelled, t.call, t.ret)
+}
+
+// timing is when a call ran: the model's clock at its start, its start and
+// end in ns since the run's, and whether its context was cancelled.
+type timing struct {
+	now, call, ret int64
+	cancelled      bool
+}
+
+// timed runs fn, one store call, under the clock's read lock, abandoning
+// it at random: its context is cancelled after a random delay.
+func (c *linClient) timed(fn func(ctx context.Context)) timing {
+	r := c.r
 	abandon := c.rng.Intn(100) < linAbandonPct
 	delay := time.Duration(c.rng.Intn(1500)) * time.Microsecond
 
 	r.clockMu.RLock()
-	in.Now = r.micros(r.e.clock.Now())
+	defer r.clockMu.RUnlock()
+	sp := timing{now: r.micros(r.e.clock.Now())}
 	ctx, cancel := context.WithCancel(r.e.ctx)
+	defer cancel()
 	var timer *time.Timer
 	if abandon {
 		timer = time.AfterFunc(delay, cancel)
 	}
-	call := time.Since(r.start).Nanoseconds()
-	out, err := fn(ctx)
-	ret := time.Since(r.start).Nanoseconds()
+	sp.call = time.Since(r.start).Nanoseconds()
+	fn(ctx)
+	sp.ret = time.Since(r.start).Nanoseconds()
 	if timer != nil {
 		timer.Stop()
 	}
-	cancelled := ctx.Err() != nil
-	cancel()
-	r.clockMu.RUnlock()
-
-	return r.record(c, in, out, err, cancelled, call, ret)
+	sp.cancelled = ctx.Err() != nil
+	return sp
 }
 
 // record records one call made between call and ret (ns since the start),
@@ -751,27 +768,11 @@ func (c *linClient) putMany() {
 		ins[i] = linInput{Kind: opPut, Range: h.id, Token: h.token, From: entries[i].Batch.From, To: entries[i].Batch.To,
 			Node: c.node, TTL: linTTL.Microseconds(), Obj: r.model.objOf(h.id)}
 	}
-	abandon := c.rng.Intn(100) < linAbandonPct
-	delay := time.Duration(c.rng.Intn(1500)) * time.Microsecond
-	r.clockMu.RLock()
-	now := r.micros(r.e.clock.Now())
-	ctx, cancel := context.WithCancel(r.e.ctx)
-	var timer *time.Timer
-	if abandon {
-		timer = time.AfterFunc(delay, cancel)
-	}
-	call := time.Since(r.start).Nanoseconds()
-	answers, err := e.PutMany(ctx, entries, 0)
-	ret := time.Since(r.start).Nanoseconds()
-	if timer != nil {
-		timer.Stop()
-	}
-	cancelled := ctx.Err() != nil
-	cancel()
-	r.clockMu.RUnlock()
-
+	var answers []batch.Answer
+	var err error
+	t := c.timed(func(ctx context.Context) { answers, err = e.PutMany(ctx, entries, 0) })
 	for i, h := range picked {
-		ins[i].Now = now
+		ins[i].Now = t.now
 		var out linOutput
 		eerr := err
 		if err == nil {
@@ -780,7 +781,7 @@ func (c *linClient) putMany() {
 		if i > 0 {
 			c.stream = r.newStream() // the entries run at once
 		}
-		out = r.record(c, ins[i], out, eerr, cancelled, call, ret)
+		out = r.record(c, ins[i], out, eerr, t.cancelled, t.call, t.ret)
 		if !out.Unknown && out.Err == errLost {
 			c.dropID(h.id, h.token)
 		}
