@@ -49,14 +49,24 @@ func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b api.Batc
 // Lease does.
 func (c *Client) PostBatchThenLease(ctx context.Context, rangeID, token int64, b api.Batch) (api.BatchReply, error) {
 	res, err := c.postBatch(ctx, rangeID, token, b, url.Values{"then": {api.ThenLease}})
-	if err == nil && res.Lease != nil {
-		if lerr := checkLease(*res.Lease); lerr != nil {
-			// The batch is stored: only the lease is dropped; it expires.
-			c.cfg.Logger.Warn("edge: dropping a lease handed over that cannot be worked", "err", lerr)
-			res.Lease = nil
-		}
+	if err == nil {
+		res.Lease = c.handedOver(res.Lease)
 	}
 	return res, err
+}
+
+// handedOver returns l, a lease handed over in a batch's answer, or nil
+// when there is none or it cannot be worked: the batch is stored, so only
+// the lease is dropped (it expires), and logged.
+func (c *Client) handedOver(l *api.Lease) *api.Lease {
+	if l == nil {
+		return nil
+	}
+	if err := checkLease(*l); err != nil {
+		c.cfg.Logger.Warn("edge: dropping a lease handed over that cannot be worked", "err", err)
+		return nil
+	}
+	return l
 }
 
 func (c *Client) postBatch(ctx context.Context, rangeID, token int64, b api.Batch, q url.Values) (api.BatchReply, error) {
@@ -153,6 +163,14 @@ func (c *Client) LeaseMany(ctx context.Context, max int) ([]api.Lease, error) {
 	if len(ans.Leases) > max {
 		return nil, fmt.Errorf("edge: POST /v1/leases: %w: %d leases for a max of %d", ErrProtocol, len(ans.Leases), max)
 	}
+	seen := make(map[int64]bool, len(ans.Leases))
+	for _, l := range ans.Leases {
+		if seen[l.Range.ID] {
+			// Worked twice at once, its batches would refuse each other.
+			return nil, fmt.Errorf("edge: POST /v1/leases: %w: range %d granted twice", ErrProtocol, l.Range.ID)
+		}
+		seen[l.Range.ID] = true
+	}
 	return c.workable(ans.Leases), nil
 }
 
@@ -228,11 +246,8 @@ func (c *Client) PostBatches(ctx context.Context, bs []api.RangeBatch, then bool
 		if r.Range != bs[i].Range || (r.BatchReply == nil && r.Err() == nil) {
 			return nil, fmt.Errorf("edge: POST /v1/batches: %w: reply %d is not range %d's", ErrProtocol, i, bs[i].Range)
 		}
-		if r.BatchReply != nil && r.Lease != nil {
-			if err := checkLease(*r.Lease); err != nil {
-				c.cfg.Logger.Warn("edge: dropping a lease handed over that cannot be worked", "err", err)
-				ans.Results[i].Lease = nil
-			}
+		if r.BatchReply != nil {
+			r.Lease = c.handedOver(r.Lease)
 		}
 	}
 	return ans.Results, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -154,4 +155,21 @@ func TestWorkerOldCoordinator(t *testing.T) {
 	require.Zero(t, countCalls(log, "POST /v1/batches "))
 	require.Equal(t, 2, countCalls(log, "POST /v1/lease "), "one grant, then none after the hand-overs ran out")
 	require.Equal(t, int64(3), r.w.Stats().Ranges)
+}
+
+// A coordinator that grants one range twice in one answer is refused: the
+// worker would work it twice at once.
+func TestLeaseManyRefusesARangeTwice(t *testing.T) {
+	t.Parallel()
+	l := `{"range":{"id":7,"group":"g","groupId":1,"lane":"history","start":1,"end":10,"next":1,"state":"leased"},"token":3,"ttlSeconds":60,"chunkSize":10}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"leases":[`+l+`,`+l+`]}`)
+	}))
+	t.Cleanup(srv.Close)
+	cl, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: "t", HTTP: srv.Client()})
+	require.NoError(t, err)
+	_, err = cl.LeaseMany(t.Context(), 2)
+	require.ErrorIs(t, err, edge.ErrProtocol)
+	require.ErrorContains(t, err, "range 7 granted twice")
 }

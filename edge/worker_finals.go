@@ -79,23 +79,32 @@ func (f *finals) send() {
 
 // take removes the next call's batches from the queue (under mu): the
 // oldest first, those whose callers still wait, within the call's bounds.
+// A second batch of a range already in the call (a coordinator that handed
+// one range to two of the worker's chains) waits for the next call: a
+// call names a range once.
 func (f *finals) take() []*waitingFinal {
-	var call []*waitingFinal
-	size, i := 0, 0
-	for ; i < len(f.queue); i++ {
-		p := f.queue[i]
+	var call, rest []*waitingFinal
+	size := 0
+	in := map[int64]bool{}
+	for i, p := range f.queue {
 		if p.ctx.Err() != nil {
 			p.err = context.Cause(p.ctx)
 			close(p.done)
 			continue
 		}
 		if len(call) > 0 && (len(call) == api.MaxBatches || size+p.size > maxFinalsBytes) {
+			rest = append(rest, f.queue[i:]...)
 			break
 		}
+		if in[p.rb.Range] {
+			rest = append(rest, p)
+			continue
+		}
+		in[p.rb.Range] = true
 		call = append(call, p)
 		size += p.size
 	}
-	f.queue = f.queue[i:]
+	f.queue = rest
 	return call
 }
 
