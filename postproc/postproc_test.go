@@ -168,6 +168,16 @@ func (p *poster) world(t *testing.T, cfg nntp.Config) *world {
 	return &world{store: st, srv: srv, releases: p.build(t, st), router: router}
 }
 
+// pass runs one post-processing pass over the world, with the defaults.
+func (w *world) pass(t *testing.T) *postproc.Processor {
+	t.Helper()
+	pp, err := postproc.New(postproc.Config{Store: w.store, Bodies: w.router})
+	require.NoError(t, err)
+	_, err = pp.Pass(t.Context())
+	require.NoError(t, err)
+	return pp
+}
+
 func (w *world) release(t *testing.T, id int64) release.Release {
 	t.Helper()
 	r, err := w.store.ReleaseByID(t.Context(), id)
@@ -321,10 +331,7 @@ func TestPostProcHostile(t *testing.T) {
 	require.Len(t, w.releases, 1)
 	before := w.releases[name]
 
-	pp, err := postproc.New(postproc.Config{Store: w.store, Bodies: w.router})
-	require.NoError(t, err)
-	_, err = pp.Pass(t.Context())
-	require.NoError(t, err)
+	w.pass(t)
 	r := w.release(t, before.ID)
 	require.Equal(t, release.PostDone, r.PostProc.State)
 	for _, want := range []string{"nfo: larger than the limit", "par2: packet larger than the limit", "archive: corrupt header"} {
@@ -348,10 +355,7 @@ func TestPostProcBodyTooLarge(t *testing.T) {
 	p.post(t, write(t, dir, "big.nfo", tooltest.Incompressible(300_000, 5)), name+".nfo", 1, 2, 400_000)
 	p.post(t, write(t, dir, "a.mkv", tooltest.Incompressible(1000, 6)), name+".mkv", 2, 2, 400_000)
 	w := p.world(t, nntp.Config{MaxBodyBytes: 100 << 10})
-	pp, err := postproc.New(postproc.Config{Store: w.store, Bodies: w.router})
-	require.NoError(t, err)
-	_, err = pp.Pass(t.Context())
-	require.NoError(t, err)
+	pp := w.pass(t)
 	r := w.release(t, w.releases[name].ID)
 	require.Equal(t, release.PostDone, r.PostProc.State)
 	require.Contains(t, r.PostProc.Reason, "response too large")
@@ -381,10 +385,7 @@ func TestPostProcShortSegment(t *testing.T) {
 	body = strings.Replace(body, " part=1 pcrc32", fmt.Sprintf(" part=%d pcrc32", last.N), 1)
 	p.bodies[last.MessageID] = body
 	w := p.world(t, nntp.Config{})
-	pp, err := postproc.New(postproc.Config{Store: w.store, Bodies: w.router})
-	require.NoError(t, err)
-	_, err = pp.Pass(t.Context())
-	require.NoError(t, err)
+	w.pass(t)
 	r := w.release(t, w.releases[name].ID)
 	require.Equal(t, release.PostDone, r.PostProc.State)
 	require.Contains(t, r.PostProc.Reason, "ends at")
