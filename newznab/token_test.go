@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lib/pq"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/internal/syncbuf"
@@ -119,7 +119,7 @@ type timeoutStore struct {
 
 func (s timeoutStore) SearchReleases(ctx context.Context, q release.Search) (release.Found, error) {
 	return release.Found{}, fmt.Errorf("search: %w: %w", context.DeadlineExceeded,
-		&pq.Error{Code: "57014", Message: "canceling statement due to statement timeout"})
+		&pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"})
 }
 
 // TestStoreDeadline: the store's own deadline is a timeout as

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/batch"
@@ -101,7 +100,7 @@ type thenGrant struct {
 // can, else in one transaction under the ranges' locks (putTx).
 func (s *Store) putRound(ctx context.Context, round []*call[putReq, batch.Result]) {
 	locked := func(ctx context.Context, round []*call[putReq, batch.Result]) error {
-		return s.tx(ctx, func(tx *sqlx.Tx) error { return s.putTx(ctx, tx, round) })
+		return s.connTx(ctx, func(conn *sql.Conn, tx *sqlx.Tx) error { return s.putTx(ctx, conn, tx, round) })
 	}
 	commitRound(ctx, round, func(ctx context.Context, round []*call[putReq, batch.Result]) error {
 		if !s.optimistic(round) {
@@ -134,8 +133,9 @@ type putWrites struct {
 
 // putTx locks the round's ranges in id order, decides each Put against its
 // range as the Puts before it left it (decidePut), then writes every
-// stored batch, item, range and finish with a few statements.
-func (s *Store) putTx(ctx context.Context, tx *sqlx.Tx, round []*call[putReq, batch.Result]) error {
+// stored batch, item, range and finish with a few statements. conn is the
+// transaction's connection, for the COPY of many items.
+func (s *Store) putTx(ctx context.Context, conn *sql.Conn, tx *sqlx.Tx, round []*call[putReq, batch.Result]) error {
 	ids := roundIDs(round)
 	for _, id := range ids {
 		s.known.forget(id) // written here, under the lock, not as remembered
@@ -144,7 +144,7 @@ func (s *Store) putTx(ctx context.Context, tx *sqlx.Tx, round []*call[putReq, ba
 	if err != nil {
 		return fmt.Errorf("batch: %w", err)
 	}
-	return s.writePuts(ctx, tx, decideRound(round, rows))
+	return s.writePuts(ctx, conn, tx, decideRound(round, rows))
 }
 
 // roundIDs returns the ranges a round of Puts names, sorted, once each.
@@ -189,7 +189,7 @@ func (s *Store) lockRanges(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]ran
 	if err != nil {
 		return nil, err
 	}
-	err = tx.StmtxContext(ctx, st).SelectContext(ctx, &rows, pq.Array(ids))
+	err = tx.StmtxContext(ctx, st).SelectContext(ctx, &rows, ids)
 	return rows, err
 }
 
@@ -248,7 +248,7 @@ func (w *putWrites) finish(r *rangeRow) {
 // the ranges and the finished ranges' claims, as statement parts that
 // PostgreSQL runs as one statement (execParts); a round of many items
 // COPYs them first. The missing articles, rare, follow.
-func (s *Store) writePuts(ctx context.Context, tx *sqlx.Tx, w *putWrites) error {
+func (s *Store) writePuts(ctx context.Context, conn *sql.Conn, tx *sqlx.Tx, w *putWrites) error {
 	var parts []part
 	if len(w.stored) > 0 {
 		var sb strings.Builder
@@ -268,7 +268,7 @@ func (s *Store) writePuts(ctx context.Context, tx *sqlx.Tx, w *putWrites) error 
 		if len(args) > 0 {
 			parts = append(parts, part{sb.String(), args})
 		}
-		items, err := s.insertItems(ctx, tx, w.stored)
+		items, err := s.insertItems(ctx, conn, tx, w.stored)
 		if err != nil {
 			return fmt.Errorf("batch: items: %w", err)
 		}
@@ -345,7 +345,7 @@ func (s *Store) rangeUpdates(rows []*rangeRow) []part {
 			node = CASE WHEN u.state = 'done' THEN NULL ELSE r.node END,
 			expires_us = CASE WHEN u.state = 'done' THEN NULL ELSE r.expires_us END
 			FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[])) AS u(id, next_n, headers, state)
-			WHERE r.id = u.id`, []any{pq.Array(ids), pq.Array(next), pq.Array(headers), pq.Array(states)}}}
+			WHERE r.id = u.id`, []any{ids, next, headers, states}}}
 	}
 	parts := make([]part, len(rows))
 	for i, r := range rows {

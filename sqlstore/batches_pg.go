@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/lib/pq"
-
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -92,7 +90,7 @@ func (s *Store) readRound(ctx context.Context, round []*call[putReq, batch.Resul
 		return nil, nil, fmt.Errorf("batch: %w", err)
 	}
 	var rows []rangeRow
-	if err := read.SelectContext(ctx, &rows, pq.Array(ids)); err != nil {
+	if err := read.SelectContext(ctx, &rows, ids); err != nil {
 		return nil, nil, fmt.Errorf("batch: %w", err)
 	}
 	for _, r := range rows {
@@ -241,13 +239,13 @@ func wantedGrants(round []*call[putReq, batch.Result], touchedRows []*rangeRow) 
 func (ow optimisticWrite) args() []any {
 	u, b, it, g := ow.ranges, ow.batches, ow.items, ow.grants
 	return []any{
-		pq.Array(u.ids), pq.Array(u.next), pq.Array(u.headers), pq.Array(u.state),
-		pq.Array(u.oldNext), pq.Array(u.oldToken), pq.Array(u.oldState),
-		ow.at, pq.Array(b.ranges), pq.Array(b.nodes), pq.Array(b.from), pq.Array(b.to), pq.Array(b.headers), pq.Array(b.items),
-		pq.Array(it.groups), pq.Array(it.ranges), pq.Array(it.from), pq.Array(it.to), pq.Array(it.keys), pq.Array(it.values),
-		pq.Array(ow.finished),
-		pq.Array(g.nodes), pq.Array(g.ttls), pq.Array(g.ranges),
-		ow.now, pq.Array(u.ids), len(ow.want), ow.now,
+		u.ids, u.next, u.headers, u.state,
+		u.oldNext, u.oldToken, u.oldState,
+		ow.at, b.ranges, b.nodes, b.from, b.to, b.headers, b.items,
+		it.groups, it.ranges, it.from, it.to, it.keys, it.values,
+		ow.finished,
+		g.nodes, g.ttls, g.ranges,
+		ow.now, u.ids, len(ow.want), ow.now,
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/edgeindex/edgeindex/prefetch"
 	"github.com/edgeindex/edgeindex/spool"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 var _ spool.Claims = (*Store)(nil)
@@ -114,7 +113,7 @@ func (s *Store) claimPostgres(ctx context.Context, round []*call[chunkReq, bool]
 		FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]))
 			AS c(range_id, from_n, to_n, owner, ttl_us)
 		`+claimSet+` RETURNING range_id, from_n`),
-		now, now, pq.Array(ids), pq.Array(froms), pq.Array(tos), pq.Array(owners), pq.Array(ttls), now); err != nil {
+		now, now, ids, froms, tos, owners, ttls, now); err != nil {
 		return fmt.Errorf("claim chunk: %w", err)
 	}
 	claimed := make(map[chunkKey]bool, len(got))

@@ -5,9 +5,10 @@
 //
 // SQLite (sqlite://PATH) is the default and embedded, in pure Go: WAL, a busy
 // timeout, one writer connection with immediate transactions, and a pool of
-// read-only readers. PostgreSQL (postgres://...) uses sqlx and lib/pq (with
-// binary_parameters, one round trip a query); claims use FOR NO KEY UPDATE
-// SKIP LOCKED, many items go in with COPY, and migrations run under an
+// read-only readers. PostgreSQL (postgres://...) uses sqlx and pgx (its
+// database/sql driver, statements prepared once a connection: one round
+// trip a query); claims use FOR NO KEY UPDATE SKIP LOCKED, many items go
+// in with pgx's binary COPY, and migrations run under an
 // advisory lock so processes that start together do not race.
 //
 // Concurrent writes of the hot path (Put, Grant, ClaimChunk, ChunkFetched,

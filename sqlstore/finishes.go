@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lib/pq"
-
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -39,7 +37,7 @@ func (s *Store) finishRound(ctx context.Context, round []*call[rangeFence, bool]
 			return fmt.Errorf("finish: %w", err)
 		}
 		var done []fencedRow
-		if err := st.SelectContext(ctx, &done, pq.Array(ids), pq.Array(nodes), pq.Array(tokens)); err != nil {
+		if err := st.SelectContext(ctx, &done, ids, nodes, tokens); err != nil {
 			return fmt.Errorf("finish: %w", err)
 		}
 		finished := make(map[rangeFence]bool, len(done))

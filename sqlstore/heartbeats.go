@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-
-	"github.com/lib/pq"
 )
 
 // heartbeatReq is one Heartbeat, for the heartbeat rounds (PostgreSQL).
@@ -38,7 +36,7 @@ func (s *Store) heartbeatRound(ctx context.Context, round []*call[heartbeatReq, 
 			fencedRow
 			Expires int64 `db:"expires_us"`
 		}
-		if err := st.SelectContext(ctx, &renewed, pq.Array(ids), pq.Array(nodes), pq.Array(tokens), pq.Array(ttls), s.now()); err != nil {
+		if err := st.SelectContext(ctx, &renewed, ids, nodes, tokens, ttls, s.now()); err != nil {
 			return fmt.Errorf("heartbeat: %w", err)
 		}
 		expires := make(map[rangeFence]sql.NullInt64, len(renewed))

@@ -2,9 +2,13 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"strings"
 	"unsafe"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 )
 
@@ -16,8 +20,9 @@ const copyAbove = 500
 // insertItems writes the items of batches stored in one transaction. A
 // COPY on PostgreSQL writes many items at once; otherwise it returns
 // multi-row inserts for the caller to run (execParts), their xid the
-// storing transaction's ({xid}). Never one row per round trip.
-func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, puts []storedBatch) ([]part, error) {
+// storing transaction's ({xid}). Never one row per round trip. conn is
+// tx's connection.
+func (s *Store) insertItems(ctx context.Context, conn *sql.Conn, tx *sqlx.Tx, puts []storedBatch) ([]part, error) {
 	n := 0
 	for _, p := range puts {
 		n += len(p.b.Items)
@@ -30,7 +35,7 @@ func (s *Store) insertItems(ctx context.Context, tx *sqlx.Tx, puts []storedBatch
 		if err := tx.GetContext(ctx, &xid, s.q("SELECT {xid}")); err != nil {
 			return nil, err
 		}
-		return nil, copyItems(ctx, tx, xid, puts)
+		return nil, copyItems(ctx, conn, xid, puts)
 	}
 	const perInsert = 1000 // 6 parameters each, well under SQLite's and PostgreSQL's limits
 	var parts []part
@@ -66,36 +71,61 @@ func jsonValue(v []byte) string {
 	return string(v)
 }
 
-// copyItems is insertItems on PostgreSQL: one COPY, one row a call (the
-// only way lib/pq takes COPY data through database/sql), each row sent as
-// lib/pq encodes it into its buffer. A row's arguments live in one slice:
-// the five numbers are boxed once a batch, and the value is passed without
-// a copy (valueText).
-func copyItems(ctx context.Context, tx *sqlx.Tx, xid int64, puts []storedBatch) error {
-	stmt, err := tx.PrepareContext(ctx, "COPY items (xid, group_id, range_id, from_n, to_n, key, value) FROM STDIN")
-	if err != nil {
-		return err
-	}
-	defer stmt.Close()
-	args := make([]any, 7)
-	args[0] = xid
-	for _, p := range puts {
-		args[1], args[2], args[3], args[4] = p.r.GroupID, p.r.ID, p.b.From, p.b.To
-		for _, it := range p.b.Items {
-			args[5], args[6] = it.Key, valueText(it.Value)
-			if _, err := stmt.ExecContext(ctx, args...); err != nil {
-				return err
-			}
+// copyItems is insertItems on PostgreSQL: one binary COPY (pgx's
+// CopyFrom) on conn, in the transaction that conn runs, the rows read from
+// puts as pgx encodes them.
+func copyItems(ctx context.Context, conn *sql.Conn, xid int64, puts []storedBatch) error {
+	rows := &itemRows{xid: xid, puts: puts}
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("sqlstore: COPY on a %T, not pgx's connection", dc)
 		}
-	}
-	_, err = stmt.ExecContext(ctx)
-	return err
+		n, err := c.Conn().CopyFrom(ctx, pgx.Identifier{"items"}, []string{"xid", "group_id", "range_id", "from_n", "to_n", "key", "value"}, rows)
+		if err == nil && n != rows.n {
+			err = fmt.Errorf("sqlstore: COPY wrote %d items of %d", n, rows.n)
+		}
+		return err
+	})
 }
 
+// itemRows is a pgx.CopyFromSource of the items of puts, one row each. A
+// row's arguments live in one array: the five numbers are boxed once a
+// batch, and the value is passed without a copy (valueText).
+type itemRows struct {
+	xid  int64
+	puts []storedBatch
+	p, i int // the row is puts[p].b.Items[i-1]
+	n    int64
+	row  [7]any
+}
+
+func (r *itemRows) Next() bool {
+	for ; r.p < len(r.puts); r.p, r.i = r.p+1, 0 {
+		if r.i < len(r.puts[r.p].b.Items) {
+			if r.i == 0 {
+				p := r.puts[r.p]
+				r.row = [7]any{r.xid, p.r.GroupID, p.r.ID, p.b.From, p.b.To}
+			}
+			r.i++
+			r.n++
+			return true
+		}
+	}
+	return false
+}
+
+func (r *itemRows) Values() ([]any, error) {
+	it := r.puts[r.p].b.Items[r.i-1]
+	r.row[5], r.row[6] = it.Key, valueText(it.Value)
+	return r.row[:], nil
+}
+
+func (r *itemRows) Err() error { return nil }
+
 // valueText is jsonValue without copying v: the string shares v's bytes.
-// It is for arguments that the driver has encoded before ExecContext
-// returns (lib/pq's COPY appends each row to its own buffer, and
-// database/sql keeps no argument), of batches whose values nobody changes
+// It is for arguments that the driver has encoded before it returns (pgx's
+// COPY encodes each row into its buffer as it reads it), of batches whose values nobody changes
 // while they are stored (a decoded body's values are slices of the body).
 // A value is 500 B to 4 KiB: its copy was a fifth of the Go side of a COPY.
 func valueText(v []byte) string {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/lib/pq"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -75,35 +76,70 @@ func (s *Store) ListenChunks(ctx context.Context, stored func(rangeID int64, spa
 	if s.channel == "" {
 		return nil
 	}
-	l := pq.NewListener(s.url, listenMinReconnect, listenMaxReconnect, nil)
-	defer func() {
-		l.Close()
-		for range l.Notify { // until its goroutine has ended
+	wait := listenMinReconnect
+	for connected := false; ; {
+		if conn, err := s.listenConn(ctx); err == nil {
+			if connected { // a new connection: what came meanwhile is lost
+				missed()
+			}
+			connected, wait = true, listenMinReconnect
+			hear(ctx, conn, stored)
+			conn.Close(context.Background())
 		}
-	}()
-	stop := context.AfterFunc(ctx, func() { l.Close() }) // Listen waits for a connection
-	defer stop()
-	if err := l.Listen(s.channel); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("sqlstore: listen: %w", err)
-	}
-	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case n, ok := <-l.Notify:
-			switch {
-			case !ok:
-				return ctx.Err()
-			case n == nil: // a new connection: what came meanwhile is lost
-				missed()
-			default:
-				if id, span, ok := parseChunkNote(n.Extra); ok {
-					stored(id, span)
-				}
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, listenMaxReconnect)
+	}
+}
+
+// listenPing is how long a listening connection waits for a notification
+// before it makes sure, with a ping, that its server is still there: a
+// connection lost without a word (a machine gone) is found within it.
+const listenPing = 30 * time.Second
+
+// listenConn opens a connection of its own to the database and listens on
+// the store's channel.
+func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, pgxURL(s.url))
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: listen: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("sqlstore: listen: %w", err)
+	}
+	return conn, nil
+}
+
+// hear calls stored for every chunk notified on conn until ctx ends or
+// the connection fails.
+func hear(ctx context.Context, conn *pgx.Conn, stored func(rangeID int64, span lease.Span)) {
+	for {
+		wait, cancel := context.WithTimeout(ctx, listenPing)
+		n, err := conn.WaitForNotification(wait)
+		cancel()
+		switch {
+		case err == nil:
+			if id, span, ok := parseChunkNote(n.Payload); ok {
+				stored(id, span)
 			}
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
+			ping, cancel := context.WithTimeout(ctx, listenPing)
+			err = conn.Ping(ping)
+			cancel()
+			if err != nil {
+				return
+			}
+		default:
+			return
 		}
 	}
 }

@@ -111,3 +111,46 @@ func TestListenChunksSQLite(t *testing.T) {
 	s := open(t, backends[0].URL(t), sqlstore.Config{})
 	require.NoError(t, s.ListenChunks(t.Context(), func(int64, lease.Span) { t.Error("heard") }, func() { t.Error("missed") }))
 }
+
+// A listener whose connection is lost (its backend terminated) says so
+// (missed), connects again by itself, and hears the chunks marked after.
+func TestListenChunksReconnects(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.URL(t), sqlstore.Config{})
+	heardS, missed := listen(t, s)
+	ctx := t.Context()
+	_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 10})
+	require.NoError(t, err)
+	rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
+	require.NoError(t, err)
+	id := rs[0].ID
+	span := lease.Span{From: 1, To: 10}
+	ok, err := s.ClaimChunk(ctx, id, span, "coord", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	hears := func() bool {
+		require.NoError(t, s.ChunkFetched(ctx, id, span, "coord"))
+		select {
+		case h := <-heardS:
+			require.Equal(t, heard{id, span}, h)
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	}
+	require.Eventually(t, hears, 30*time.Second, time.Millisecond)
+
+	var killed int
+	require.NoError(t, s.DB().GetContext(ctx, &killed, `SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN %' AND query LIKE '%' || current_schema() || '%'`))
+	require.Equal(t, 1, killed)
+	select {
+	case <-missed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the lost connection is not reported")
+	}
+	for len(heardS) > 0 { // heard before the connection was lost
+		<-heardS
+	}
+	require.Eventually(t, hears, 30*time.Second, time.Millisecond, "heard again on the new connection")
+}

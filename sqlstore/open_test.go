@@ -15,8 +15,8 @@ import (
 )
 
 // TestOpenBadURLHidesPassword: a database URL that does not parse, or a
-// key=value DSN, is refused without its password in the error: lib/pq's
-// own parse error holds the whole URL.
+// key=value DSN, is refused without its password in the error: a driver's
+// own parse error may hold the whole URL.
 func TestOpenBadURLHidesPassword(t *testing.T) {
 	t.Parallel()
 	for _, raw := range []string{
@@ -103,7 +103,7 @@ func TestOpenRefuseForeign(t *testing.T) {
 // rawDB opens the database of a store URL with its driver alone, and
 // returns it with a func that lists its tables and views.
 func rawDB(t *testing.T, storeURL string) (*sqlx.DB, func() []string) {
-	driver, dsn := "postgres", storeURL
+	driver, dsn := "pgx", storeURL
 	q := `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`
 	if path, ok := strings.CutPrefix(storeURL, "sqlite://"); ok {
 		driver, dsn = "sqlite", "file:"+path

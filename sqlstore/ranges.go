@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/edgeindex/edgeindex"
 	"github.com/edgeindex/edgeindex/grouplease"
@@ -242,7 +241,7 @@ func (s *Store) grantPostgres(ctx context.Context, round []*call[grantReq, lease
 	if err != nil {
 		return nil, err
 	}
-	if err := st.SelectContext(ctx, &rows, pq.Array(nodes), pq.Array(ttls), now, len(round), now); err != nil {
+	if err := st.SelectContext(ctx, &rows, nodes, ttls, now, len(round), now); err != nil {
 		return nil, err
 	}
 	out := make([]rangeRow, len(rows))

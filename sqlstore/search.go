@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/edgeindex/edgeindex/release"
 )
@@ -132,7 +132,7 @@ func searchErr(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("search: %s%w", what, ctx.Err())
 	}
-	if pe, ok := errors.AsType[*pq.Error](err); ok && pe.Code == "57014" {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == "57014" {
 		return fmt.Errorf("search: %s%w: %w", what, context.DeadlineExceeded, err)
 	}
 	return fmt.Errorf("search: %s%w", what, err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lib/pq"
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex/internal/pgtest"
@@ -213,9 +212,9 @@ func TestSearchWordsAsLexemes(t *testing.T) {
 	// lexemes.
 	var ok bool
 	odd := []string{`it's`, `back\slash`, `'`, `\`}
-	require.NoError(t, s.db.Get(&ok, "SELECT array_to_tsvector($1::text[]) @@ CAST($2 AS tsquery)", pq.Array(odd), tsQuery(odd)))
+	require.NoError(t, s.db.Get(&ok, "SELECT array_to_tsvector($1::text[]) @@ CAST($2 AS tsquery)", odd, tsQuery(odd)))
 	require.True(t, ok)
-	require.NoError(t, s.db.Get(&ok, "SELECT array_to_tsvector($1::text[]) @@ CAST($2 AS tsquery)", pq.Array(odd[:3]), tsQuery(odd)))
+	require.NoError(t, s.db.Get(&ok, "SELECT array_to_tsvector($1::text[]) @@ CAST($2 AS tsquery)", odd[:3], tsQuery(odd)))
 	require.False(t, ok)
 }
 

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // A node's last-seen time is written behind its requests: Authenticate
@@ -97,7 +96,7 @@ func (s *Store) writeSeen(ctx context.Context) {
 	if s.d.takesArrays() {
 		_, err = s.db.ExecContext(ctx, `UPDATE nodes SET last_seen_us = v.at
 			FROM unnest(CAST($1 AS TEXT[]), CAST($2 AS BIGINT[])) AS v(name, at)
-			WHERE nodes.name = v.name AND nodes.last_seen_us < v.at`, pq.Array(names), pq.Array(times))
+			WHERE nodes.name = v.name AND nodes.last_seen_us < v.at`, names, times)
 	} else {
 		err = s.tx(ctx, func(tx *sqlx.Tx) error {
 			for i, name := range names {

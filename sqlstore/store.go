@@ -18,8 +18,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"            // the "postgres" driver
 	sqlitedrv "modernc.org/sqlite" // the "sqlite" driver, pure Go
 
 	"github.com/edgeindex/edgeindex"
@@ -220,8 +221,8 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 	case strings.HasPrefix(rawURL, "postgres://"), strings.HasPrefix(rawURL, "postgresql://"):
 		s.d = postgres
 		if _, err := url.Parse(rawURL); err != nil {
-			// lib/pq's own parse error, at the first query, holds the
-			// whole URL, password and all.
+			// A driver's parse error may hold the whole URL, password
+			// and all.
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedURL, redact.URL(rawURL), errors.Unwrap(err))
 		}
 		db, err := openPostgres(rawURL, 64)
@@ -290,13 +291,28 @@ func (s *Store) startCommitters() {
 
 // openPostgres opens a pool of at most conns connections to rawURL.
 func openPostgres(rawURL string, conns int) (*sqlx.DB, error) {
-	db, err := sqlx.Open("postgres", oneRoundTrip(rawURL))
+	db, err := sqlx.Open("pgx", pgxURL(rawURL))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: open postgres: %w", err)
 	}
 	db.SetMaxOpenConns(conns)
 	db.SetMaxIdleConns(conns)
 	return db, nil
+}
+
+// pgxURL drops binary_parameters, which lib/pq (the driver until issue 30)
+// read and pgx would send to the server as a setting it refuses: pgx sends
+// a query with arguments in one round trip anyway, its statements
+// prepared once a connection.
+func pgxURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || !u.Query().Has("binary_parameters") {
+		return rawURL // pgx reports a bad URL itself
+	}
+	q := u.Query()
+	q.Del("binary_parameters")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // frontWriter is where the front door writes (the Newznab users'
@@ -306,22 +322,6 @@ func (s *Store) frontWriter() *sqlx.DB {
 		return s.fdb
 	}
 	return s.db
-}
-
-// oneRoundTrip asks lib/pq to send a query with arguments in one round
-// trip (binary_parameters=yes: parse, bind and execute together) rather
-// than two (a parse and describe first), unless the URL says otherwise. It
-// halves the round trips of every statement; []byte arguments then go as
-// binary, which is what the BYTEA columns take, and what TEXT takes too.
-func oneRoundTrip(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Query().Has("binary_parameters") {
-		return rawURL // lib/pq reports a bad URL itself
-	}
-	q := u.Query()
-	q.Set("binary_parameters", "yes")
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 func (s *Store) openSQLite(ctx context.Context, path string) error {
@@ -599,6 +599,25 @@ func (s *Store) txWith(ctx context.Context, opts *sql.TxOptions, fn func(tx *sql
 	return txOn(ctx, s.db, opts, fn)
 }
 
+// connTx is tx on one connection of the writing pool that fn is given as
+// well, for what only the driver does (pgx's COPY: copyItems).
+func (s *Store) connTx(ctx context.Context, fn func(conn *sql.Conn, tx *sqlx.Tx) error) error {
+	conn, err := s.db.Connx(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(conn.Conn, tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
 // txOn runs fn in a transaction of pool db with opts, and commits it
 // unless fn fails.
 func txOn(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
@@ -624,7 +643,7 @@ const maxSnapshotTries = 5
 func (s *Store) txSnapshot(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	for try := 1; ; try++ {
 		err := s.txWith(ctx, s.d.snapshotWrite(), fn)
-		pe, ok := errors.AsType[*pq.Error](err)
+		pe, ok := errors.AsType[*pgconn.PgError](err)
 		if err == nil || try == maxSnapshotTries || !ok || pe.Code != "40001" {
 			return err
 		}

@@ -339,7 +339,7 @@ func TestAdminCommandsRefuseAForeignDatabase(t *testing.T) {
 	t.Parallel()
 	eachBackend(t, func(t *testing.T, db string) {
 		data := t.TempDir()
-		driver, dsn := "postgres", db
+		driver, dsn := "pgx", db
 		if path, ok := strings.CutPrefix(db, "sqlite://"); ok {
 			driver, dsn = "sqlite", "file:"+path
 		}

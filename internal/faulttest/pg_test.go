@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/lib/pq" // the "postgres" driver
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 
 	"github.com/edgeindex/edgeindex/internal/pgtest"
 )
@@ -119,7 +119,7 @@ func (c *pgCluster) restart() time.Duration {
 }
 
 func (c *pgCluster) waitReady(d time.Duration) error {
-	db, err := sql.Open("postgres", c.URL())
+	db, err := sql.Open("pgx", c.URL())
 	if err != nil {
 		return err
 	}

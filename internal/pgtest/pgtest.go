@@ -29,7 +29,7 @@ import (
 	"sync"
 	"testing"
 
-	_ "github.com/lib/pq" // the "postgres" driver
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 
 	"github.com/edgeindex/edgeindex/internal/testmain"
 )
@@ -76,7 +76,7 @@ func URL(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	schema := "t_" + hex.EncodeToString(b[:])
-	db, err := sql.Open("postgres", baseURL)
+	db, err := sql.Open("pgx", baseURL)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func URL(tb testing.TB) string {
 		tb.Fatalf("pgtest: create schema: %v", err)
 	}
 	tb.Cleanup(func() {
-		db, err := sql.Open("postgres", baseURL)
+		db, err := sql.Open("pgx", baseURL)
 		if err != nil {
 			return
 		}

@@ -13,7 +13,7 @@ const Hidden = "xxxxx"
 
 // URL returns raw with its password hidden: the user info's, as
 // url.URL.Redacted shows it ("postgres://u:xxxxx@host/db"), a password
-// query parameter's (lib/pq reads one) and the fragment. A raw URL that
+// query parameter's (pgx reads one) and the fragment. A raw URL that
 // does not parse, has no scheme, or whose "@" stands after the host
 // (misplacedUserInfo), is not shown at all.
 func URL(raw string) string {
