@@ -66,6 +66,11 @@ func runLoad(ctx context.Context, out io.Writer, dbURL, dir string, cfg loadConf
 	if err != nil {
 		return err
 	}
+	if statements { // what -statements prints is the load's, not its setup's (each node add runs the migrations)
+		if err := execOn(ctx, dbURL, "SELECT public.pg_stat_statements_reset()"); err != nil {
+			return err
+		}
+	}
 	if l.rssStart, err = p.RSS(); err != nil {
 		return err
 	}
