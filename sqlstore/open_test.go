@@ -1,10 +1,13 @@
 package sqlstore_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
@@ -117,4 +120,34 @@ func rawDB(t *testing.T, storeURL string) (*sqlx.DB, func() []string) {
 		require.NoError(t, db.SelectContext(t.Context(), &names, q))
 		return names
 	}
+}
+
+// TestCancelledQueryEndsOnServer: a query whose context ends stops on
+// the server too (a cancel request), rather than running on after its
+// caller has gone: a client that starts searches and leaves would
+// otherwise keep more of them running than the pool has connections.
+func TestCancelledQueryEndsOnServer(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.URL(t), sqlstore.Config{})
+	tag := fmt.Sprintf("cancelled-%d", time.Now().UnixNano())
+	running := func() bool {
+		var n int
+		require.NoError(t, s.DB().GetContext(t.Context(), &n,
+			"SELECT COUNT(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $1", tag))
+		return n > 0
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.DB().ExecContext(ctx, "SELECT pg_sleep(60) -- "+tag)
+		done <- err
+	}()
+	require.Eventually(t, running, 5*time.Second, 10*time.Millisecond, "the query runs")
+	cancel()
+	require.Error(t, <-done)
+	require.Eventually(t, func() bool { return !running() }, 5*time.Second, 20*time.Millisecond,
+		"the cancelled query still runs on the server")
+	var one int
+	require.NoError(t, s.DB().GetContext(t.Context(), &one, "SELECT 1"), "the pool works on")
 }
