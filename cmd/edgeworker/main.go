@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/collate"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
@@ -71,6 +72,7 @@ type options struct {
 	failover    []string // the others, in order
 	token       string
 	lanes       []lease.Lane
+	ranges      int // ranges of unordered groups held at once (edge.WorkerConfig.Ranges)
 	collate     collate.Config
 }
 
@@ -102,6 +104,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.Var(&coords, "coordinator", "the `URL` of a coordinator, such as http://127.0.0.1:7070 (required; repeated or comma-separated\n"+
 		"for several coordinators of one database, tried in order when one fails; default $"+CoordinatorEnv+")")
 	lanes := fs.String("lanes", "history,tail", `lanes of ordered groups to work, comma-separated, or "none"`)
+	fs.IntVar(&o.ranges, "ranges", 1, fmt.Sprintf("ranges of unordered groups held and worked at once, leased in one call and their final batches\n"+
+		"posted in one (1 to %d; more than 1 only pays where ranges are a chunk or so)", api.MaxLeases))
 	fs.BoolVar(&o.collate.FlushIncomplete, "flush-incomplete", false,
 		"post the incomplete binaries of each range at its end (see the package docs)")
 	fs.IntVar(&o.collate.MaxBinaries, "max-binaries", collate.DefaultMaxBinaries,
@@ -139,6 +143,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 			o.lanes = append(o.lanes, l)
 		}
 	}
+	if o.ranges < 1 || o.ranges > api.MaxLeases {
+		return o, fmt.Errorf("%w: --ranges must be 1 to %d", errUsage, api.MaxLeases)
+	}
 	if o.collate.MaxBinaries < 1 {
 		return o, fmt.Errorf("%w: --max-binaries must be at least 1", errUsage)
 	}
@@ -156,11 +163,11 @@ func run(ctx context.Context, o options, logw io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w, err := edge.NewWorker(edge.WorkerConfig{Client: client, Handler: col, Lanes: o.lanes, Logger: log})
+	w, err := edge.NewWorker(edge.WorkerConfig{Client: client, Handler: col, Lanes: o.lanes, Ranges: o.ranges, Logger: log})
 	if err != nil {
 		return err
 	}
-	log.Info("edgeworker: started", "coordinator", o.coordinator, "failover", o.failover, "lanes", o.lanes,
+	log.Info("edgeworker: started", "coordinator", o.coordinator, "failover", o.failover, "lanes", o.lanes, "ranges", o.ranges,
 		"flushIncomplete", o.collate.FlushIncomplete)
 	err = w.Run(ctx)
 	ws, cs := w.Stats(), col.Stats()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/blobstore"
 	"github.com/edgeindex/edgeindex/collate"
@@ -42,11 +43,12 @@ func TestParseFlags(t *testing.T) {
 	tok := env(map[string]string{TokenEnv: "secret"})
 	o, err := parseFlags([]string{"--coordinator", "http://c:7070"}, tok, &bytes.Buffer{})
 	require.NoError(t, err)
-	require.Equal(t, options{coordinator: "http://c:7070", token: "secret", lanes: []lease.Lane{lease.LaneHistory, lease.LaneTail},
+	require.Equal(t, options{coordinator: "http://c:7070", token: "secret", lanes: []lease.Lane{lease.LaneHistory, lease.LaneTail}, ranges: 1,
 		collate: collate.Config{MaxBinaries: collate.DefaultMaxBinaries}}, o)
 
-	o, err = parseFlags([]string{"--coordinator=http://c", "--lanes", "tail", "--flush-incomplete=false", "--max-binaries", "7"}, tok, &bytes.Buffer{})
+	o, err = parseFlags([]string{"--coordinator=http://c", "--lanes", "tail", "--flush-incomplete=false", "--max-binaries", "7", "--ranges", "16"}, tok, &bytes.Buffer{})
 	require.NoError(t, err)
+	require.Equal(t, 16, o.ranges)
 	require.Equal(t, []lease.Lane{lease.LaneTail}, o.lanes)
 	require.Equal(t, collate.Config{MaxBinaries: 7}, o.collate)
 
@@ -59,6 +61,8 @@ func TestParseFlags(t *testing.T) {
 		{"--coordinator", "http://c", "--lanes", "history,sideways"},
 		{"--coordinator", "http://c", "--lanes", "history,"},
 		{"--coordinator", "http://c", "--max-binaries", "0"},
+		{"--coordinator", "http://c", "--ranges", "0"},
+		{"--coordinator", "http://c", "--ranges", fmt.Sprint(api.MaxLeases + 1)},
 		{"--coordinator", "http://c", "extra"},
 		{"--nope"},
 	} {
@@ -291,6 +295,17 @@ func TestWorkerMixed(t *testing.T) {
 	require.Contains(t, logs, "edgeworker: stopped")
 	require.Positive(t, check(t, p, "alt.binaries.unordered", false), "binaries that straddle ranges come out in pieces")
 	require.Zero(t, check(t, p, "alt.binaries.ordered", true), "the lane's window carries them")
+}
+
+// --ranges 4 holds four ranges of an unordered group at once, a chunk
+// each, their chunks taking turns at the one collator: every part still
+// comes out once, and the binaries wholly in the span complete.
+func TestWorkerManyRanges(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, grouplease.Group{Name: "alt.binaries.unordered", RangeSize: 400, ChunkSize: 400})
+	logs := work(t, p, "--ranges", "4")
+	require.Contains(t, logs, "ranges=4")
+	require.Positive(t, check(t, p, "alt.binaries.unordered", false), "binaries that straddle ranges come out in pieces")
 }
 
 // --flush-incomplete flushes ordered lanes at each range's end too.
