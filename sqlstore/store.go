@@ -310,6 +310,9 @@ func openPostgres(rawURL string, conns int) (*sqlx.DB, error) {
 // any arguments: the release read of post-processing (set_key IN (...)
 // AND posted_us <= ?) went from 4 s to 28 s of the 1,000-worker load so.
 // The statements the store prepares itself (Store.prepared) stay named.
+// A URL without sslmode (and no PGSSLMODE) gets lib/pq's default,
+// sslmode=require, rather than pgx's (libpq's) prefer, which would go on
+// in plain text where the server offers no TLS.
 func pgxURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -319,6 +322,9 @@ func pgxURL(rawURL string) string {
 	q.Del("binary_parameters")
 	if !q.Has("default_query_exec_mode") {
 		q.Set("default_query_exec_mode", "cache_describe")
+	}
+	if !q.Has("sslmode") && os.Getenv("PGSSLMODE") == "" {
+		q.Set("sslmode", "require")
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
