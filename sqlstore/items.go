@@ -124,9 +124,9 @@ func (r *itemRows) Values() ([]any, error) {
 func (r *itemRows) Err() error { return nil }
 
 // valueText is jsonValue without copying v: the string shares v's bytes.
-// It is for arguments that the driver has encoded before it returns (pgx's
-// COPY encodes each row into its buffer as it reads it), of batches whose values nobody changes
-// while they are stored (a decoded body's values are slices of the body).
+// It is for arguments that the driver has encoded before it returns
+// (pgx's COPY encodes each row into its buffer as it reads it), of batches
+// whose values nobody changes while they are stored (a decoded body's values are slices of the body).
 // A value is 500 B to 4 KiB: its copy was a fifth of the Go side of a COPY.
 func valueText(v []byte) string {
 	if len(v) == 0 {

@@ -37,6 +37,37 @@ func listen(t *testing.T, s *sqlstore.Store) (<-chan heard, <-chan struct{}) {
 	return got, missed
 }
 
+// claimedChunk adds a group of one range on s and claims its first chunk
+// for coordinator coord.
+func claimedChunk(t *testing.T, s *sqlstore.Store, coord string) (int64, lease.Span) {
+	t.Helper()
+	ctx := t.Context()
+	_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 10})
+	require.NoError(t, err)
+	rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
+	require.NoError(t, err)
+	span := lease.Span{From: 1, To: 10}
+	ok, err := s.ClaimChunk(ctx, rs[0].ID, span, coord, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return rs[0].ID, span
+}
+
+// marks is a condition for require.Eventually: s marks the chunk fetched
+// (again), and got hears of it within 100 ms.
+func marks(t *testing.T, s *sqlstore.Store, coord string, got <-chan heard, id int64, span lease.Span) func() bool {
+	return func() bool {
+		require.NoError(t, s.ChunkFetched(t.Context(), id, span, coord))
+		select {
+		case h := <-got:
+			require.Equal(t, heard{id, span}, h)
+			return true
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	}
+}
+
 // A chunk marked fetched on one store is heard at once by a listener on
 // another store of the same schema, its own included, and by none of
 // another schema; a fetch that fails to mark (no claim) notifies nobody.
@@ -50,41 +81,15 @@ func TestListenChunks(t *testing.T) {
 	heardOther, _ := listen(t, other)
 
 	ctx := t.Context()
-	_, err := a.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 10})
-	require.NoError(t, err)
-	rs, err := a.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
-	require.NoError(t, err)
-	id := rs[0].ID
 	// Listen returns once LISTEN is acknowledged; a notification sent before
 	// that is not heard, so the test sends until b hears one.
-	span := lease.Span{From: 1, To: 10}
-	ok, err := a.ClaimChunk(ctx, id, span, "coord-a", time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.Eventually(t, func() bool {
-		require.NoError(t, a.ChunkFetched(ctx, id, span, "coord-a"))
-		select {
-		case h := <-heardB:
-			require.Equal(t, heard{id, span}, h)
-			return true
-		case <-time.After(100 * time.Millisecond):
-			return false
-		}
-	}, 30*time.Second, time.Millisecond)
-	require.Eventually(t, func() bool {
-		require.NoError(t, a.ChunkFetched(ctx, id, span, "coord-a"))
-		select {
-		case h := <-heardA:
-			require.Equal(t, heard{id, span}, h)
-			return true
-		case <-time.After(100 * time.Millisecond):
-			return false
-		}
-	}, 30*time.Second, time.Millisecond, "a coordinator hears its own chunks too")
+	id, span := claimedChunk(t, a, "coord-a")
+	require.Eventually(t, marks(t, a, "coord-a", heardB, id, span), 30*time.Second, time.Millisecond)
+	require.Eventually(t, marks(t, a, "coord-a", heardA, id, span), 30*time.Second, time.Millisecond, "a coordinator hears its own chunks too")
 
 	span2 := lease.Span{From: 11, To: 20}
 	require.ErrorIs(t, a.ChunkFetched(ctx, id, span2, "coord-a"), edgeindex.ErrLeaseLost, "no claim: nothing marked")
-	ok, err = b.ClaimChunk(ctx, id, span2, "coord-b", time.Minute)
+	ok, err := b.ClaimChunk(ctx, id, span2, "coord-b", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, b.ChunkFetched(ctx, id, span2, "coord-b"))
@@ -119,25 +124,8 @@ func TestListenChunksReconnects(t *testing.T) {
 	s := open(t, pgtest.URL(t), sqlstore.Config{})
 	heardS, missed := listen(t, s)
 	ctx := t.Context()
-	_, err := s.AddGroup(ctx, grouplease.Group{Name: "g", RangeSize: 100, ChunkSize: 10})
-	require.NoError(t, err)
-	rs, err := s.AddRanges(ctx, grouplease.NewRanges{Group: "g", From: 1, To: 100})
-	require.NoError(t, err)
-	id := rs[0].ID
-	span := lease.Span{From: 1, To: 10}
-	ok, err := s.ClaimChunk(ctx, id, span, "coord", time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok)
-	hears := func() bool {
-		require.NoError(t, s.ChunkFetched(ctx, id, span, "coord"))
-		select {
-		case h := <-heardS:
-			require.Equal(t, heard{id, span}, h)
-			return true
-		case <-time.After(100 * time.Millisecond):
-			return false
-		}
-	}
+	id, span := claimedChunk(t, s, "coord")
+	hears := marks(t, s, "coord", heardS, id, span)
 	require.Eventually(t, hears, 30*time.Second, time.Millisecond)
 
 	var killed int

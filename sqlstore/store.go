@@ -307,8 +307,9 @@ func openPostgres(rawURL string, conns int) (*sqlx.DB, error) {
 // arguments in one round trip, unnamed, and PostgreSQL plans it for its
 // arguments each time, as it did under lib/pq. pgx's own default prepares
 // each query by name, and after five runs PostgreSQL may plan it once for
-// any arguments: the release read of post-processing (set_key IN (...)
-// AND posted_us <= ?) went from 4 s to 28 s of the 1,000-worker load so.
+// any arguments: the release builder's read of the releases it extends
+// (set_key IN (...) AND posted_us <= ?) went from 4 s to 28 s of the
+// 1,000-worker load so.
 // The statements the store prepares itself (Store.prepared) stay named.
 // A URL without sslmode (and no PGSSLMODE) gets lib/pq's default,
 // sslmode=require, rather than pgx's (libpq's) prefer, which would go on
@@ -622,20 +623,14 @@ func (s *Store) connTx(ctx context.Context, fn func(conn *sql.Conn, tx *sqlx.Tx)
 		return err
 	}
 	defer conn.Close()
-	tx, err := conn.BeginTxx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(conn.Conn, tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return txOn(ctx, conn, nil, func(tx *sqlx.Tx) error { return fn(conn.Conn, tx) })
 }
 
-// txOn runs fn in a transaction of pool db with opts, and commits it
-// unless fn fails.
-func txOn(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
+// txOn runs fn in a transaction of db (a pool or one of its connections)
+// with opts, and commits it unless fn fails.
+func txOn(ctx context.Context, db interface {
+	BeginTxx(context.Context, *sql.TxOptions) (*sqlx.Tx, error)
+}, opts *sql.TxOptions, fn func(tx *sqlx.Tx) error) error {
 	tx, err := db.BeginTxx(ctx, opts)
 	if err != nil {
 		return err
