@@ -590,11 +590,7 @@ func MarshalBatch(b Batch) ([]byte, error) {
 			return nil, badf("items[%d] has an empty key", i)
 		}
 	}
-	size := 64 + 20*len(b.Missing)
-	for _, it := range b.Items {
-		size += 24 + len(it.Key) + len(it.Value)
-	}
-	if body, ok := appendBatch(make([]byte, 0, size+size/16), b); ok {
+	if body, ok := appendBatch(make([]byte, 0, 64+20*len(b.Missing)+itemsSize(b.Items)), b); ok {
 		return body, nil
 	}
 	if b.Items == nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -251,6 +252,33 @@ func TestMarshalBatch(t *testing.T) {
 	} {
 		_, err := edgeframe.MarshalBatch(bad)
 		require.ErrorIs(t, err, edgeframe.ErrBadBatch, "%+v", bad)
+	}
+}
+
+// A batch large enough to be encoded on several goroutines comes out as
+// json.Marshal writes it, item for item in order; a bad value in any run
+// still fails the whole batch.
+func TestMarshalBatchManyItems(t *testing.T) {
+	t.Parallel()
+	items := make([]edgeframe.Item, 5003) // runs of unequal length on any GOMAXPROCS
+	for i := range items {
+		items[i] = edgeframe.Item{Key: fmt.Sprintf("k<%d>", i),
+			Value: json.RawMessage(fmt.Sprintf(`{"n": %d, "s": "<a & b>\u2028", "l": [1, 2]}`, i))}
+		if i%7 == 0 {
+			items[i].Value = nil
+		}
+	}
+	b := edgeframe.Batch{From: 1, To: 9000, Headers: 9000, Items: items}
+	body, err := edgeframe.MarshalBatch(b)
+	require.NoError(t, err)
+	want, err := json.Marshal(b)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(body))
+	for _, at := range []int{0, 2500, 5002} {
+		bad := slices.Clone(items)
+		bad[at].Value = json.RawMessage(`{"n": }`)
+		_, err := edgeframe.MarshalBatch(edgeframe.Batch{From: 1, To: 9000, Items: bad})
+		require.ErrorIs(t, err, edgeframe.ErrBadBatch, "a bad value at %d", at)
 	}
 }
 

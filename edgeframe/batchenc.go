@@ -2,7 +2,9 @@ package edgeframe
 
 import (
 	"encoding/json"
+	"runtime"
 	"strconv"
+	"sync"
 )
 
 // The fast path of MarshalBatch. It writes exactly the bytes json.Marshal
@@ -25,22 +27,9 @@ func appendBatch(dst []byte, b Batch) ([]byte, bool) {
 	dst = append(dst, `,"headers":`...)
 	dst = strconv.AppendInt(dst, b.Headers, 10)
 	dst = append(dst, `,"items":[`...)
-	for i, it := range b.Items {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, `{"key":`...)
-		dst = appendString(dst, it.Key)
-		dst = append(dst, `,"value":`...)
-		if it.Value == nil {
-			dst = append(dst, "null}"...)
-			continue
-		}
-		var ok bool
-		if dst, ok = appendValue(dst, it.Value); !ok {
-			return dst, false
-		}
-		dst = append(dst, '}')
+	dst, ok := appendItems(dst, b.Items)
+	if !ok {
+		return dst, false
 	}
 	dst = append(dst, ']')
 	if len(b.Missing) > 0 {
@@ -57,6 +46,72 @@ func appendBatch(dst []byte, b Batch) ([]byte, bool) {
 		dst = append(dst, `,"final":true`...)
 	}
 	return append(dst, '}'), true
+}
+
+// parallelItems is the fewest items each goroutine of appendItems takes:
+// a thousand collator items are some 2 MB and 5 ms of encoding, far more
+// than a goroutine costs.
+const parallelItems = 1000
+
+// appendItems appends items, comma-separated, reporting false when
+// json.Marshal must encode them. Many items (parallelItems or more a
+// goroutine) are encoded in runs on up to GOMAXPROCS goroutines, each run
+// into a buffer of its own, then copied after dst in order: the bytes are
+// those of one run. A worker posting a large batch has cores to spare
+// while it waits for the coordinator; a 10,000-item batch took 55 ms on
+// one.
+func appendItems(dst []byte, items []Item) ([]byte, bool) {
+	runs := min(runtime.GOMAXPROCS(0), len(items)/parallelItems)
+	if runs < 2 {
+		return appendRun(dst, items)
+	}
+	per := (len(items) + runs - 1) / runs
+	bufs := make([][]byte, runs)
+	oks := make([]bool, runs)
+	var wg sync.WaitGroup
+	for k := 1; k < runs; k++ {
+		run := items[k*per : min((k+1)*per, len(items))]
+		wg.Go(func() { bufs[k], oks[k] = appendRun(make([]byte, 0, itemsSize(run)), run) })
+	}
+	dst, ok := appendRun(dst, items[:per])
+	wg.Wait()
+	for k := 1; k < runs && ok; k++ {
+		ok = oks[k]
+		dst = append(append(dst, ','), bufs[k]...)
+	}
+	return dst, ok
+}
+
+// appendRun is appendItems on one goroutine.
+func appendRun(dst []byte, items []Item) ([]byte, bool) {
+	for i, it := range items {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"key":`...)
+		dst = appendString(dst, it.Key)
+		dst = append(dst, `,"value":`...)
+		if it.Value == nil {
+			dst = append(dst, "null}"...)
+			continue
+		}
+		var ok bool
+		if dst, ok = appendValue(dst, it.Value); !ok {
+			return dst, false
+		}
+		dst = append(dst, '}')
+	}
+	return dst, true
+}
+
+// itemsSize is about the bytes items encode to, for a buffer that seldom
+// grows: their keys and values and a sixteenth more for escapes.
+func itemsSize(items []Item) int {
+	size := 0
+	for _, it := range items {
+		size += 24 + len(it.Key) + len(it.Value)
+	}
+	return size + size/16
 }
 
 // appendString appends s as a JSON string, as json.Marshal writes it.

@@ -193,6 +193,18 @@ func BenchmarkBaselineMarshalBinaries1000(b *testing.B) {
 	benchEncode(b, binaryBatch(1000), marshalJSON)
 }
 
+// BenchmarkMarshalBinaries10000 encodes 10,000 of them, about 22 MB, the
+// ingest bench's batch: runs of them on up to GOMAXPROCS goroutines.
+func BenchmarkMarshalBinaries10000(b *testing.B) {
+	benchEncode(b, binaryBatch(10000), edgeframe.MarshalBatch)
+}
+
+// BenchmarkBaselineMarshalBinaries10000 encodes the same items with a
+// plain json.Marshal.
+func BenchmarkBaselineMarshalBinaries10000(b *testing.B) {
+	benchEncode(b, binaryBatch(10000), marshalJSON)
+}
+
 // BenchmarkDecodeBinaries1000 decodes the same body as the coordinator
 // does, its length known.
 func BenchmarkDecodeBinaries1000(b *testing.B) {
