@@ -6,8 +6,8 @@
 // SQLite (sqlite://PATH) is the default and embedded, in pure Go: WAL, a busy
 // timeout, one writer connection with immediate transactions, and a pool of
 // read-only readers. PostgreSQL (postgres://...) uses sqlx and pgx (its
-// database/sql driver, statements prepared once a connection: one round
-// trip a query); claims use FOR NO KEY UPDATE SKIP LOCKED, many items go
+// database/sql driver, a query sent with its arguments in one round trip
+// and planned for them); claims use FOR NO KEY UPDATE SKIP LOCKED, many items go
 // in with pgx's binary COPY, and migrations run under an
 // advisory lock so processes that start together do not race.
 //

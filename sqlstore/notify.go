@@ -76,15 +76,20 @@ func (s *Store) ListenChunks(ctx context.Context, stored func(rangeID int64, spa
 	if s.channel == "" {
 		return nil
 	}
+	return s.listenChunks(ctx, listenPing, stored, missed)
+}
+
+// listenChunks is ListenChunks with ping for listenPing.
+func (s *Store) listenChunks(ctx context.Context, ping time.Duration, stored func(rangeID int64, span lease.Span), missed func()) error {
 	wait := listenMinReconnect
 	for connected := false; ; {
-		if conn, err := s.listenConn(ctx); err == nil {
+		if conn, err := s.listenConn(ctx, ping); err == nil {
 			if connected { // a new connection: what came meanwhile is lost
 				missed()
 			}
 			connected, wait = true, listenMinReconnect
-			hear(ctx, conn, stored)
-			conn.Close(context.Background())
+			hear(ctx, conn, ping, stored)
+			closeWithin(conn, ping)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -100,28 +105,40 @@ func (s *Store) ListenChunks(ctx context.Context, stored func(rangeID int64, spa
 
 // listenPing is how long a listening connection waits for a notification
 // before it makes sure, with a ping, that its server is still there: a
-// connection lost without a word (a machine gone) is found within it.
+// connection lost without a word (a machine gone) is found within it. It
+// bounds the connection's start, its LISTEN and each ping too: a server
+// that takes the connection and never answers is left for another try.
 const listenPing = 30 * time.Second
 
 // listenConn opens a connection of its own to the database and listens on
-// the store's channel.
-func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
+// the store's channel, within ping.
+func (s *Store) listenConn(ctx context.Context, ping time.Duration) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, ping)
+	defer cancel()
 	conn, err := pgx.Connect(ctx, pgxURL(s.url))
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: listen: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
-		conn.Close(context.Background())
+		closeWithin(conn, ping)
 		return nil, fmt.Errorf("sqlstore: listen: %w", err)
 	}
 	return conn, nil
 }
 
+// closeWithin closes conn, waiting at most d on a server that does not
+// read its goodbye.
+func closeWithin(conn *pgx.Conn, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	conn.Close(ctx)
+}
+
 // hear calls stored for every chunk notified on conn until ctx ends or
-// the connection fails.
-func hear(ctx context.Context, conn *pgx.Conn, stored func(rangeID int64, span lease.Span)) {
+// the connection fails, pinging its server after ping of silence.
+func hear(ctx context.Context, conn *pgx.Conn, ping time.Duration, stored func(rangeID int64, span lease.Span)) {
 	for {
-		wait, cancel := context.WithTimeout(ctx, listenPing)
+		wait, cancel := context.WithTimeout(ctx, ping)
 		n, err := conn.WaitForNotification(wait)
 		cancel()
 		switch {
@@ -132,8 +149,8 @@ func hear(ctx context.Context, conn *pgx.Conn, stored func(rangeID int64, span l
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
-			ping, cancel := context.WithTimeout(ctx, listenPing)
-			err = conn.Ping(ping)
+			pctx, cancel := context.WithTimeout(ctx, ping)
+			err = conn.Ping(pctx)
 			cancel()
 			if err != nil {
 				return
