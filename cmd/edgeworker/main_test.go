@@ -297,9 +297,10 @@ func TestWorkerMixed(t *testing.T) {
 	require.Zero(t, check(t, p, "alt.binaries.ordered", true), "the lane's window carries them")
 }
 
-// --ranges 4 holds four ranges of an unordered group at once, a chunk
-// each, their chunks taking turns at the one collator: every part still
-// comes out once, and the binaries wholly in the span complete.
+// --ranges 4 reaches the worker (its start line says so; that it then
+// leases four at once is edge's to test), and over ranges of one chunk,
+// which then take turns at the one collator, every part still comes out
+// once and the binaries wholly in the span complete.
 func TestWorkerManyRanges(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, grouplease.Group{Name: "alt.binaries.unordered", RangeSize: 400, ChunkSize: 400})
