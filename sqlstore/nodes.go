@@ -234,19 +234,24 @@ func (s *Store) refreshAuth(ctx context.Context) {
 
 // Nodes implements node.Store.
 func (s *Store) Nodes(ctx context.Context) ([]node.Node, error) {
+	noted := s.notedSeen()
 	var rows []nodeRow
 	if err := s.rdb.SelectContext(ctx, &rows, "SELECT name, created_us, last_seen_us FROM nodes ORDER BY name"); err != nil {
 		return nil, fmt.Errorf("nodes: %w", err)
 	}
 	out := make([]node.Node, len(rows))
 	for i, r := range rows {
-		out[i] = s.withSeen(r).node()
+		r.LastSeen = max(r.LastSeen, noted[r.Name])
+		out[i] = r.node()
 	}
 	return out, nil
 }
 
 // Node implements node.Store.
 func (s *Store) Node(ctx context.Context, name string) (node.Node, error) {
+	s.authMu.Lock()
+	noted := s.seen[name] // before the read, as Nodes takes notedSeen
+	s.authMu.Unlock()
 	var r nodeRow
 	err := s.rdb.GetContext(ctx, &r, s.q("SELECT name, created_us, last_seen_us FROM nodes WHERE name = ?"), name)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -255,5 +260,6 @@ func (s *Store) Node(ctx context.Context, name string) (node.Node, error) {
 	if err != nil {
 		return node.Node{}, fmt.Errorf("node: %w", err)
 	}
-	return s.withSeen(r).node(), nil
+	r.LastSeen = max(r.LastSeen, noted)
+	return r.node(), nil
 }

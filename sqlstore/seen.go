@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -12,7 +13,7 @@ import (
 // time noted meanwhile in one statement. Written on the request, it cost
 // one request in about twenty a commit of its own: under 1,000 workers,
 // 200 commits a second, each a wait in some request's answer. This
-// process's Node and Nodes show a noted time at once (withSeen); other
+// process's Node and Nodes show a noted time at once (notedSeen); other
 // processes sharing the database see it once written, within about
 // seenPause.
 
@@ -41,13 +42,15 @@ func (s *Store) markSeen(name string, now int64) {
 	}
 }
 
-// withSeen is r with the last-seen time this process noted for its node,
-// when that is later than the row's.
-func (s *Store) withSeen(r nodeRow) nodeRow {
+// notedSeen returns the last-seen times this process has noted and not
+// yet written, for Node and Nodes to show with the rows they read. It is
+// taken before the rows are read: writeSeen forgets a time only once it is
+// written, so a time forgotten between the two is in the rows, where one
+// taken after the read could miss both (TestConformance/sqlite/Nodes did).
+func (s *Store) notedSeen() map[string]int64 {
 	s.authMu.Lock()
 	defer s.authMu.Unlock()
-	r.LastSeen = max(r.LastSeen, s.seen[r.Name])
-	return r
+	return maps.Clone(s.seen)
 }
 
 // seenPause is the least time between two writes of seenLoop: the times
@@ -80,7 +83,7 @@ func (s *Store) seenLoop(ctx context.Context) {
 
 // writeSeen writes the noted last-seen times in one statement (one
 // transaction on SQLite), never moving one back. They stay noted until
-// written, so that withSeen shows them meanwhile; a failed write leaves
+// written, so that notedSeen shows them meanwhile; a failed write leaves
 // them for the next.
 func (s *Store) writeSeen(ctx context.Context) {
 	s.authMu.Lock()
