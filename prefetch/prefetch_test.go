@@ -195,12 +195,20 @@ func TestPrefetchLeavesATakenClaim(t *testing.T) {
 			return e.Source.Fetch(ctx, g, s)
 		}
 		calls.Add(1)
-		// As if c1 had been paused: its claim ran out and c2 took it.
-		if err := e.Store.ForgetChunk(ctx, e.Leased.Range.ID, first, "c1"); err != nil {
-			return nil, err
-		}
-		if ok, err := e.Store.ClaimChunk(ctx, e.Leased.Range.ID, first, "c2", time.Minute); err != nil || !ok {
-			return nil, fmt.Errorf("c2 could not take the claim: %v", err)
+		// As if c1 had been paused: its claim ran out and c2 took it. A
+		// renewal of c1's that lands between the two calls takes the
+		// claim back, so c2 tries until it holds it.
+		for {
+			if err := e.Store.ForgetChunk(ctx, e.Leased.Range.ID, first, "c1"); err != nil {
+				return nil, err
+			}
+			ok, err := e.Store.ClaimChunk(ctx, e.Leased.Range.ID, first, "c2", time.Minute)
+			if err != nil {
+				return nil, fmt.Errorf("c2 could not take the claim: %w", err)
+			}
+			if ok {
+				break
+			}
 		}
 		<-ctx.Done() // a try that would run on: the renewal ends it
 		return nil, ctx.Err()
