@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // DefaultMaxBatches is the most entries DecodeBatches takes in one body
@@ -45,10 +44,11 @@ func DecodeBatches(r io.Reader, size, limit int64, max int) ([]RangeBatch, error
 // decodeBatchesFast is the fast path of DecodeBatches (see decodeFast): it
 // only ever accepts, and gives what the slow path gives.
 func decodeBatchesFast(body []byte, max int) ([]RangeBatch, bool) {
-	if !utf8.Valid(body) {
+	sp := bodySplit()
+	if !validUTF8(body, sp) {
 		return nil, false
 	}
-	s := fast{p: body}
+	s := fast{p: body, split: sp}
 	if !s.next('{') {
 		return nil, false
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"unicode/utf8"
 
 	"github.com/edgeindex/edgeindex/internal/jsonscan"
 )
@@ -69,14 +68,20 @@ type fast struct {
 	// or the first byte of U+2028 and U+2029, and of other runes): bytes
 	// MarshalBatch cannot copy as they are.
 	dirty bool
+	// split says how a large body is shared out among goroutines (see
+	// splitItems); the zero value reads it on one.
+	split split
 }
 
 // decodeFast decodes body, reporting false when the slow path must decide.
-func decodeFast(body []byte) (Batch, bool) {
-	if !utf8.Valid(body) {
+func decodeFast(body []byte) (Batch, bool) { return decodeFastSplit(body, bodySplit()) }
+
+// decodeFastSplit is decodeFast sharing the body out as sp says.
+func decodeFastSplit(body []byte, sp split) (Batch, bool) {
+	if !validUTF8(body, sp) {
 		return Batch{}, false
 	}
-	s := fast{p: body}
+	s := fast{p: body, split: sp}
 	b, ok := s.batch()
 	if !ok {
 		return Batch{}, false
@@ -281,7 +286,12 @@ func endsLiteral(p []byte, i int) bool {
 	return false
 }
 
-func (s *fast) items() ([]Item, bool) { return array(s, s.item) }
+func (s *fast) items() ([]Item, bool) {
+	if items, ok := s.splitItems(); ok {
+		return items, true
+	}
+	return array(s, s.item)
+}
 
 func (s *fast) item() (Item, bool) {
 	var it Item

@@ -220,3 +220,36 @@ func BenchmarkDecodeBinaries1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeBinaries10000 decodes the ingest bench's 10,000-item
+// body (22 MB) as the coordinator does: on up to GOMAXPROCS goroutines.
+func BenchmarkDecodeBinaries10000(b *testing.B) {
+	body, err := edgeframe.MarshalBatch(binaryBatch(10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := edgeframe.DecodeBatchSize(io.MultiReader(bytes.NewReader(body)), int64(len(body)), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBaselineUnmarshalBinaries10000 decodes the same body with a
+// plain json.Unmarshal, which checks none of DecodeBatch's rules.
+func BenchmarkBaselineUnmarshalBinaries10000(b *testing.B) {
+	body, err := edgeframe.MarshalBatch(binaryBatch(10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var batch edgeframe.Batch
+		if err := json.Unmarshal(body, &batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -93,9 +93,16 @@ const fuzzMaxBatch = 4096
 //     fields disallowed, decodes to the same batch, and that Validate accepts;
 //   - an accepted batch survives json.Marshal and DecodeBatch again;
 //   - what the fast path accepts, the token-by-token decoder accepts with
-//     the same batch.
+//     the same batch;
+//   - the fast path reading the body in parts gives what it gives reading
+//     it on one goroutine.
 func FuzzDecodeBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Read in parts, a body decodes as it does on one goroutine.
+		one, oneOK := decodeFastSplit(data, split{})
+		parts, partsOK := decodeFastSplit(data, split{parts: 3, above: 8})
+		require.Equal(t, oneOK, partsOK, "read in parts")
+		require.Equal(t, one, parts, "read in parts")
 		if fb, ok := decodeFast(data); ok && len(data) <= fuzzMaxBatch {
 			sb, err := decodeSlow(bytes.NewReader(data), fuzzMaxBatch)
 			require.NoError(t, err, "the fast path accepted what the slow one refuses")
