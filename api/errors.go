@@ -225,3 +225,9 @@ func entryErr(path string, rangeID int64, code, msg string) error {
 	}
 	return e
 }
+
+// Err returns the error of a range whose lease POST /v1/heartbeats did not
+// renew (Code set), as RangeBatchReply.Err does; nil when it was renewed.
+func (r HeartbeatReply) Err() error {
+	return entryErr("/v1/heartbeats", r.Range, r.Code, r.Error)
+}

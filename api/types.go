@@ -249,13 +249,14 @@ type LeasesReply struct {
 }
 
 // RangeToken names a held range by its id and grant token: an entry of
-// POST /v1/finishes.
+// POST /v1/finishes and POST /v1/heartbeats.
 type RangeToken struct {
 	Range int64 `json:"range"`
 	Token int64 `json:"token"`
 }
 
-// FinishesRequest is the body of POST /v1/finishes: {"ranges": [...]}.
+// FinishesRequest is the body of POST /v1/finishes and POST
+// /v1/heartbeats: {"ranges": [...]}.
 type FinishesRequest struct {
 	Ranges []RangeToken `json:"ranges"`
 }
@@ -264,6 +265,23 @@ type FinishesRequest struct {
 // one a range, in the order they were named.
 type FinishesReply struct {
 	Results []RangeReply `json:"results"`
+}
+
+// HeartbeatsReply is the answer of POST /v1/heartbeats (whose body is a
+// FinishesRequest's): {"results": [...]}, one a range, in the order they
+// were named.
+type HeartbeatsReply struct {
+	Results []HeartbeatReply `json:"results"`
+}
+
+// HeartbeatReply is one range's answer in POST /v1/heartbeats: {"range",
+// "expiresAt"} when its lease was renewed, or {"range", "error", "code"}
+// with the error body POST /v1/ranges/{id}/heartbeat would have had.
+type HeartbeatReply struct {
+	Range     int64      `json:"range"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Error     string     `json:"error,omitempty"`
+	Code      string     `json:"code,omitempty"`
 }
 
 // RangeReply is one range's answer in a call of many: {"range", "ok":

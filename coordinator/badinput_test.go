@@ -144,6 +144,7 @@ func TestBadInput(t *testing.T) {
 			{"POST", "/v1/leases?max=2", "", nil, false},
 			{"POST", "/v1/batches", "", okBatches, false},
 			{"POST", "/v1/finishes", "", []byte(fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d}]}`, la.Range.ID, la.Token)), false},
+			{"POST", "/v1/heartbeats", "", []byte(fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d}]}`, la.Range.ID, la.Token)), false},
 			{"GET", rA + "/stream", tA, nil, false},
 			{"POST", rA + "/batch", tA, okBatch, false},
 			{"POST", rA + "/heartbeat", tA, nil, false},
@@ -201,6 +202,9 @@ func TestBadInput(t *testing.T) {
 		finishesCase := func(name, body string, status int, code string) badCase {
 			return badCase{name: "finishes: " + name, method: "POST", path: "/v1/finishes", auth: node, body: []byte(body), status: status, code: code}
 		}
+		heartbeatsCase := func(name, body string, status int, code string) badCase {
+			return badCase{name: "heartbeats: " + name, method: "POST", path: "/v1/heartbeats", auth: node, body: []byte(body), status: status, code: code}
+		}
 		cases = append(cases,
 			// Many ranges a call: the body's faults, and max's.
 			leasesCase("max=0"), leasesCase("max=-1"), leasesCase("max=257"), leasesCase("max=x"), leasesCase("max=9223372036854775808"),
@@ -225,6 +229,15 @@ func TestBadInput(t *testing.T) {
 			finishesCase("257 entries", `{"ranges": [`+strings.TrimSuffix(strings.Repeat(`{"range": 1, "token": 1}, `, 257), ", ")+`]}`, 400, api.CodeInvalid),
 			finishesCase("over 64 KiB", `{"ranges": [`+strings.Repeat(" ", 70<<10)+`]}`, 413, api.CodeTooLarge),
 			finishesCase("before the end", fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d}]}`, la.Range.ID, la.Token), 200, ""),
+			heartbeatsCase("no entries", `{"ranges": []}`, 400, api.CodeInvalid),
+			heartbeatsCase("not JSON", `hello`, 400, api.CodeInvalid),
+			heartbeatsCase("a range twice", fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d}, {"range": %d, "token": %d}]}`, la.Range.ID, la.Token, la.Range.ID, la.Token), 400, api.CodeInvalid),
+			heartbeatsCase("a negative range", fmt.Sprintf(`{"ranges": [{"range": -1, "token": %d}]}`, la.Token), 400, api.CodeInvalid),
+			heartbeatsCase("a token past int64", fmt.Sprintf(`{"ranges": [{"range": %d, "token": 9223372036854775808}]}`, la.Range.ID), 400, api.CodeInvalid),
+			heartbeatsCase("an unknown field", fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d}], "ttl": 600}`, la.Range.ID, la.Token), 400, api.CodeInvalid),
+			heartbeatsCase("257 entries", `{"ranges": [`+strings.TrimSuffix(strings.Repeat(`{"range": 1, "token": 1}, `, 257), ", ")+`]}`, 400, api.CodeInvalid),
+			heartbeatsCase("over 64 KiB", `{"ranges": [`+strings.Repeat(" ", 70<<10)+`]}`, 413, api.CodeTooLarge),
+			heartbeatsCase("a stale token", fmt.Sprintf(`{"ranges": [{"range": %d, "token": %d}]}`, la.Range.ID, la.Token+1), 200, ""),
 			// A refused entry is answered in its reply and changes nothing.
 			batchesCase("a stale token", `{"batches": [`+fmt.Sprintf(`{"range": %d, "token": %d, "batch": %s}`, la.Range.ID, la.Token+1, okBatch)+`]}`, 200, ""),
 			batchesCase("a gap", `{"batches": [`+entry(`{"from": 30, "to": 50, "headers": 0, "items": []}`)+`]}`, 200, ""),

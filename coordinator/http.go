@@ -64,6 +64,7 @@ func (s *Server) routes() {
 	node("POST /v1/leases", s.handleLeases)
 	node("POST /v1/batches", s.handleBatches)
 	node("POST /v1/finishes", s.handleFinishes)
+	node("POST /v1/heartbeats", s.handleHeartbeats)
 	node("GET /v1/ranges/{id}/stream", s.handleStream)
 	node("POST /v1/ranges/{id}/batch", s.handleBatch)
 	node("POST /v1/ranges/{id}/heartbeat", s.handleHeartbeat)

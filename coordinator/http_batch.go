@@ -210,7 +210,8 @@ func (br *budgetReader) Read(p []byte) (int, error) {
 	return m, err
 }
 
-// maxFinishesBody bounds the body of POST /v1/finishes: api.MaxBatches
+// maxFinishesBody bounds the body of POST /v1/finishes and POST
+// /v1/heartbeats: api.MaxBatches
 // entries of two int64s fit in it with room to spare.
 const maxFinishesBody = 64 << 10
 
@@ -226,6 +227,21 @@ func (s *Server) handleFinishes(w http.ResponseWriter, r *http.Request, n string
 	}
 	res, err := s.svc.FinishMany(r.Context(), n, body.Ranges)
 	return s.reply(w, api.FinishesReply{Results: res}, err)
+}
+
+// handleHeartbeats answers POST /v1/heartbeats: the leases of several held
+// ranges renewed in one call, each fenced by its own token. Its body is
+// POST /v1/finishes's.
+func (s *Server) handleHeartbeats(w http.ResponseWriter, r *http.Request, n string) error {
+	var body api.FinishesRequest
+	if err := decodeJSON(r, maxFinishesBody, &body); err != nil {
+		return err
+	}
+	if err := checkRanges(body.Ranges); err != nil {
+		return err
+	}
+	res, err := s.svc.HeartbeatMany(r.Context(), n, body.Ranges)
+	return s.reply(w, api.HeartbeatsReply{Results: res}, err)
 }
 
 // checkRanges checks the entries of a call of many ranges: 1 to

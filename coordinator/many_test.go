@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -209,6 +210,48 @@ func TestFinishes(t *testing.T) {
 			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 			require.NoError(t, json.Unmarshal(r.body, &ans))
 			require.ErrorIs(t, ans.Results[0].Err(), api.ErrLeaseLost, "finished already")
+		})
+	}
+}
+
+// POST /v1/heartbeats renews each named range's lease under its own fence:
+// a held range gets its new expiry, a stale token is a lost lease and an
+// unknown range is not found, and the refused ones are unchanged.
+func TestHeartbeats(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, b.URL(t), nil)
+			h.group("g", false, 1, 300, lease.LaneHistory)
+			ls := h.leases(h.token, 3)
+			require.Len(t, ls, 3)
+			time.Sleep(5 * time.Millisecond) // so a renewal moves the expiry
+			body := fmt.Sprintf(`{"ranges":[{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":99999,"token":1}]}`,
+				ls[0].Range.ID, ls[0].Token, ls[1].Range.ID, ls[1].Token+1, ls[2].Range.ID, ls[2].Token)
+			r := h.do("POST", "/v1/heartbeats", h.token, 0, strings.NewReader(body))
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			var ans api.HeartbeatsReply
+			require.NoError(t, json.Unmarshal(r.body, &ans))
+			require.Len(t, ans.Results, 4)
+			for _, i := range []int{0, 2} {
+				require.NoError(t, ans.Results[i].Err())
+				require.NotNil(t, ans.Results[i].ExpiresAt)
+				require.True(t, ans.Results[i].ExpiresAt.After(ls[i].ExpiresAt), "range %d renewed", i)
+			}
+			require.Nil(t, ans.Results[1].ExpiresAt)
+			require.ErrorIs(t, ans.Results[1].Err(), api.ErrLeaseLost)
+			require.ErrorIs(t, ans.Results[3].Err(), api.ErrNotFound)
+			// The refused range is still its holder's.
+			r = h.do("POST", fmt.Sprintf("/v1/ranges/%d/heartbeat", ls[1].Range.ID), h.token, ls[1].Token, nil)
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+
+			r = h.do("POST", "/v1/heartbeats", h.token2, 0, strings.NewReader(body))
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			require.NoError(t, json.Unmarshal(r.body, &ans))
+			require.ErrorIs(t, ans.Results[0].Err(), api.ErrLeaseLost, "another node's tokens are not its own")
+			r = h.do("POST", "/v1/heartbeats", "", 0, strings.NewReader(body))
+			require.Equal(t, http.StatusUnauthorized, r.status)
 		})
 	}
 }

@@ -33,7 +33,7 @@ func TestRoutesDocumented(t *testing.T) {
 	svc, err := coordinator.NewService(coordinator.Config{Store: store, Spool: sp, Snapshots: snaps, Metrics: coordinator.NewMetrics(nil)})
 	require.NoError(t, err)
 	patterns := coordinator.Patterns(coordinator.NewServer(svc))
-	require.Len(t, patterns, 27, "the node API's 16 routes, the admin API's 8, /healthz, /readyz, /metrics")
+	require.Len(t, patterns, 28, "the node API's 17 routes, the admin API's 8, /healthz, /readyz, /metrics")
 	served := map[string]bool{}
 	for _, p := range patterns {
 		require.True(t, named[p], "the route %q is not in docs/api.md", p)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/edgeindex/edgeindex"
@@ -140,6 +141,37 @@ func (s *Service) FinishMany(ctx context.Context, node string, rs []api.RangeTok
 			return nil, fmt.Errorf("finish of range %d: %w", rs[i].Range, err)
 		}
 		out[i].Error, out[i].Code = msg, code
+	}
+	return out, nil
+}
+
+// HeartbeatMany renews the leases of several ranges node holds, as
+// Heartbeat called for each at once would: the calls run together, so the
+// store renews them in a round or two (its heartbeat rounds group
+// concurrent calls). A range refused (a lost lease, an unknown range) gets
+// its error in its reply, the others their new expiry. A failure of the
+// store (a 5xx) fails the call, which is safe to send again. The ranges
+// are distinct and at most api.MaxBatches.
+func (s *Service) HeartbeatMany(ctx context.Context, node string, rs []api.RangeToken) ([]api.HeartbeatReply, error) {
+	out := make([]api.HeartbeatReply, len(rs))
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() {
+			exp, err := s.Heartbeat(ctx, r.Range, lease.Fence{Node: node, Token: r.Token})
+			out[i], errs[i] = api.HeartbeatReply{Range: r.Range, ExpiresAt: &exp}, err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		code, msg, failed := refusal(err)
+		if failed {
+			return nil, fmt.Errorf("heartbeat of range %d: %w", rs[i].Range, err)
+		}
+		out[i] = api.HeartbeatReply{Range: rs[i].Range, Error: msg, Code: code}
 	}
 	return out, nil
 }

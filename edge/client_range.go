@@ -277,6 +277,73 @@ func (c *Client) postEach(ctx context.Context, bs []api.RangeBatch, then bool) (
 	return out, nil
 }
 
+// HeartbeatMany renews the leases of several held ranges in one call (POST
+// /v1/heartbeats). The answer has one reply a range, in their order: its
+// new expiry, or why it was refused (HeartbeatReply.Err). It is retried as
+// Heartbeat is.
+//
+// A coordinator that predates the call answers 404: the client then
+// renews each lease with Heartbeat, now and from then on.
+func (c *Client) HeartbeatMany(ctx context.Context, rs []api.RangeToken) ([]api.HeartbeatReply, error) {
+	if c.single.Load() {
+		return c.heartbeatEach(ctx, rs)
+	}
+	body, err := json.Marshal(api.FinishesRequest{Ranges: rs})
+	if err != nil {
+		return nil, fmt.Errorf("edge: heartbeats: %w", err)
+	}
+	cl := &call{method: http.MethodPost, path: "/v1/heartbeats", body: body, ctype: "application/json", retry: true}
+	var ans api.HeartbeatsReply
+	if _, err := c.json(ctx, cl, &ans); err != nil {
+		if c.predates(err) {
+			return c.heartbeatEach(ctx, rs)
+		}
+		return nil, err
+	}
+	if err := checkReplies("/v1/heartbeats", rs, ans.Results, func(r api.HeartbeatReply) int64 { return r.Range }); err != nil {
+		return nil, err
+	}
+	for i, r := range ans.Results {
+		if r.Code == "" && r.Error == "" && r.ExpiresAt == nil {
+			return nil, fmt.Errorf("edge: POST /v1/heartbeats: %w: reply %d has neither an expiry nor an error", ErrProtocol, i)
+		}
+	}
+	return ans.Results, nil
+}
+
+// heartbeatEach is HeartbeatMany of a coordinator that predates it: one
+// call a range, as postEach posts.
+func (c *Client) heartbeatEach(ctx context.Context, rs []api.RangeToken) ([]api.HeartbeatReply, error) {
+	out := make([]api.HeartbeatReply, len(rs))
+	for i, r := range rs {
+		exp, err := c.Heartbeat(ctx, r.Range, r.Token)
+		out[i].Range = r.Range
+		if herr, ok := errors.AsType[*HTTPError](err); ok && herr.Status < http.StatusInternalServerError {
+			out[i].Error, out[i].Code = herr.Message, herr.Code
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i].ExpiresAt = &exp
+	}
+	return out, nil
+}
+
+// checkReplies checks the answer of a call of many ranges to path: one
+// reply a range of rs, in their order.
+func checkReplies[R any](path string, rs []api.RangeToken, replies []R, rangeOf func(R) int64) error {
+	if len(replies) != len(rs) {
+		return fmt.Errorf("edge: POST %s: %w: %d replies for %d ranges", path, ErrProtocol, len(replies), len(rs))
+	}
+	for i, r := range replies {
+		if rangeOf(r) != rs[i].Range {
+			return fmt.Errorf("edge: POST %s: %w: reply %d is not range %d's", path, ErrProtocol, i, rs[i].Range)
+		}
+	}
+	return nil
+}
+
 // FinishMany finishes several held ranges in one call (POST /v1/finishes).
 // The answer has one reply a range, in their order; a range the
 // coordinator refused says so in its reply (RangeReply.Err). It is retried
@@ -292,13 +359,8 @@ func (c *Client) FinishMany(ctx context.Context, rs []api.RangeToken) ([]api.Ran
 	if _, err := c.json(ctx, cl, &ans); err != nil {
 		return nil, err
 	}
-	if len(ans.Results) != len(rs) {
-		return nil, fmt.Errorf("edge: POST /v1/finishes: %w: %d replies for %d ranges", ErrProtocol, len(ans.Results), len(rs))
-	}
-	for i, r := range ans.Results {
-		if r.Range != rs[i].Range {
-			return nil, fmt.Errorf("edge: POST /v1/finishes: %w: reply %d is not range %d's", ErrProtocol, i, rs[i].Range)
-		}
+	if err := checkReplies("/v1/finishes", rs, ans.Results, func(r api.RangeReply) int64 { return r.Range }); err != nil {
+		return nil, err
 	}
 	return ans.Results, nil
 }

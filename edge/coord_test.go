@@ -106,6 +106,7 @@ func (c *coord) start() *httptest.Server {
 	if !c.single {
 		mux.HandleFunc("POST /v1/leases", c.grantMany)
 		mux.HandleFunc("POST /v1/batches", c.postBatches)
+		mux.HandleFunc("POST /v1/heartbeats", c.heartbeats)
 	}
 	mux.HandleFunc("GET /v1/ranges/{id}/stream", c.stream)
 	mux.HandleFunc("POST /v1/ranges/{id}/{verb}", c.rangeCall)
@@ -370,6 +371,41 @@ func (c *coord) postBatches(w http.ResponseWriter, r *http.Request) {
 		// Each entry goes in the log as the call it stands for, marked.
 		c.logMu.Lock()
 		c.calls = append(c.calls, fmt.Sprintf("POST /v1/ranges/%s/batch %d (in /v1/batches)", id, rec.Code))
+		c.logMu.Unlock()
+	}
+	writeJSON(w, ans)
+}
+
+// heartbeats answers POST /v1/heartbeats as one heartbeat call a range
+// would, each logged as that call, marked.
+func (c *coord) heartbeats(w http.ResponseWriter, r *http.Request) {
+	var body api.FinishesRequest
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Ranges) == 0 {
+		writeErr(w, 400, api.CodeInvalid, "ranges: a list of ranges and tokens")
+		return
+	}
+	ans := api.HeartbeatsReply{Results: []api.HeartbeatReply{}}
+	for _, rt := range body.Ranges {
+		id := strconv.FormatInt(rt.Range, 10)
+		sub := httptest.NewRequest(http.MethodPost, "/v1/ranges/"+id+"/heartbeat", nil)
+		sub.SetPathValue("id", id)
+		sub.SetPathValue("verb", "heartbeat")
+		sub.Header.Set("Lease-Token", strconv.FormatInt(rt.Token, 10))
+		rec := httptest.NewRecorder()
+		c.rangeCall(rec, sub)
+		one := api.HeartbeatReply{Range: rt.Range}
+		if rec.Code == http.StatusOK {
+			var exp api.Expiry
+			json.Unmarshal(rec.Body.Bytes(), &exp)
+			one.ExpiresAt = &exp.ExpiresAt
+		} else {
+			var e api.ErrorBody
+			json.Unmarshal(rec.Body.Bytes(), &e)
+			one.Error, one.Code = e.Error, e.Code
+		}
+		ans.Results = append(ans.Results, one)
+		c.logMu.Lock()
+		c.calls = append(c.calls, fmt.Sprintf("POST /v1/ranges/%s/heartbeat %d (in /v1/heartbeats)", id, rec.Code))
 		c.logMu.Unlock()
 	}
 	writeJSON(w, ans)

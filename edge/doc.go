@@ -42,7 +42,9 @@
 // work waits WorkerConfig.Idle; a failed one backs off.
 //
 // For each range it heartbeats every TTL/3 in a goroutine (and the lane's
-// grant likewise), opens the stream and reads its frames:
+// grant likewise; with WorkerConfig.Ranges above 1, the heartbeats of
+// plain ranges due together go in one POST /v1/heartbeats), opens the
+// stream and reads its frames:
 //
 //   - a keepalive is ignored;
 //   - a chunk goes to Handler.HandleChunk as a Chunk whose From is the

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/lease"
 )
@@ -89,6 +90,148 @@ func TestWorkerRangesAtOnce(t *testing.T) {
 	require.Equal(t, 12, entries)
 	require.Less(t, len(calls), 12, "fewer calls than final batches")
 	require.Equal(t, int64(12), r.w.Stats().Ranges)
+}
+
+// The heartbeats of the ranges held at once go in calls of many: those
+// due while a call is out go together in the next. A range refused in
+// its reply (its lease lost) stops, counted lost; the others are renewed
+// and finished.
+func TestWorkerRangesHeartbeatTogether(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.finals = true
+	ids := []int64{c.addRange("alt.a", 1, 100), c.addRange("alt.b", 1, 100), c.addRange("alt.c", 1, 100), c.addRange("alt.d", 1, 100)}
+	lost := ids[2]
+	beat := make(chan time.Time)
+	var r *run
+	var once atomic.Bool
+	h := &counter{hook: func(context.Context, edge.Chunk) error {
+		if !once.CompareAndSwap(false, true) {
+			return nil
+		}
+		// Every range's stream is open and its keepalive waits for its
+		// tick; then one each.
+		waitFor(func() bool {
+			return countOf(r.sleep.got(), rangeBeat) == 4 && containing(c.callLog(), "/stream 200") == 4
+		})
+		for range 4 {
+			beat <- time.Time{}
+		}
+		// The answers come before the ranges go on (and finish).
+		waitFor(func() bool { return containing(c.callLog(), "/heartbeat ") == 4 })
+		return nil
+	}}
+	var first atomic.Bool
+	c.before = func(req *http.Request) (int, string) {
+		if req.URL.Path == "/v1/heartbeats" && first.CompareAndSwap(false, true) {
+			c.mu.Lock()
+			c.ranges[lost-1].token++ // granted to another meanwhile
+			c.mu.Unlock()
+			time.Sleep(50 * time.Millisecond) // the others come meanwhile
+		}
+		return 0, ""
+	}
+	r = startWorker(t, c, h, edge.WorkerConfig{Ranges: 4})
+	r.sleep.beats[rangeBeat] = beat
+	require.NoError(t, r.untilIdle(t))
+
+	log := c.callLog()
+	for _, id := range ids {
+		calls := rangeCalls(log, id)
+		if id == lost {
+			require.Equal(t, 1, countCalls(calls, "POST heartbeat 409"), "%v", calls)
+			require.Equal(t, lease.StateLeased, c.rng(id).State, "the other holder's now")
+			continue
+		}
+		require.Equal(t, 1, countCalls(calls, "POST heartbeat 200"), "%v", calls)
+		require.Equal(t, lease.StateDone, c.rng(id).State)
+	}
+	require.Equal(t, int64(1), r.w.Stats().Lost)
+	require.Equal(t, int64(3), r.w.Stats().Ranges)
+	require.Equal(t, 4, containing(log, "(in /v1/heartbeats)"), "no heartbeat of its own: %v", log)
+	// The ticks come at once: the first heartbeat goes alone or with
+	// the others, and those due while its call is out go in the next.
+	require.LessOrEqual(t, countCalls(log, "POST /v1/heartbeats 200"), 2, "%v", log)
+}
+
+// A coordinator that predates POST /v1/heartbeats answers it 404: the
+// client renews each lease with its own call, a refused one answered in
+// its reply.
+func TestHeartbeatManyOldCoordinator(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.single = true
+	a, b := c.addRange("alt.a", 1, 100), c.addRange("alt.b", 1, 100)
+	cl, _ := startCoord(t, c, edge.Config{})
+	la, _, err := cl.Lease(t.Context())
+	require.NoError(t, err)
+	lb, _, err := cl.Lease(t.Context())
+	require.NoError(t, err)
+	reps, err := cl.HeartbeatMany(t.Context(), []api.RangeToken{{Range: a, Token: la.Token}, {Range: b, Token: lb.Token + 1}})
+	require.NoError(t, err)
+	require.Len(t, reps, 2)
+	require.NoError(t, reps[0].Err())
+	require.NotNil(t, reps[0].ExpiresAt)
+	require.ErrorIs(t, reps[1].Err(), edgeindex.ErrLeaseLost)
+	reps, err = cl.HeartbeatMany(t.Context(), []api.RangeToken{{Range: a, Token: la.Token}})
+	require.NoError(t, err)
+	require.NoError(t, reps[0].Err())
+	log := c.callLog()
+	require.Equal(t, 1, countCalls(log, "POST /v1/heartbeats 404"), "asked once, then never again: %v", log)
+	require.Equal(t, 2, countCalls(rangeCalls(log, a), "POST heartbeat 200"))
+	require.Equal(t, 1, countCalls(rangeCalls(log, b), "POST heartbeat 409"))
+}
+
+// waitFor waits until cond holds, or 10 s: the test's assertions then say
+// what did not happen.
+func waitFor(cond func() bool) {
+	for end := time.Now().Add(10 * time.Second); !cond() && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// An answer of POST /v1/heartbeats that does not match the call (too few
+// replies, another range's, one with neither an expiry nor an error) is
+// refused as ErrProtocol: a lease would be taken as renewed that was not.
+func TestHeartbeatManyRefusesBadAnswers(t *testing.T) {
+	t.Parallel()
+	for name, body := range map[string]string{
+		"too few":         `{"results":[{"range":1,"expiresAt":"2026-01-01T00:00:00Z"}]}`,
+		"another range's": `{"results":[{"range":1,"expiresAt":"2026-01-01T00:00:00Z"},{"range":3,"expiresAt":"2026-01-01T00:00:00Z"}]}`,
+		"neither":         `{"results":[{"range":1,"expiresAt":"2026-01-01T00:00:00Z"},{"range":2}]}`,
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, body)
+		}))
+		t.Cleanup(srv.Close)
+		cl, err := edge.NewClient(edge.Config{BaseURL: srv.URL, Token: "t", HTTP: srv.Client()})
+		require.NoError(t, err)
+		_, err = cl.HeartbeatMany(t.Context(), []api.RangeToken{{Range: 1, Token: 1}, {Range: 2, Token: 1}})
+		require.ErrorIs(t, err, edge.ErrProtocol, name)
+	}
+}
+
+// containing counts the calls of log that hold s.
+func containing(log []string, s string) int {
+	n := 0
+	for _, c := range log {
+		if strings.Contains(c, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// countOf counts d in ds.
+func countOf(ds []time.Duration, d time.Duration) int {
+	n := 0
+	for _, x := range ds {
+		if x == d {
+			n++
+		}
+	}
+	return n
 }
 
 // One of the ranges held at once whose lease is lost is refused in its

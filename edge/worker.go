@@ -143,8 +143,9 @@ type Worker struct {
 	log      *slog.Logger
 	windowed Windowed // the handler, when it keeps a window
 	n        counters
-	handling sync.Mutex // held while the handler handles a chunk
-	finals   *finals    // posts the held ranges' final batches
+	handling sync.Mutex                              // held while the handler handles a chunk
+	finals   *gather[api.RangeBatch, api.BatchReply] // posts the held ranges' final batches
+	beats    *gather[api.RangeToken, time.Time]      // renews the held ranges' leases
 }
 
 // NewWorker returns a Worker, or an error that is edgeindex.ErrInvalid.
@@ -157,7 +158,8 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	w.windowed, _ = cfg.Handler.(Windowed)
 	// With no lanes to take turns with, a final batch asks for the next
 	// range in its answer.
-	w.finals = &finals{c: cfg.Client, then: len(cfg.Lanes) == 0}
+	w.finals = newFinals(cfg.Client, len(cfg.Lanes) == 0)
+	w.beats = newHeartbeats(cfg.Client)
 	return w, nil
 }
 
@@ -179,6 +181,7 @@ func (w *Worker) Stats() Stats {
 // ErrUnauthorized: the node token was refused, so asking again is useless.
 func (w *Worker) Run(ctx context.Context) error {
 	defer w.finals.wait()
+	defer w.beats.wait()
 	fails := 0
 	for ctx.Err() == nil {
 		worked, err := w.round(ctx)

@@ -107,7 +107,7 @@ func (h *heldRange) post(ctx context.Context, b batch.Batch) (api.BatchReply, er
 	if h.ordered {
 		return h.w.c.PostBatch(pctx, h.l.Range.ID, h.l.Token, b)
 	}
-	return h.w.finals.post(pctx, api.RangeBatch{Range: h.l.Range.ID, Token: h.l.Token, Batch: b})
+	return h.w.finals.do(pctx, api.RangeBatch{Range: h.l.Range.ID, Token: h.l.Token, Batch: b})
 }
 
 // detachFinal returns a context for posting a final batch: not cancelled

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/lease"
 )
 
@@ -57,7 +58,13 @@ func (w *Worker) work(ctx context.Context, l lease.Lease, ordered bool, win *lan
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := w.keepAlive(rctx, cancel, w.interval(l.TTL), h.log, func(hctx context.Context) error {
-		_, err := w.c.Heartbeat(hctx, r.ID, l.Token)
+		if ordered || w.cfg.Ranges == 1 {
+			_, err := w.c.Heartbeat(hctx, r.ID, l.Token)
+			return err
+		}
+		// With the other ranges held: their heartbeats, due about now
+		// (the ranges were leased in one call), go in one call.
+		_, err := w.beats.do(hctx, api.RangeToken{Range: r.ID, Token: l.Token})
 		return err
 	})
 	defer stop()
