@@ -26,6 +26,9 @@ func TestOpenBadURLHidesPassword(t *testing.T) {
 		"postgres://u:s3cret@127.0.0.1:bad/db",
 		"postgres://u:s3%zzcret@127.0.0.1/db",
 		"host=127.0.0.1 password=s3cret",
+		"postgres://u:s3cret@127.0.0.1:99999999/db", // url.Parse takes these; pgx does not
+		"postgres://u:s3cret@127.0.0.1/db?sslmode=bogus",
+		"postgres://u:s3cret@127.0.0.1/db?default_query_exec_mode=fast",
 	} {
 		_, err := sqlstore.Open(t.Context(), raw, sqlstore.Config{})
 		require.ErrorIs(t, err, sqlstore.ErrUnsupportedURL, raw)

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 	"github.com/jmoiron/sqlx"
@@ -225,6 +226,12 @@ func Open(ctx context.Context, rawURL string, cfg Config) (*Store, error) {
 			// and all.
 			return nil, fmt.Errorf("%w: %s: %v", ErrUnsupportedURL, redact.URL(rawURL), errors.Unwrap(err))
 		}
+		// What url.Parse takes and pgx does not (a port past 65535,
+		// sslmode=bogus) is refused here, not at the first query as a
+		// failed migration.
+		if _, err := pgx.ParseConfig(pgxURL(rawURL)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %s", ErrUnsupportedURL, redact.URL(rawURL), parseReason(err))
+		}
 		db, err := openPostgres(rawURL, 64)
 		if err != nil {
 			return nil, err
@@ -287,6 +294,17 @@ func (s *Store) startCommitters() {
 		defer s.loops.Done()
 		s.authLoop(ctx)
 	}()
+}
+
+// parseReason is what pgx's parse error says is wrong, without the URL
+// it quotes first ("cannot parse `URL`: reason"), which only hides the
+// password as best it can.
+func parseReason(err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		return msg[i+len("`: "):]
+	}
+	return "pgx cannot parse it"
 }
 
 // openPostgres opens a pool of at most conns connections to rawURL.
