@@ -160,7 +160,10 @@ func TestConnectionBudgetSlotsReleasedOnClose(t *testing.T) {
 	require.NoError(t, err)
 	wg.Wait()
 	require.Positive(t, b.held())
-	require.LessOrEqual(t, len(b.taken()), 4)
+	// At most 4 connections; a slot may be taken more often, when a
+	// connection put back comes as a waiting fetch gets its slot (acquire
+	// gives that slot straight back).
+	require.LessOrEqual(t, src.Stats().Dials, int64(4))
 	require.NoError(t, src.Close())
 	require.Zero(t, b.held(), "every slot is given back on Close")
 	require.Zero(t, b.twice.Load(), "a slot given back twice")
