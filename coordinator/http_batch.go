@@ -218,14 +218,11 @@ const maxFinishesBody = 64 << 10
 // handleFinishes answers POST /v1/finishes: several held ranges finished
 // in one call, each fenced by its own token.
 func (s *Server) handleFinishes(w http.ResponseWriter, r *http.Request, n string) error {
-	var body api.FinishesRequest
-	if err := decodeJSON(r, maxFinishesBody, &body); err != nil {
+	rs, err := readRanges(r)
+	if err != nil {
 		return err
 	}
-	if err := checkRanges(body.Ranges); err != nil {
-		return err
-	}
-	res, err := s.svc.FinishMany(r.Context(), n, body.Ranges)
+	res, err := s.svc.FinishMany(r.Context(), n, rs)
 	return s.reply(w, api.FinishesReply{Results: res}, err)
 }
 
@@ -233,15 +230,23 @@ func (s *Server) handleFinishes(w http.ResponseWriter, r *http.Request, n string
 // ranges renewed in one call, each fenced by its own token. Its body is
 // POST /v1/finishes's.
 func (s *Server) handleHeartbeats(w http.ResponseWriter, r *http.Request, n string) error {
+	rs, err := readRanges(r)
+	if err != nil {
+		return err
+	}
+	res, err := s.svc.HeartbeatMany(r.Context(), n, rs)
+	return s.reply(w, api.HeartbeatsReply{Results: res}, err)
+}
+
+// readRanges reads the body of a call that names held ranges (POST
+// /v1/finishes, /v1/heartbeats), at most maxFinishesBody bytes, and checks
+// its entries (checkRanges).
+func readRanges(r *http.Request) ([]api.RangeToken, error) {
 	var body api.FinishesRequest
 	if err := decodeJSON(r, maxFinishesBody, &body); err != nil {
-		return err
+		return nil, err
 	}
-	if err := checkRanges(body.Ranges); err != nil {
-		return err
-	}
-	res, err := s.svc.HeartbeatMany(r.Context(), n, body.Ranges)
-	return s.reply(w, api.HeartbeatsReply{Results: res}, err)
+	return body.Ranges, checkRanges(body.Ranges)
 }
 
 // checkRanges checks the entries of a call of many ranges: 1 to

@@ -734,9 +734,14 @@ func (c *coord) getSnapshot(w http.ResponseWriter, req *http.Request) {
 
 // countCalls counts the calls in log whose "METHOD path" has the prefix.
 func countCalls(log []string, prefix string) int {
+	return countIf(log, func(c string) bool { return strings.HasPrefix(c, prefix) })
+}
+
+// countIf counts the calls of log that match.
+func countIf(log []string, match func(string) bool) int {
 	n := 0
 	for _, c := range log {
-		if strings.HasPrefix(c, prefix) {
+		if match(c) {
 			n++
 		}
 	}

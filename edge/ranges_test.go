@@ -214,13 +214,7 @@ func TestHeartbeatManyRefusesBadAnswers(t *testing.T) {
 
 // containing counts the calls of log that hold s.
 func containing(log []string, s string) int {
-	n := 0
-	for _, c := range log {
-		if strings.Contains(c, s) {
-			n++
-		}
-	}
-	return n
+	return countIf(log, func(c string) bool { return strings.Contains(c, s) })
 }
 
 // countOf counts d in ds.
