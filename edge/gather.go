@@ -105,12 +105,12 @@ func (g *gather[Q, A]) take() []*waiting[Q, A] {
 			rest = append(rest, g.queue[i:]...)
 			break
 		}
-		if k := g.key(p.q); in[k] {
+		k := g.key(p.q)
+		if in[k] {
 			rest = append(rest, p)
 			continue
-		} else {
-			in[k] = true
 		}
+		in[k] = true
 		call = append(call, p)
 		size += p.size
 	}
