@@ -44,11 +44,13 @@ func DecodeBatches(r io.Reader, size, limit int64, max int) ([]RangeBatch, error
 // decodeBatchesFast is the fast path of DecodeBatches (see decodeFast): it
 // only ever accepts, and gives what the slow path gives.
 func decodeBatchesFast(body []byte, max int) ([]RangeBatch, bool) {
-	sp := bodySplit()
-	if !validUTF8(body, sp) {
+	if !validUTF8(body, bodySplit()) {
 		return nil, false
 	}
-	s := fast{p: body, split: sp}
+	// The entries' items are read on one goroutine: splitItems cuts the
+	// rest of the body, not the array, so in a body of many entries its
+	// cuts fall in later entries and every entry's try would miss.
+	s := fast{p: body}
 	if !s.next('{') {
 		return nil, false
 	}
