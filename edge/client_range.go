@@ -265,8 +265,7 @@ func (c *Client) postEach(ctx context.Context, bs []api.RangeBatch, then bool) (
 		}
 		rep, err := post(ctx, rb.Range, rb.Token, rb.Batch)
 		out[i].Range = rb.Range
-		if herr, ok := errors.AsType[*HTTPError](err); ok && herr.Status < http.StatusInternalServerError {
-			out[i].Error, out[i].Code = herr.Message, herr.Code
+		if refusedEntry(err, &out[i].Error, &out[i].Code) {
 			continue
 		}
 		if err != nil {
@@ -311,6 +310,19 @@ func (c *Client) HeartbeatMany(ctx context.Context, rs []api.RangeToken) ([]api.
 	return ans.Results, nil
 }
 
+// refusedEntry reports whether err, the answer of a single-range call
+// standing for an entry of a call of many, is the coordinator's refusal
+// of that range (a 4xx), which the entry's reply then carries as msg and
+// code; any other error fails the whole call.
+func refusedEntry(err error, msg, code *string) bool {
+	herr, ok := errors.AsType[*HTTPError](err)
+	if !ok || herr.Status >= http.StatusInternalServerError {
+		return false
+	}
+	*msg, *code = herr.Message, herr.Code
+	return true
+}
+
 // heartbeatEach is HeartbeatMany of a coordinator that predates it: one
 // call a range, as postEach posts.
 func (c *Client) heartbeatEach(ctx context.Context, rs []api.RangeToken) ([]api.HeartbeatReply, error) {
@@ -318,8 +330,7 @@ func (c *Client) heartbeatEach(ctx context.Context, rs []api.RangeToken) ([]api.
 	for i, r := range rs {
 		exp, err := c.Heartbeat(ctx, r.Range, r.Token)
 		out[i].Range = r.Range
-		if herr, ok := errors.AsType[*HTTPError](err); ok && herr.Status < http.StatusInternalServerError {
-			out[i].Error, out[i].Code = herr.Message, herr.Code
+		if refusedEntry(err, &out[i].Error, &out[i].Code) {
 			continue
 		}
 		if err != nil {

@@ -351,29 +351,38 @@ func (c *coord) postBatches(w http.ResponseWriter, r *http.Request) {
 	ans := api.BatchesReply{Results: []api.RangeBatchReply{}}
 	for _, rb := range bs {
 		body, _ := edgeframe.MarshalBatch(rb.Batch)
-		id := strconv.FormatInt(rb.Range, 10)
-		sub := httptest.NewRequest(http.MethodPost, "/v1/ranges/"+id+"/batch?"+r.URL.RawQuery, bytes.NewReader(body))
-		sub.SetPathValue("id", id)
-		sub.SetPathValue("verb", "batch")
-		sub.Header.Set("Lease-Token", strconv.FormatInt(rb.Token, 10))
-		rec := httptest.NewRecorder()
-		c.rangeCall(rec, sub)
 		one := api.RangeBatchReply{Range: rb.Range}
-		if rec.Code == http.StatusOK {
+		if rec := c.entryCall("/v1/batches", rb.Range, rb.Token, "batch", r.URL.RawQuery, body, &one.Error, &one.Code); rec != nil {
 			one.BatchReply = &api.BatchReply{}
 			json.Unmarshal(rec.Body.Bytes(), one.BatchReply)
-		} else {
-			var e api.ErrorBody
-			json.Unmarshal(rec.Body.Bytes(), &e)
-			one.Error, one.Code = e.Error, e.Code
 		}
 		ans.Results = append(ans.Results, one)
-		// Each entry goes in the log as the call it stands for, marked.
-		c.logMu.Lock()
-		c.calls = append(c.calls, fmt.Sprintf("POST /v1/ranges/%s/batch %d (in /v1/batches)", id, rec.Code))
-		c.logMu.Unlock()
 	}
 	writeJSON(w, ans)
+}
+
+// entryCall answers an entry of the call of many to path as POST
+// /v1/ranges/{id}/{verb}?query answers it (rangeCall), and logs it as that
+// call, marked. It returns the answer when it is a 200, and otherwise
+// sets the entry's error and code from the error body.
+func (c *coord) entryCall(path string, id, token int64, verb, query string, body []byte, msg, code *string) *httptest.ResponseRecorder {
+	sid := strconv.FormatInt(id, 10)
+	sub := httptest.NewRequest(http.MethodPost, "/v1/ranges/"+sid+"/"+verb+"?"+query, bytes.NewReader(body))
+	sub.SetPathValue("id", sid)
+	sub.SetPathValue("verb", verb)
+	sub.Header.Set("Lease-Token", strconv.FormatInt(token, 10))
+	rec := httptest.NewRecorder()
+	c.rangeCall(rec, sub)
+	c.logMu.Lock()
+	c.calls = append(c.calls, fmt.Sprintf("POST /v1/ranges/%s/%s %d (in %s)", sid, verb, rec.Code, path))
+	c.logMu.Unlock()
+	if rec.Code == http.StatusOK {
+		return rec
+	}
+	var e api.ErrorBody
+	json.Unmarshal(rec.Body.Bytes(), &e)
+	*msg, *code = e.Error, e.Code
+	return nil
 }
 
 // heartbeats answers POST /v1/heartbeats as one heartbeat call a range
@@ -386,27 +395,13 @@ func (c *coord) heartbeats(w http.ResponseWriter, r *http.Request) {
 	}
 	ans := api.HeartbeatsReply{Results: []api.HeartbeatReply{}}
 	for _, rt := range body.Ranges {
-		id := strconv.FormatInt(rt.Range, 10)
-		sub := httptest.NewRequest(http.MethodPost, "/v1/ranges/"+id+"/heartbeat", nil)
-		sub.SetPathValue("id", id)
-		sub.SetPathValue("verb", "heartbeat")
-		sub.Header.Set("Lease-Token", strconv.FormatInt(rt.Token, 10))
-		rec := httptest.NewRecorder()
-		c.rangeCall(rec, sub)
 		one := api.HeartbeatReply{Range: rt.Range}
-		if rec.Code == http.StatusOK {
+		if rec := c.entryCall("/v1/heartbeats", rt.Range, rt.Token, "heartbeat", "", nil, &one.Error, &one.Code); rec != nil {
 			var exp api.Expiry
 			json.Unmarshal(rec.Body.Bytes(), &exp)
 			one.ExpiresAt = &exp.ExpiresAt
-		} else {
-			var e api.ErrorBody
-			json.Unmarshal(rec.Body.Bytes(), &e)
-			one.Error, one.Code = e.Error, e.Code
 		}
 		ans.Results = append(ans.Results, one)
-		c.logMu.Lock()
-		c.calls = append(c.calls, fmt.Sprintf("POST /v1/ranges/%s/heartbeat %d (in /v1/heartbeats)", id, rec.Code))
-		c.logMu.Unlock()
 	}
 	writeJSON(w, ans)
 }

@@ -20,16 +20,7 @@ func newFinals(c *Client, then bool) *gather[api.RangeBatch, api.BatchReply] {
 	return &gather[api.RangeBatch, api.BatchReply]{
 		send: func(ctx context.Context, bs []api.RangeBatch) ([]answer[api.BatchReply], error) {
 			reps, err := c.PostBatches(ctx, bs, then)
-			if err != nil {
-				return nil, err
-			}
-			ans := make([]answer[api.BatchReply], len(reps))
-			for i, r := range reps {
-				if ans[i].err = r.Err(); ans[i].err == nil {
-					ans[i].a = *r.BatchReply
-				}
-			}
-			return ans, nil
+			return answers(reps, err, api.RangeBatchReply.Err, func(r api.RangeBatchReply) api.BatchReply { return *r.BatchReply })
 		},
 		key:     func(rb api.RangeBatch) int64 { return rb.Range },
 		size:    func(rb api.RangeBatch) int { return batchBytes(rb.Batch) },
@@ -44,19 +35,26 @@ func newHeartbeats(c *Client) *gather[api.RangeToken, time.Time] {
 	return &gather[api.RangeToken, time.Time]{
 		send: func(ctx context.Context, rs []api.RangeToken) ([]answer[time.Time], error) {
 			reps, err := c.HeartbeatMany(ctx, rs)
-			if err != nil {
-				return nil, err
-			}
-			ans := make([]answer[time.Time], len(reps))
-			for i, r := range reps {
-				if ans[i].err = r.Err(); ans[i].err == nil {
-					ans[i].a = *r.ExpiresAt
-				}
-			}
-			return ans, nil
+			return answers(reps, err, api.HeartbeatReply.Err, func(r api.HeartbeatReply) time.Time { return *r.ExpiresAt })
 		},
 		key: func(r api.RangeToken) int64 { return r.Range },
 	}
+}
+
+// answers is the answer of each entry of a call of many whose replies
+// are reps (err failing them all): the entry's refusal (refused), or else
+// its value.
+func answers[R, A any](reps []R, err error, refused func(R) error, value func(R) A) ([]answer[A], error) {
+	if err != nil {
+		return nil, err
+	}
+	ans := make([]answer[A], len(reps))
+	for i, r := range reps {
+		if ans[i].err = refused(r); ans[i].err == nil {
+			ans[i].a = value(r)
+		}
+	}
+	return ans, nil
 }
 
 // batchBytes estimates the bytes of b's items on the wire.
