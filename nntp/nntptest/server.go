@@ -193,6 +193,7 @@ type Stats struct {
 	Open     int            // connections being served now
 	MaxOpen  int            // the most served at once
 	Commands map[string]int // commands received, by upper-case verb ("MODE READER" for MODE)
+	Log      []string       // the command lines received, in order
 	Deflated int            // commands read through the inflater, after COMPRESS DEFLATE
 }
 
@@ -323,6 +324,7 @@ func (s *Server) Stats() Stats {
 	for k, v := range s.stats.Commands {
 		st.Commands[k] = v
 	}
+	st.Log = append([]string(nil), s.stats.Log...)
 	return st
 }
 
@@ -496,6 +498,7 @@ func (ss *session) command(line string) bool {
 	s := ss.s
 	s.mu.Lock()
 	s.stats.Commands[verb]++
+	s.stats.Log = append(s.stats.Log, line)
 	if ss.z != nil {
 		s.stats.Deflated++
 	}
