@@ -56,13 +56,26 @@ func (h *harness) world() world {
 	for i := range w.Lanes {
 		w.Lanes[i].ExpiresAt = nil
 	}
-	page, err := h.store.Results(ctx, batch.Query{Limit: 10000})
-	require.NoError(h.t, err)
-	w.Feed = page.Results
+	stored := 0
 	for _, n := range []string{"edge-1", "edge-2"} {
 		recs, err := h.store.Batches(ctx, n, 0, 1000)
 		require.NoError(h.t, err)
 		w.Batches = append(w.Batches, recs...)
+		for _, r := range recs {
+			stored += int(r.Items)
+		}
+	}
+	// PostgreSQL's feed shows an item once no transaction that could
+	// precede it runs, in any database of the server (a parallel test's
+	// COPY holds it back): wait for the batches' items.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		page, err := h.store.Results(ctx, batch.Query{Limit: 10000})
+		require.NoError(h.t, err)
+		w.Feed = page.Results
+		if len(w.Feed) >= stored || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	w.Snapshot = map[string]string{}
 	for _, name := range h.files() {
