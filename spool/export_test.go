@@ -1,10 +1,38 @@
 package spool
 
-import "time"
+import (
+	"os"
+	"time"
+
+	"github.com/edgeindex/edgeindex/internal/chunkfile"
+)
 
 // Crash stops d as a crash of its process would: no sync, and its marker
-// stays, unlocked.
-func Crash(d *Disk) { d.crash() }
+// stays, unlocked. It returns once another open of the marker can take
+// its lock: a child process forked meanwhile (the package's tests start
+// MinIO) holds a copy of every descriptor, and with it the flock(2), until
+// it execs.
+func Crash(d *Disk) {
+	name := ""
+	if d.marker != nil {
+		name = d.marker.Name()
+	}
+	d.crash()
+	if name == "" {
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		f, err := os.Open(name)
+		if err != nil {
+			return
+		}
+		ok, err := chunkfile.TryLock(f)
+		_ = f.Close() // the lock goes with it
+		if err != nil || ok {
+			return
+		}
+	}
+}
 
 // SetRecountEvery sets how often a Disk's WaitRoom recounts while it
 // waits, and returns a func that puts it back.
