@@ -169,6 +169,20 @@ func TestBatches(t *testing.T) {
 	}
 }
 
+// threeHeld is a harness whose edge-1 holds three ranges, and the body of
+// a call of many ranges that names them: the first and third with their
+// tokens, the second with a stale one, then a range that does not exist.
+func threeHeld(t *testing.T, url string) (*harness, []lease.Lease, string) {
+	t.Helper()
+	h := newHarness(t, url, nil)
+	h.group("g", false, 1, 300, lease.LaneHistory)
+	ls := h.leases(h.token, 3)
+	require.Len(t, ls, 3)
+	body := fmt.Sprintf(`{"ranges":[{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":99999,"token":1}]}`,
+		ls[0].Range.ID, ls[0].Token, ls[1].Range.ID, ls[1].Token+1, ls[2].Range.ID, ls[2].Token)
+	return h, ls, body
+}
+
 // POST /v1/finishes finishes each named range under its own fence: a range
 // whose batches reach its end is done, one short of its end is a conflict,
 // a stale token is a lost lease, an unknown range is not found, and the
@@ -178,17 +192,12 @@ func TestFinishes(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, b.URL(t), nil)
-			h.group("g", false, 1, 300, lease.LaneHistory)
-			ls := h.leases(h.token, 3)
-			require.Len(t, ls, 3)
+			h, ls, body := threeHeld(t, b.URL(t))
 			for _, l := range ls[:2] {
 				r := h.do("POST", fmt.Sprintf("/v1/ranges/%d/batch", l.Range.ID), h.token, l.Token,
 					strings.NewReader(fmt.Sprintf(`{"from":%d,"to":%d,"headers":0,"items":[]}`, l.Range.Start, l.Range.End)))
 				require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 			}
-			body := fmt.Sprintf(`{"ranges":[{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":99999,"token":1}]}`,
-				ls[0].Range.ID, ls[0].Token, ls[1].Range.ID, ls[1].Token+1, ls[2].Range.ID, ls[2].Token)
 			r := h.do("POST", "/v1/finishes", h.token, 0, strings.NewReader(body))
 			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 			var ans api.FinishesReply
@@ -222,13 +231,8 @@ func TestHeartbeats(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, b.URL(t), nil)
-			h.group("g", false, 1, 300, lease.LaneHistory)
-			ls := h.leases(h.token, 3)
-			require.Len(t, ls, 3)
+			h, ls, body := threeHeld(t, b.URL(t))
 			time.Sleep(5 * time.Millisecond) // so a renewal moves the expiry
-			body := fmt.Sprintf(`{"ranges":[{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":%d,"token":%d},{"range":99999,"token":1}]}`,
-				ls[0].Range.ID, ls[0].Token, ls[1].Range.ID, ls[1].Token+1, ls[2].Range.ID, ls[2].Token)
 			r := h.do("POST", "/v1/heartbeats", h.token, 0, strings.NewReader(body))
 			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 			var ans api.HeartbeatsReply
