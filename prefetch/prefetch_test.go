@@ -155,12 +155,15 @@ func TestPrefetchRenewsClaimDuringFetch(t *testing.T) {
 	e := prefetchtest.NewEnv(t)
 	cfg := e.Config("c1")
 	cfg.Targets = onlyLeased{e.Store}
-	cfg.ClaimTTL = 60 * time.Millisecond
+	// A TTL far above a loaded machine's scheduling delays: at 60 ms, a
+	// renewal (every 20 ms) late by a TTL under -race in CI let c2 take
+	// the claim, and the pass fetched 4 chunks of 5.
+	cfg.ClaimTTL = 300 * time.Millisecond
 	first := lease.Span{From: 1, To: 10}
 	var taken atomic.Bool
 	cfg.Source = sources.Funcs{FetchFunc: func(ctx context.Context, g string, s lease.Span) ([]byte, error) {
 		if s == first {
-			for range 6 { // 5 TTLs: the claim would have run out five times
+			for range 4 { // 4 TTLs: the claim would have run out four times
 				time.Sleep(cfg.ClaimTTL)
 				ok, err := e.Store.ClaimChunk(ctx, e.Leased.Range.ID, first, "c2", time.Minute)
 				if err != nil || ok {
