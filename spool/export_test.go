@@ -27,7 +27,12 @@ func Crash(d *Disk) {
 			return
 		}
 		ok, err := chunkfile.TryLock(f)
-		_ = f.Close() // the lock goes with it
+		if ok {
+			// Given back before the close: a child forked while f is
+			// open would hold it on.
+			err = chunkfile.Unlock(f)
+		}
+		_ = f.Close()
 		if err != nil || ok {
 			return
 		}

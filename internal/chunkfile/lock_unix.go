@@ -35,3 +35,13 @@ func Lock(f *os.File) error {
 		return nil
 	}
 }
+
+// Unlock gives back f's lock (flock(2)): at once, for every descriptor of
+// f's open file, where a close leaves it held by any copy a forked child
+// has not yet closed on exec.
+func Unlock(f *os.File) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+	}
+	return nil
+}
