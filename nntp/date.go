@@ -284,7 +284,7 @@ var dateLayouts = []string{
 // obsolete forms: two-digit years, named zones, no seconds, no weekday),
 // with a trailing comment such as "(UTC)", asctime, and RFC 3339. A zone
 // name Go does not know counts as UTC. A date outside the years 1970 to
-// 9999 does not parse.
+// 9999, in UTC, does not parse.
 func ParseDate(s string) (time.Time, bool) {
 	s = strings.TrimSpace(s)
 	if len(s) > maxDateField || s == "" {
@@ -305,8 +305,10 @@ func ParseDate(s string) (time.Time, bool) {
 	if err != nil {
 		return time.Time{}, false
 	}
-	if y := t.Year(); y < 1970 || y > 9999 {
+	// The years of the time in UTC, not in the Date's zone: 31 Dec 9999
+	// 23:59 at -0100 is in the year 10000.
+	if t = t.UTC(); t.Year() < 1970 || t.Year() > 9999 {
 		return time.Time{}, false
 	}
-	return t.UTC(), true
+	return t, true
 }

@@ -272,7 +272,8 @@ func TestBackfillParseDate(t *testing.T) {
 	require.True(t, ok)
 	require.True(t, want.Truncate(time.Minute).Equal(noSeconds))
 	for _, s := range []string{"", "yesterday", "Fri, 32 Jan 2026 03:04:05 +0000", "Fri, 02 Jan 1969 03:04:05 +0000",
-		"Fri, 02 Jan 2026 03:04:05 +0000" + string(make([]byte, 300)), "0", "\x00\xff"} {
+		"Fri, 02 Jan 2026 03:04:05 +0000" + string(make([]byte, 300)), "0", "\x00\xff",
+		"31 Dec 9999 23:59 -0100", "Thu, 01 Jan 1970 00:30:00 +0100"} { // years 10000 and 1969 in UTC
 		_, ok := nntp.ParseDate(s)
 		require.False(t, ok, "%q", s)
 	}
