@@ -211,8 +211,8 @@ func (br *budgetReader) Read(p []byte) (int, error) {
 }
 
 // maxFinishesBody bounds the body of POST /v1/finishes and POST
-// /v1/heartbeats: api.MaxBatches
-// entries of two int64s fit in it with room to spare.
+// /v1/heartbeats: api.MaxBatches entries of two int64s fit in it with
+// room to spare.
 const maxFinishesBody = 64 << 10
 
 // handleFinishes answers POST /v1/finishes: several held ranges finished

@@ -93,10 +93,10 @@ type itemsPart struct {
 // splitItems reads the items array at s.i on several goroutines when it
 // is large, as the comment above says. It cuts the rest of the body, so
 // it is for an array that runs nearly to the body's end (a batch's); in a
-// body of many batches its cuts would fall in later ones and miss. ok is false when it did not (a
-// small array, no cut found, a guess that missed, or items the fast path
-// gives up on); s is then unchanged, and the caller reads the array
-// itself.
+// body of many batches its cuts would fall in later ones and miss. ok is
+// false when it did not (a small array, no cut found, a guess that
+// missed, or items the fast path gives up on); s is then unchanged, and
+// the caller reads the array itself.
 func (s *fast) splitItems() (items []Item, ok bool) {
 	i := jsonscan.Space(s.p, s.i)
 	if i >= len(s.p) || s.p[i] != '[' {

@@ -164,10 +164,7 @@ func (r *rawCycle) cycle(ctx context.Context, name string, items []batch.Item) e
 		for i, it := range items {
 			rows[i] = []any{id, it.Key, string(it.Value)}
 		}
-		if err := conn.Raw(func(dc any) error {
-			_, err := dc.(*stdlib.Conn).Conn().CopyFrom(ctx, pgx.Identifier{"raw_results"}, []string{"job_id", "key", "value"}, pgx.CopyFromRows(rows))
-			return err
-		}); err != nil {
+		if err := rawCopy(ctx, conn, "raw_results", []string{"job_id", "key", "value"}, rows); err != nil {
 			return err
 		}
 	} else {
@@ -195,12 +192,14 @@ func (r *rawCycle) cycle(ctx context.Context, name string, items []batch.Item) e
 	return tx.Commit()
 }
 
-// rawCopy COPYs rows into items with pgx's binary COPY on conn, in the
-// transaction conn runs.
-func rawCopy(ctx context.Context, conn *sql.Conn, rows [][]any) error {
+// itemColumns are the columns of the items table that rawCopy fills.
+var itemColumns = []string{"xid", "group_id", "range_id", "from_n", "to_n", "key", "value"}
+
+// rawCopy COPYs rows into table's cols with pgx's binary COPY on conn, in
+// the transaction conn runs.
+func rawCopy(ctx context.Context, conn *sql.Conn, table string, cols []string, rows [][]any) error {
 	return conn.Raw(func(dc any) error {
-		_, err := dc.(*stdlib.Conn).Conn().CopyFrom(ctx, pgx.Identifier{"items"},
-			[]string{"xid", "group_id", "range_id", "from_n", "to_n", "key", "value"}, pgx.CopyFromRows(rows))
+		_, err := dc.(*stdlib.Conn).Conn().CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
 		return err
 	})
 }
@@ -284,7 +283,7 @@ func benchRawCopy(b *testing.B, url string, items []batch.Item) {
 		for i, it := range items {
 			rows[i] = []any{1, 1, 1, 1, n, it.Key, string(it.Value)}
 		}
-		require.NoError(b, rawCopy(ctx, conn, rows))
+		require.NoError(b, rawCopy(ctx, conn, "items", itemColumns, rows))
 		require.NoError(b, tx.Commit())
 		require.NoError(b, conn.Close())
 	}
