@@ -9,11 +9,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/edge"
 	"github.com/edgeindex/edgeindex/edgeframe"
+	"github.com/edgeindex/edgeindex/lease"
+	"github.com/edgeindex/edgeindex/sources"
 )
 
 // benchClient returns a client of srv with the default retry settings.
@@ -139,6 +143,68 @@ func BenchmarkStream(b *testing.B) {
 			}
 			drain(b, st.Next)
 			st.Close()
+		}
+	})
+}
+
+// BenchmarkWorkerFarCoordinator works a range of ten chunks with a
+// handler that takes 2 ms a chunk, against a coordinator whose batch
+// answers take 2 ms (a coordinator some way off, or one waiting for its
+// commit). The baseline is the handler alone on the same chunks, in a
+// loop: the pace the worker cannot beat. A worker that waited for each
+// batch's answer before handling the next chunk would take the handler's
+// time and the coordinator's, about twice the baseline; one batch in
+// flight hides the coordinator's part while the handler is the slower.
+func BenchmarkWorkerFarCoordinator(b *testing.B) {
+	const (
+		chunks = 10
+		size   = 100
+		work   = 2 * time.Millisecond
+	)
+	handler := func() *counter {
+		return &counter{hook: func(context.Context, edge.Chunk) error { time.Sleep(work); return nil }}
+	}
+	b.Run("baseline=handler", func(b *testing.B) {
+		src, err := sources.NewSynthetic(sources.SyntheticConfig{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var cs []edge.Chunk
+		for _, s := range lease.Spans(1, chunks*size, size) {
+			data, err := src.Fetch(context.Background(), "alt.a", s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs = append(cs, edge.Chunk{Range: lease.Range{ID: 1, Group: "alt.a", Start: 1, End: chunks * size}, From: s.From, To: s.To, Data: data})
+		}
+		h := handler()
+		for b.Loop() {
+			for _, c := range cs {
+				if _, err := h.HandleChunk(context.Background(), c); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("worker", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			c := newCoord(size)
+			id := c.addRange("alt.a", 1, chunks*size)
+			c.before = func(r *http.Request) (int, string) {
+				if strings.HasSuffix(r.URL.Path, "/batch") {
+					time.Sleep(work)
+				}
+				return 0, ""
+			}
+			r := startWorker(b, c, handler(), edge.WorkerConfig{})
+			b.StartTimer()
+			if err := r.untilIdle(b); err != nil {
+				b.Fatal(err)
+			}
+			if got := c.rng(id); got.State != lease.StateDone {
+				b.Fatalf("range %+v", got)
+			}
 		}
 	})
 }

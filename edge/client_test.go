@@ -50,7 +50,7 @@ func (s *sleeps) got() []time.Duration {
 // startCoord starts c and returns a client of it; cfg's BaseURL, Token and
 // HTTP are filled in, and Clock when it is nil (recording into the returned
 // sleeps).
-func startCoord(t *testing.T, c *coord, cfg edge.Config) (*edge.Client, *sleeps) {
+func startCoord(t testing.TB, c *coord, cfg edge.Config) (*edge.Client, *sleeps) {
 	t.Helper()
 	srv := c.start()
 	t.Cleanup(srv.Close)

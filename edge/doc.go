@@ -50,7 +50,11 @@
 //   - a chunk goes to Handler.HandleChunk as a Chunk whose From is the
 //     later of the chunk's start and the range's next, so lines an earlier
 //     holder stored are skipped; its Output is posted as the batch
-//     [From, To]. A chunk wholly below next is skipped;
+//     [From, To]. A chunk wholly below next is skipped. A range has one
+//     batch in flight: the handler works the next chunk while the batch
+//     before it is stored, and that batch's answer is taken in before the
+//     next is posted (a lane's range whose handler keeps a window, and
+//     every final batch, wait for their answer);
 //   - once the batches reach the range's end the range is finished, without
 //     waiting for the end frame;
 //   - a stream cut before its end frame (or silent for

@@ -13,7 +13,7 @@ import (
 )
 
 // startWorkerWith is startWorker with the client configured by ccfg.
-func startWorkerWith(t *testing.T, c *coord, ccfg edge.Config, h edge.Handler, cfg edge.WorkerConfig) *run {
+func startWorkerWith(t testing.TB, c *coord, ccfg edge.Config, h edge.Handler, cfg edge.WorkerConfig) *run {
 	t.Helper()
 	cl, _ := startCoord(t, c, ccfg)
 	ctx, cancel := context.WithCancel(context.Background())

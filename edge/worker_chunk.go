@@ -57,40 +57,112 @@ func (w *Worker) handle(ctx context.Context, c Chunk, chunkFrom int64) (Output, 
 // and before the range is finished, so that a snapshot is never ahead of the
 // range's stored next, and a final batch would leave no moment between the
 // two (see finish).
+//
+// Any other batch (not final, no window) is posted in the background
+// (inflight), so that the handler works the next chunk while the
+// coordinator stores this one: the worker then waits for a commit only
+// when the handler is quicker than it. One batch is in flight at a time,
+// and it is answered (settle) before the next is posted, so the batches of
+// a range are still stored in order. Like a final batch, it is completed
+// when Run's context is cancelled meanwhile: a stopping worker gives its
+// range back with the batch it had made stored.
 func (h *heldRange) chunk(ctx context.Context, f edgeframe.Frame) error {
-	r := h.l.Range
-	r.Next = h.next
 	from := max(f.From, h.next)
 	if h.win != nil {
 		h.win.dirty = true
 	}
-	out, err := h.w.handle(ctx, Chunk{Range: r, From: from, To: f.To, Ordered: h.ordered, Data: f.Data}, f.From)
+	out, err := h.handleFrom(ctx, f, from)
 	if err != nil {
 		return err
 	}
+	if err := h.settle(); err != nil {
+		return err
+	}
+	if h.next > from { // the batch in flight was a duplicate, answered with a later next
+		if f.To < h.next {
+			return nil
+		}
+		from = h.next
+		if out, err = h.handleFrom(ctx, f, from); err != nil {
+			return err
+		}
+	}
+	r := h.l.Range
 	b := batch.Batch{From: from, To: f.To, Headers: out.Headers, Items: out.Items, Missing: out.Missing}
 	b.Final = f.To == r.End && h.win == nil
+	if !b.Final && h.win == nil {
+		fl := &inflight{b: b, done: make(chan struct{})}
+		pctx, done := h.w.detachPost(ctx) // a batch made is stored, as a final is, when Run stops meanwhile
+		go func() {
+			defer close(fl.done)
+			defer done()
+			fl.res, fl.err = h.w.c.PostBatch(pctx, r.ID, h.l.Token, b)
+		}()
+		h.inflight, h.next = fl, f.To+1
+		return nil
+	}
 	res, err := h.post(ctx, b)
 	if err != nil {
 		return err
 	}
 	h.fin.done, h.fin.then = b.Final && res.Done, res.Lease
-	h.next = f.To + 1
+	h.stored(b, res)
+	return nil
+}
+
+// handleFrom hands the handler chunk f from article from on.
+func (h *heldRange) handleFrom(ctx context.Context, f edgeframe.Frame, from int64) (Output, error) {
+	r := h.l.Range
+	r.Next = h.next
+	return h.w.handle(ctx, Chunk{Range: r, From: from, To: f.To, Ordered: h.ordered, Data: f.Data}, f.From)
+}
+
+// inflight is a batch posted in the background, and its answer once done
+// is closed.
+type inflight struct {
+	b    batch.Batch
+	done chan struct{}
+	res  api.BatchReply
+	err  error
+}
+
+// settle waits for the batch in flight, if any, and takes in its answer:
+// next moves as the answer says, or back to the batch's from when the
+// post failed, whose error it returns.
+func (h *heldRange) settle() error {
+	fl := h.inflight
+	if fl == nil {
+		return nil
+	}
+	h.inflight = nil
+	<-fl.done
+	if fl.err != nil {
+		h.next = fl.b.From
+		return fl.err
+	}
+	h.stored(fl.b, fl.res)
+	return nil
+}
+
+// stored takes in res, the answer to batch b of the range: next moves past
+// b, or to the answer's next when b was a duplicate of a later one.
+func (h *heldRange) stored(b batch.Batch, res api.BatchReply) {
+	r := h.l.Range
+	h.next = b.To + 1
 	if h.win != nil {
 		// Stored now, or before: the window has seen up to To either way.
-		h.win.next, h.win.dirty = f.To+1, false
+		h.win.next, h.win.dirty = b.To+1, false
 	}
 	if res.Duplicate {
 		h.w.n.duplicates.Add(1)
 		if res.Next > h.next {
 			h.next = min(res.Next, r.End+1)
 		}
-		return nil
+		return
 	}
 	h.w.n.batches.Add(1)
-	h.w.n.items.Add(int64(len(out.Items)))
-	h.w.n.headers.Add(out.Headers)
-	return nil
+	h.w.n.items.Add(int64(len(b.Items)))
+	h.w.n.headers.Add(b.Headers)
 }
 
 // post posts batch b of the range. A final batch is the range's finish:
@@ -102,7 +174,7 @@ func (h *heldRange) post(ctx context.Context, b batch.Batch) (api.BatchReply, er
 	if !b.Final {
 		return h.w.c.PostBatch(ctx, h.l.Range.ID, h.l.Token, b)
 	}
-	pctx, done := h.w.detachFinal(ctx)
+	pctx, done := h.w.detachPost(ctx)
 	defer done()
 	if h.ordered {
 		return h.w.c.PostBatch(pctx, h.l.Range.ID, h.l.Token, b)
@@ -110,9 +182,10 @@ func (h *heldRange) post(ctx context.Context, b batch.Batch) (api.BatchReply, er
 	return h.w.finals.do(pctx, api.RangeBatch{Range: h.l.Range.ID, Token: h.l.Token, Batch: b})
 }
 
-// detachFinal returns a context for posting a final batch: not cancelled
-// with ctx, but StopTimeout after it, as the finish after a shutdown is.
-func (w *Worker) detachFinal(ctx context.Context) (context.Context, context.CancelFunc) {
+// detachPost returns a context for posting a batch already made (a final
+// batch, or one in flight) to its end: not cancelled with ctx, but
+// StopTimeout after it, as the finish after a shutdown is.
+func (w *Worker) detachPost(ctx context.Context) (context.Context, context.CancelFunc) {
 	dctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
 		t := time.NewTimer(w.cfg.StopTimeout)

@@ -21,9 +21,11 @@ type heldRange struct {
 	log     *slog.Logger
 	start   time.Time // when the range was leased, for the logs
 	// next is the first article of the range with no batch known to be
-	// stored.
-	next int64
-	fin  final
+	// stored, or, while a batch is in flight, sent to be stored: settle
+	// corrects it from the batch's answer.
+	next     int64
+	fin      final
+	inflight *inflight // the batch posted and not yet answered, or nil
 }
 
 // final is what a range's final batch answered.

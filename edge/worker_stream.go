@@ -107,6 +107,11 @@ func missed(win *laneWindow, upto int64, log *slog.Logger) {
 // (and the window has caught up) or the stream stops. It reports whether
 // any batch was stored or any chunk handed again to the window.
 func (h *heldRange) streamOnce(ctx context.Context) (progressed bool, err error) {
+	defer func() { // the batch in flight is answered before the stream is left or reopened
+		if serr := h.settle(); serr != nil && (err == nil || errors.Is(err, errCut)) {
+			err = serr
+		}
+	}()
 	r := h.l.Range
 	sctx, scancel := context.WithCancelCause(ctx)
 	defer scancel(nil)
