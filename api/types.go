@@ -55,6 +55,9 @@ const (
 	HeaderSnapshotNext = "X-Snapshot-Next"
 	// FramesType is the media type of a range's stream.
 	FramesType = edgeframe.ContentType
+	// BatchType is the media type of a batch body in the binary layout,
+	// which POST /v1/ranges/{id}/batch takes beside JSON.
+	BatchType = edgeframe.BatchType
 	// SnapshotType is the media type of a snapshot's body (gzip bytes).
 	SnapshotType = "application/octet-stream"
 )

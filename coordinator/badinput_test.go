@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/edgeindex/edgeindex/api"
 	"github.com/edgeindex/edgeindex/batch"
 	"github.com/edgeindex/edgeindex/coordinator"
+	"github.com/edgeindex/edgeindex/edgeframe"
 	"github.com/edgeindex/edgeindex/grouplease"
 	"github.com/edgeindex/edgeindex/internal/chunkfile"
 	"github.com/edgeindex/edgeindex/internal/syncbuf"
@@ -205,6 +207,18 @@ func TestBadInput(t *testing.T) {
 			return badCase{name: "batch: " + name, method: "POST", path: rA + "/batch", auth: node, leaseToken: tA,
 				body: []byte(body), status: status, code: code}
 		}
+		binCase := func(name string, body []byte, status int, code string) badCase {
+			return badCase{name: "binary batch: " + name, method: "POST", path: rA + "/batch", auth: node, leaseToken: tA,
+				header: map[string]string{"Content-Type": api.BatchType}, body: body, status: status, code: code}
+		}
+		binOf := func(b batch.Batch) []byte {
+			body, err := edgeframe.MarshalBatchBinary(b)
+			require.NoError(t, err)
+			return body
+		}
+		binOK := func() []byte {
+			return binOf(batch.Batch{From: 26, To: 50, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`1`)}}})
+		}
 		batchesCase := func(name, body string, status int, code string) badCase {
 			return badCase{name: "batches: " + name, method: "POST", path: "/v1/batches", auth: node, body: []byte(body), status: status, code: code}
 		}
@@ -285,6 +299,17 @@ func TestBadInput(t *testing.T) {
 			badCase{name: "snapshot: over MaxSnapshot", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: overSnap, status: 413, code: api.CodeTooLarge},
 			badCase{name: "snapshot: over MaxSnapshot, no length", method: "PUT", path: lane + "/snapshot?lane=tail&next=60", auth: node, leaseToken: tL, body: overSnap, chunked: true, status: 413, code: api.CodeTooLarge},
 			badCase{name: "corrupt: a big body", method: "POST", path: rA + "/corrupt", auth: node, leaseToken: tA, body: append([]byte(`{"from": 26}`), big(8000)...), status: 413, code: api.CodeTooLarge},
+
+			// The binary layout's faults: each refused as a JSON body's are.
+			binCase("garbage", []byte("hello"), 400, api.CodeInvalid),
+			binCase("a JSON body", okBatch, 400, api.CodeInvalid),
+			binCase("trailing bytes", append(binOK(), 1), 400, api.CodeInvalid),
+			binCase("an item count past the body", func() []byte { b := binOK(); b[25+4] = 0xff; return b }(), 400, api.CodeInvalid),
+			binCase("bad flags", func() []byte { b := binOK(); b[24] = 7; return b }(), 400, api.CodeInvalid),
+			binCase("a value that is not JSON", binOf(batch.Batch{From: 26, To: 50, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`{`)}}}), 400, api.CodeInvalid),
+			binCase("from after to", func() []byte { b := binOK(); binary.BigEndian.PutUint64(b, 51); return b }(), 400, api.CodeInvalid),
+			binCase("a gap", binOf(batch.Batch{From: 30, To: 50}), 409, api.CodeConflict),
+			binCase("over MaxBody", binOf(batch.Batch{From: 26, To: 50, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`"` + strings.Repeat("x", 64<<10) + `"`)}}}), 413, api.CodeTooLarge),
 
 			// Malformed JSON and wrong types.
 			batchCase("not JSON", `hello`, 400, api.CodeInvalid),

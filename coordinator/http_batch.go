@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"sync"
 
@@ -45,7 +46,8 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, n string) e
 const smallBatch = 64 << 10
 
 // readBatch decodes the batch body of r (its Content-Length, or -1 when
-// unknown). The fence is checked before the body is read, so a stale
+// unknown): in the binary layout when its Content-Type is api.BatchType,
+// else as JSON. The fence is checked before the body is read, so a stale
 // holder's body costs nothing, unless the body is small (smallBatch): the
 // store's own check as it writes is then the only one, and a small body
 // that fails to decode is answered with the lease check's error when the
@@ -72,7 +74,11 @@ func (s *Server) readBatch(ctx context.Context, rangeID int64, f lease.Fence, r 
 	if err != nil {
 		return api.Batch{}, nil, err
 	}
-	b, err = edgeframe.DecodeBatchSize(body, size, s.cfg.MaxBody)
+	decode := edgeframe.DecodeBatchSize
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == api.BatchType {
+		decode = edgeframe.DecodeBatchBinary
+	}
+	b, err = decode(body, size, s.cfg.MaxBody)
 	if err != nil {
 		s.batches.give(*reserved)
 		if small {

@@ -168,6 +168,9 @@ type Client struct {
 	// single is set once a coordinator answered a many-range call 404: it
 	// predates them, and the client uses the single-range calls.
 	single atomic.Bool
+	// jsonBatches is set once a coordinator refused a binary batch body
+	// that it then stored as JSON: it predates the binary layout.
+	jsonBatches atomic.Bool
 }
 
 // NewClient returns a Client, or an error that is edgeindex.ErrInvalid.

@@ -29,11 +29,13 @@ func (c *Client) Lease(ctx context.Context) (api.Lease, bool, error) {
 	return l, true, nil
 }
 
-// PostBatch posts a batch of results (POST /v1/ranges/{id}/batch). A batch
-// already stored is answered with Result.Duplicate set and no error. The
-// batch is checked with edgeframe.ValidateBatch first; a bad one gets an
-// error wrapping edgeindex.ErrInvalid and is not sent. Nil Items are sent as an
-// empty list.
+// PostBatch posts a batch of results (POST /v1/ranges/{id}/batch), in the
+// binary layout (api.BatchType) or, to a coordinator that predates it, as
+// JSON. A batch already stored is answered with Result.Duplicate set and
+// no error. A bad batch gets an error wrapping edgeindex.ErrInvalid and is
+// not stored: its head and keys are checked before anything is sent, its
+// values by the coordinator (and then by the JSON encoder here, which
+// names the value).
 func (c *Client) PostBatch(ctx context.Context, rangeID, token int64, b api.Batch) (api.BatchReply, error) {
 	return c.postBatch(ctx, rangeID, token, b, nil)
 }
@@ -69,13 +71,43 @@ func (c *Client) handedOver(l *api.Lease) *api.Lease {
 	return l
 }
 
+// postBatch sends b in the binary layout (api.BatchType), whose values
+// it need not check or encode, unless the coordinator has refused that
+// layout before. A coordinator that predates the layout reads the body as
+// JSON and refuses it (400 invalid), as it refuses a bad batch, so a 400
+// is answered by sending b again as JSON: MarshalBatch then refuses a bad
+// value here, and an old coordinator stores the batch, after which every
+// batch goes as JSON. Nothing is stored by a refused body.
 func (c *Client) postBatch(ctx context.Context, rangeID, token int64, b api.Batch, q url.Values) (api.BatchReply, error) {
+	if !c.jsonBatches.Load() {
+		if body, err := edgeframe.MarshalBatchBinary(b); err == nil {
+			res, err := c.sendBatch(ctx, rangeID, token, body, api.BatchType, q)
+			if !errors.Is(err, edgeindex.ErrInvalid) {
+				return res, err
+			}
+			res, jerr := c.postJSON(ctx, rangeID, token, b, q)
+			if jerr == nil && !c.jsonBatches.Swap(true) {
+				c.cfg.Logger.Warn("edge: the coordinator refused a binary batch and stored it as JSON; sending JSON from now on", "err", err)
+			}
+			return res, jerr
+		}
+	}
+	return c.postJSON(ctx, rangeID, token, b, q)
+}
+
+// postJSON sends b as JSON.
+func (c *Client) postJSON(ctx context.Context, rangeID, token int64, b api.Batch, q url.Values) (api.BatchReply, error) {
 	body, err := edgeframe.MarshalBatch(b)
 	if err != nil {
 		return api.BatchReply{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, edgeindex.ErrInvalid, err)
 	}
+	return c.sendBatch(ctx, rangeID, token, body, "application/json", q)
+}
+
+// sendBatch posts a batch body of media type ctype.
+func (c *Client) sendBatch(ctx context.Context, rangeID, token int64, body []byte, ctype string, q url.Values) (api.BatchReply, error) {
 	cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
-	cl.body, cl.ctype, cl.retry, cl.query = body, "application/json", true, q
+	cl.body, cl.ctype, cl.retry, cl.query = body, ctype, true, q
 	var res api.BatchReply
 	if _, err := c.json(ctx, cl, &res); err != nil {
 		return api.BatchReply{}, err

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -185,7 +187,11 @@ func TestClientStatusTable(t *testing.T) {
 			}
 			require.Contains(t, err.Error(), tc.msg)
 			require.Empty(t, s.got(), "a 4xx is never retried")
-			require.Equal(t, 1, countCalls(c.callLog(), "POST /v1/ranges/1/batch"))
+			calls := 1
+			if tc.status == 400 {
+				calls = 2 // the binary body refused, then the JSON one (TestClientBinaryBatchFallsBackToJSON)
+			}
+			require.Equal(t, calls, countCalls(c.callLog(), "POST /v1/ranges/1/batch"))
 		})
 	}
 }
@@ -573,4 +579,88 @@ func TestNewClientConfig(t *testing.T) {
 	}
 	_, err := edge.NewClient(edge.Config{BaseURL: "https://coord.example/prefix", Token: "t"})
 	require.NoError(t, err)
+}
+
+// ctypes records the Content-Type of every batch request c serves.
+func ctypes(c *coord) func() []string {
+	var mu sync.Mutex
+	var got []string
+	c.before = func(r *http.Request) (int, string) {
+		if strings.HasSuffix(r.URL.Path, "/batch") {
+			mu.Lock()
+			got = append(got, r.Header.Get("Content-Type"))
+			mu.Unlock()
+		}
+		return 0, ""
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// A batch goes in the binary layout, its values as they are: the
+// coordinator checks them.
+func TestClientBinaryBatch(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	got := ctypes(c)
+	cl, _ := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	b := batch.Batch{From: 1, To: 100, Headers: 3, Missing: []int64{7}, Items: []batch.Item{
+		{Key: "a", Value: json.RawMessage(` {"x": "<"} `)}, {Key: "b"},
+	}}
+	res, err := cl.PostBatch(context.Background(), l.Range.ID, l.Token, b)
+	require.NoError(t, err)
+	require.Equal(t, int64(101), res.Next)
+	require.Equal(t, []string{api.BatchType}, got())
+	stored := c.batches()
+	require.Len(t, stored, 1)
+	require.Equal(t, ` {"x": "<"} `, string(stored[0].Items[0].Value), "kept as sent")
+	require.Equal(t, `null`, string(stored[0].Items[1].Value))
+	require.Equal(t, []int64{7}, stored[0].Missing)
+}
+
+// A coordinator that predates the binary layout refuses it as a malformed
+// JSON body (400): the client sends the batch again as JSON, which is
+// stored, and sends every later batch as JSON.
+func TestClientBinaryBatchFallsBackToJSON(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.jsonOnly = true
+	c.addRange("alt.test", 1, 300)
+	got := ctypes(c)
+	cl, _ := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	ctx := context.Background()
+	for _, from := range []int64{1, 101} {
+		res, err := cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: from, To: from + 99, Headers: 1})
+		require.NoError(t, err)
+		require.Equal(t, from+100, res.Next)
+	}
+	require.Equal(t, []string{api.BatchType, "application/json", "application/json"}, got())
+	require.Equal(t, []string{"POST batch 400", "POST batch 200", "POST batch 200"}, rangeCalls(c.callLog(), l.Range.ID))
+	require.Equal(t, []lease.Span{{From: 1, To: 100}, {From: 101, To: 200}}, spans(c.batches()))
+}
+
+// A bad value is not checked before a binary body is sent: the
+// coordinator refuses it (400, nothing stored), and the JSON fallback
+// refuses it here, sending nothing more. The client keeps the binary
+// layout for the next batch.
+func TestClientBinaryBatchBadValue(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	got := ctypes(c)
+	cl, _ := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	ctx := context.Background()
+	_, err := cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 1, To: 100, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`{"a":`)}}})
+	require.ErrorIs(t, err, edgeindex.ErrInvalid)
+	require.Empty(t, c.batches())
+	_, err = cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 1, To: 100})
+	require.NoError(t, err)
+	require.Equal(t, []string{api.BatchType, api.BatchType}, got())
 }

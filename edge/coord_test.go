@@ -71,6 +71,47 @@ type coord struct {
 	// single makes the fake one that predates the many-range calls: they
 	// get the mux's 404.
 	single bool
+	// jsonOnly makes the fake one that predates the binary batch layout:
+	// it reads every batch body as JSON.
+	jsonOnly bool
+}
+
+// sentBatch decodes body, the body of a single-range batch request r, in
+// the layout its Content-Type names; false for any other request or a
+// body that does not decode.
+func sentBatch(r *http.Request, body []byte) (batch.Batch, bool) {
+	if !strings.HasSuffix(r.URL.Path, "/batch") {
+		return batch.Batch{}, false
+	}
+	var b batch.Batch
+	var err error
+	if r.Header.Get("Content-Type") == api.BatchType {
+		b, err = edgeframe.DecodeBatchBinary(bytes.NewReader(body), int64(len(body)), 0)
+	} else {
+		b, err = edgeframe.DecodeBatch(bytes.NewReader(body), 0)
+	}
+	return b, err == nil
+}
+
+// readSent is sentBatch of r's body, which it leaves to be read again.
+func readSent(r *http.Request) (batch.Batch, bool) {
+	if r.Body == nil {
+		return batch.Batch{}, false
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return sentBatch(r, body)
+}
+
+// decodeBatch reads the batch body of req as the real server does: in the
+// binary layout when its Content-Type says so (unless jsonOnly), else as
+// JSON.
+func (c *coord) decodeBatch(req *http.Request) (batch.Batch, error) {
+	raw, _ := io.ReadAll(req.Body)
+	if req.Header.Get("Content-Type") == api.BatchType && !c.jsonOnly {
+		return edgeframe.DecodeBatchBinary(bytes.NewReader(raw), int64(len(raw)), 1<<20)
+	}
+	return edgeframe.DecodeBatch(bytes.NewReader(raw), 1<<20)
 }
 
 type crange struct {
@@ -509,8 +550,7 @@ func (c *coord) rangeCall(w http.ResponseWriter, req *http.Request) {
 	defer c.mu.Unlock()
 	if req.PathValue("verb") == "batch" {
 		// Decode before the lease check, as a real server reads the body.
-		raw, _ := io.ReadAll(req.Body)
-		b, err := edgeframe.DecodeBatch(bytes.NewReader(raw), 1<<20)
+		b, err := c.decodeBatch(req)
 		if err != nil {
 			status, code := api.StatusOf(err)
 			writeErr(w, status, code, err.Error())

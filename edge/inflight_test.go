@@ -1,12 +1,8 @@
 package edge_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,21 +16,8 @@ import (
 // batchFrom returns the from of a batch request r (and leaves its body to
 // be read again), or 0 when r is no single-range batch.
 func batchFrom(r *http.Request) int64 {
-	if !strings.HasSuffix(r.URL.Path, "/batch") || r.ContentLength <= 0 {
-		return 0
-	}
-	body, _ := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	_, rest, ok := bytes.Cut(body, []byte(`"from":`))
-	if !ok {
-		return 0
-	}
-	end := bytes.IndexByte(rest, ',')
-	if end < 0 {
-		return 0
-	}
-	n, _ := strconv.ParseInt(string(rest[:end]), 10, 64)
-	return n
+	b, _ := readSent(r)
+	return b.From
 }
 
 // The handler works the next chunk while the coordinator stores the

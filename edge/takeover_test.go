@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -325,7 +326,8 @@ func TestWorkerLaneTakeoverCollates(t *testing.T) {
 
 	batchFrom := func(from string) func(r *http.Request, body []byte) bool {
 		return func(r *http.Request, body []byte) bool {
-			return strings.HasSuffix(r.URL.Path, "/batch") && bytes.Contains(body, []byte(`"from":`+from+`,`))
+			b, ok := sentBatch(r, body)
+			return ok && strconv.FormatInt(b.From, 10) == from
 		}
 	}
 	for _, tc := range []struct {

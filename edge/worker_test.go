@@ -232,12 +232,8 @@ func TestWorkerLeaseLostStopsRange(t *testing.T) {
 	c := newCoord(100)
 	id := c.addRange("alt.a", 1, 300)
 	c.before = func(r *http.Request) (int, string) {
-		if strings.HasSuffix(r.URL.Path, "/batch") && r.ContentLength > 0 {
-			body, _ := io.ReadAll(r.Body)
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			if bytes.Contains(body, []byte(`"from":101`)) {
-				return 409, "range 1: lease lost: token 1 is not current"
-			}
+		if b, ok := readSent(r); ok && b.From == 101 {
+			return 409, "range 1: lease lost: token 1 is not current"
 		}
 		return 0, ""
 	}

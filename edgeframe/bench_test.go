@@ -284,3 +284,26 @@ func BenchmarkBaselineUnmarshalBinaries10000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMarshalBinaries10000Binary encodes the ingest bench's batch in
+// the binary layout (BatchType), as edge.Client sends it: the values
+// copied, not checked.
+func BenchmarkMarshalBinaries10000Binary(b *testing.B) {
+	benchEncode(b, binaryBatch(10000), edgeframe.MarshalBatchBinary)
+}
+
+// BenchmarkDecodeBinaries10000Binary decodes that body as the coordinator
+// does, every value checked.
+func BenchmarkDecodeBinaries10000Binary(b *testing.B) {
+	body, err := edgeframe.MarshalBatchBinary(binaryBatch(10000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := edgeframe.DecodeBatchBinary(io.MultiReader(bytes.NewReader(body)), int64(len(body)), 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

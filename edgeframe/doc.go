@@ -39,4 +39,11 @@
 // UTF-8), returning errors that wrap ErrBadBatch (HTTP 400) or ErrTooLarge
 // (HTTP 413). Whether to is within the range and whether from is the range's
 // next article are the store's checks, not this package's.
+//
+// MarshalBatchBinary and DecodeBatchBinary are the same batch in a binary
+// layout (media type BatchType): length-prefixed keys and values, so the
+// sender copies the values instead of checking and encoding them. The
+// decoder checks what DecodeBatch checks and bounds every count and length
+// by the bytes left; each value is kept as sent, the same JSON as
+// MarshalBatch would have sent.
 package edgeframe

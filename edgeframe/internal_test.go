@@ -3,8 +3,11 @@ package edgeframe
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -141,4 +144,32 @@ func TestFastPathReadError(t *testing.T) {
 	_, err := DecodeBatch(io.MultiReader(strings.NewReader(`{"from":1`), errReader{boom}), 0)
 	require.ErrorIs(t, err, boom)
 	require.NotErrorIs(t, err, ErrBadBatch)
+}
+
+// A large binary body's values are checked in parts on goroutines of their
+// own: the result is the serial one's, and a bad value is named by its
+// index in the whole batch, the first of several.
+func TestDecodeBinaryInParts(t *testing.T) {
+	b := Batch{From: 1, To: 100, Headers: 100}
+	for i := range 10 {
+		b.Items = append(b.Items, Item{Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(fmt.Sprintf(`{"i": %d, "s": "<"}`, i))})
+	}
+	body, err := MarshalBatchBinary(b)
+	require.NoError(t, err)
+	serial, err := decodeBinary(slices.Clone(body), split{})
+	require.NoError(t, err)
+	parts, err := decodeBinary(slices.Clone(body), split{parts: 3, above: 1})
+	require.NoError(t, err)
+	require.Equal(t, serial, parts)
+	require.Equal(t, `{"i": 9, "s": "<"}`, string(parts.Items[9].Value))
+
+	b.Items[7].Value = json.RawMessage(`{`)
+	b.Items[9].Value = json.RawMessage(`]`)
+	body, err = MarshalBatchBinary(b)
+	require.NoError(t, err)
+	for _, sp := range []split{{}, {parts: 3, above: 1}, {parts: 10, above: 1}} {
+		_, err = decodeBinary(body, sp)
+		require.ErrorIs(t, err, ErrBadBatch)
+		require.ErrorContains(t, err, `items[7] (key "k7")`, "%+v", sp)
+	}
 }

@@ -1,0 +1,255 @@
+package edgeframe_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex/edgeframe"
+)
+
+// viaJSON is what the receiver of MarshalBatch's body decodes.
+func viaJSON(t testing.TB, b edgeframe.Batch) (edgeframe.Batch, bool) {
+	body, err := edgeframe.MarshalBatch(b)
+	if err != nil {
+		return edgeframe.Batch{}, false
+	}
+	got, err := edgeframe.DecodeBatch(bytes.NewReader(body), 0)
+	if err != nil {
+		return edgeframe.Batch{}, false
+	}
+	return got, true
+}
+
+// viaBinary is what the receiver of MarshalBatchBinary's body decodes.
+func viaBinary(b edgeframe.Batch) (edgeframe.Batch, error) {
+	body, err := edgeframe.MarshalBatchBinary(b)
+	if err != nil {
+		return edgeframe.Batch{}, err
+	}
+	return edgeframe.DecodeBatchBinary(bytes.NewReader(body), int64(len(body)), 0)
+}
+
+// same requires two decoded batches to be equal, an empty list and none
+// alike.
+func same(t testing.TB, want, got edgeframe.Batch) {
+	t.Helper()
+	for _, b := range []*edgeframe.Batch{&want, &got} {
+		if len(b.Items) == 0 {
+			b.Items = nil
+		}
+		if len(b.Missing) == 0 {
+			b.Missing = nil
+		}
+		for i := range b.Items {
+			b.Items[i].Value = append(json.RawMessage(nil), b.Items[i].Value...)
+		}
+	}
+	require.Equal(t, want, got)
+}
+
+// asJSON is got with each value as MarshalBatch would have sent it:
+// compacted and escaped as json.Marshal writes a json.RawMessage.
+func asJSON(t testing.TB, got edgeframe.Batch) edgeframe.Batch {
+	t.Helper()
+	got.Items = append([]edgeframe.Item(nil), got.Items...)
+	for i, it := range got.Items {
+		v, err := json.Marshal(it.Value)
+		require.NoError(t, err)
+		got.Items[i].Value = v
+	}
+	return got
+}
+
+// A batch sent in the binary layout is stored as its JSON body would be:
+// the same head and keys, and each value the same JSON, kept as sent.
+func TestBatchBinaryAsJSON(t *testing.T) {
+	b := edgeframe.Batch{From: 10, To: 20, Headers: 9, Missing: []int64{12, 15}, Final: true, Items: []edgeframe.Item{
+		{Key: "a", Value: json.RawMessage(`{"n":1}`)},
+		{Key: "none", Value: nil},
+		{Key: "spaced", Value: json.RawMessage(" [1, 2,\n{\"x\" : \"y z\"}] ")},
+		{Key: "html", Value: json.RawMessage(`"<a href='x'>&</a>"`)},
+		{Key: "runes", Value: json.RawMessage("\"\u00e9\u2028\"")},
+		{Key: "ключ", Value: json.RawMessage(`null`)},
+		{Key: "deep", Value: json.RawMessage(strings.Repeat("[", 1200) + strings.Repeat("]", 1200))},
+	}}
+	want, ok := viaJSON(t, b)
+	require.True(t, ok)
+	got, err := viaBinary(b)
+	require.NoError(t, err)
+	same(t, want, asJSON(t, got))
+	require.Equal(t, `null`, string(got.Items[1].Value))
+	require.Equal(t, " [1, 2,\n{\"x\" : \"y z\"}] ", string(got.Items[2].Value), "kept as sent")
+	require.Equal(t, `"\u003ca href='x'\u003e\u0026\u003c/a\u003e"`, string(want.Items[3].Value))
+	require.Equal(t, `"<a href='x'>&</a>"`, string(got.Items[3].Value))
+
+	empty := edgeframe.Batch{From: 1, To: 1}
+	got, err = viaBinary(empty)
+	require.NoError(t, err)
+	same(t, empty, got)
+}
+
+// binBody builds a binary body by hand: the head, then rest.
+func binBody(from, to, headers int64, flags byte, rest ...[]byte) []byte {
+	p := binary.BigEndian.AppendUint64(nil, uint64(from))
+	p = binary.BigEndian.AppendUint64(p, uint64(to))
+	p = binary.BigEndian.AppendUint64(p, uint64(headers))
+	p = append(p, flags)
+	for _, r := range rest {
+		p = append(p, r...)
+	}
+	return p
+}
+
+func u32(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
+
+// item is one item of a hand-built body.
+func item(key, value string) []byte {
+	p := append(u32(uint32(len(key))), key...)
+	return append(append(p, u32(uint32(len(value)))...), value...)
+}
+
+// A malformed binary body is refused with a sentence naming what is wrong,
+// before anything is allocated for a count or length it cannot hold.
+func TestBatchBinaryRefuses(t *testing.T) {
+	none := u32(0)
+	for _, tc := range []struct {
+		name, want string
+		body       []byte
+	}{
+		{"empty", "at least 33 bytes", nil},
+		{"short", "at least 33 bytes", binBody(1, 2, 0, 0)},
+		{"flags", "flags must be 0 or 1, not 2", binBody(1, 2, 0, 2, none, none)},
+		{"from after to", "from (3) is after to (2)", binBody(3, 2, 0, 0, none, none)},
+		{"negative headers", "headers must not be negative", binBody(1, 2, -1, 0, none, none)},
+		{"headers over the span", "headers (3) must be at most the 2 articles", binBody(1, 2, 3, 0, none, none)},
+		{"missing count", "4294967295 missing articles do not fit", binBody(1, 2, 0, 0, u32(math32), none)},
+		{"missing order", "missing[1] (1) must ascend", binBody(1, 2, 0, 0, u32(2), binary.BigEndian.AppendUint64(nil, 2), binary.BigEndian.AppendUint64(nil, 1), none)},
+		{"missing outside", "missing[0] (9) must ascend within 1..2", binBody(1, 2, 0, 0, u32(1), binary.BigEndian.AppendUint64(nil, 9), none)},
+		{"no item count", "ends before the count of items", binBody(1, 2, 0, 0, u32(1), binary.BigEndian.AppendUint64(nil, 1))},
+		{"item count", "2 items do not fit", binBody(1, 2, 0, 0, none, u32(2), item("k", "1"))},
+		{"key length", "its key of 4294967295 bytes does not fit", binBody(1, 2, 0, 0, none, u32(1), u32(math32), []byte("kkkkk1234"))},
+		{"value length", "its value of 99 bytes does not fit", binBody(1, 2, 0, 0, none, u32(1), u32(1), []byte("k"), u32(99), []byte("1234"))},
+		{"empty key", "items[0] has an empty key", binBody(1, 2, 0, 0, none, u32(1), item("", "1"), []byte{0})},
+		{"key not UTF-8", "items[0] has a key that is not UTF-8", binBody(1, 2, 0, 0, none, u32(1), item("k\xff", "1"))},
+		{"empty value", `items[0] (key "k") has a value that is not valid JSON`, binBody(1, 2, 0, 0, none, u32(1), item("k", ""), []byte{0})},
+		{"items shorter than a key and a value", "1 items do not fit in the 9 bytes left", binBody(1, 2, 0, 0, none, u32(1), item("", "1"))},
+		{"bad value", `items[1] (key "b") has a value that is not valid JSON`, binBody(1, 2, 0, 0, none, u32(2), item("a", "1"), item("b", "{1}"))},
+		{"two values", `has a value that is not valid JSON`, binBody(1, 2, 0, 0, none, u32(1), item("k", "1 2"))},
+		{"value not UTF-8", `has a value that is not valid JSON`, binBody(1, 2, 0, 0, none, u32(1), item("k", "\"\xff\""))},
+		{"trailing bytes", "3 bytes follow the last item", binBody(1, 2, 0, 0, none, u32(1), item("k", "1"), []byte("abc"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := edgeframe.DecodeBatchBinary(bytes.NewReader(tc.body), int64(len(tc.body)), 0)
+			require.ErrorIs(t, err, edgeframe.ErrBadBatch)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+
+	body := binBody(1, 2, 0, 0, none, u32(1), item("k", "1"))
+	_, err := edgeframe.DecodeBatchBinary(bytes.NewReader(body), -1, int64(len(body)-1))
+	require.ErrorIs(t, err, edgeframe.ErrTooLarge)
+	_, err = edgeframe.DecodeBatchBinary(bytes.NewReader(body), -1, int64(len(body)))
+	require.NoError(t, err)
+	cut := errors.New("cut")
+	_, err = edgeframe.DecodeBatchBinary(&failAfter{r: bytes.NewReader(body[:10]), err: cut}, -1, 0)
+	require.ErrorIs(t, err, cut)
+	require.NotErrorIs(t, err, edgeframe.ErrBadBatch)
+}
+
+const math32 = 1<<32 - 1
+
+// failAfter reads r, then fails with err.
+type failAfter struct {
+	r   *bytes.Reader
+	err error
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	if f.r.Len() == 0 {
+		return 0, f.err
+	}
+	return f.r.Read(p)
+}
+
+// MarshalBatchBinary refuses what MarshalBatch refuses of the head and the
+// keys, and a key that is not UTF-8 (which MarshalBatch would replace).
+func TestMarshalBatchBinaryRefuses(t *testing.T) {
+	for _, b := range []edgeframe.Batch{
+		{From: 2, To: 1},
+		{From: 1, To: 2, Headers: -1},
+		{From: 1, To: 2, Items: []edgeframe.Item{{Key: "", Value: json.RawMessage(`1`)}}},
+		{From: 1, To: 2, Items: []edgeframe.Item{{Key: "\xff", Value: json.RawMessage(`1`)}}},
+	} {
+		_, err := edgeframe.MarshalBatchBinary(b)
+		require.ErrorIs(t, err, edgeframe.ErrBadBatch, "%+v", b)
+	}
+}
+
+// FuzzDecodeBatchBinary: no body makes the decoder panic or allocate past
+// its bytes, and a body it takes holds a batch that ValidateBatch passes,
+// which encodes and decodes to itself.
+func FuzzDecodeBatchBinary(f *testing.F) {
+	for _, b := range []edgeframe.Batch{
+		{From: 1, To: 1},
+		{From: 5, To: 9, Headers: 3, Missing: []int64{6, 8}, Final: true, Items: []edgeframe.Item{{Key: "k", Value: json.RawMessage(`{"a": [1, "<"]}`)}}},
+	} {
+		body, err := edgeframe.MarshalBatchBinary(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(body)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		b, err := edgeframe.DecodeBatchBinary(bytes.NewReader(body), int64(len(body)), 1<<20)
+		if err != nil {
+			if !errors.Is(err, edgeframe.ErrBadBatch) && !errors.Is(err, edgeframe.ErrTooLarge) {
+				t.Fatalf("an error of neither kind: %v", err)
+			}
+			return
+		}
+		require.NoError(t, edgeframe.ValidateBatch(b))
+		again, err := viaBinary(b)
+		require.NoError(t, err)
+		same(t, b, again)
+	})
+}
+
+// FuzzBatchBinarySameAsJSON: any batch a JSON body holds is stored the
+// same whether the SDK sends it as JSON (MarshalBatch) or in the binary
+// layout, each value the same JSON: the bytes MarshalBatch sends once the
+// binary layout's are encoded as it encodes them.
+func FuzzBatchBinarySameAsJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"from":1,"to":2,"headers":2,"items":[]}`,
+		`{"from":1,"to":9,"headers":3,"items":[{"key":"a","value":{"x": [1, 2.5e3, "<&>"]}},{"key":"b","value":null}],"missing":[4],"final":true}`,
+		`{"from":1,"to":2,"headers":0,"items":[{"key":"é\u2028","value":"\u2029 x"}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		b, err := edgeframe.DecodeBatch(bytes.NewReader(body), 1<<20)
+		if err != nil {
+			return
+		}
+		want, ok := viaJSON(t, b)
+		got, err := viaBinary(b)
+		if !ok {
+			// MarshalBatch refused or changed what DecodeBatch gave it: a
+			// key that is not UTF-8 is the only way, and the binary
+			// layout refuses it.
+			require.Error(t, err)
+			return
+		}
+		if err != nil {
+			require.ErrorContains(t, err, "not UTF-8")
+			return
+		}
+		same(t, want, asJSON(t, got))
+	})
+}
