@@ -12,7 +12,7 @@ import (
 
 // BatchType is the media type of a batch body in the binary layout, which
 // POST /v1/ranges/{id}/batch takes beside JSON (docs/api.md, "The binary
-// batch body"). All integers are big-endian:
+// body"). All integers are big-endian:
 //
 //	from     int64
 //	to       int64
@@ -186,7 +186,7 @@ func decodeBinary(body []byte, sp split) (Batch, error) {
 		case !utf8.Valid(key):
 			return Batch{}, badf("items[%d] has a key that is not UTF-8", i)
 		case len(value) == 0:
-			return Batch{}, badf("items[%d] (key %q) has a value that is not valid JSON", i, key)
+			return Batch{}, badf("items[%d] (key %q) has a value that is not valid JSON", i, shortKey(string(key)))
 		}
 		b.Items[i] = Item{Key: string(key), Value: value}
 		values += len(value)
@@ -195,9 +195,18 @@ func decodeBinary(body []byte, sp split) (Batch, error) {
 		return Batch{}, badf("%d bytes follow the last item", len(p))
 	}
 	if i := checkValues(b.Items, sp.of(values)); i >= 0 {
-		return Batch{}, badf("items[%d] (key %q) has a value that is not valid JSON", i, b.Items[i].Key)
+		return Batch{}, badf("items[%d] (key %q) has a value that is not valid JSON", i, shortKey(b.Items[i].Key))
 	}
 	return b, nil
+}
+
+// shortKey is k for an error sentence: its first 64 bytes, so that a key
+// as large as a body is not quoted whole.
+func shortKey(k string) string {
+	if len(k) > 64 {
+		return k[:64] + "…"
+	}
+	return k
 }
 
 // checkValues checks each item's value, in parts runs on goroutines of
