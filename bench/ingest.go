@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,7 +25,10 @@ func ingestItems(n int) (items []batch.Item, minSize, maxSize, total int64) {
 }
 
 // ingestItemsAt is ingestItems numbering its binaries from first, so that
-// items made with different firsts are different binaries.
+// items made with different firsts are different binaries. The values are
+// the bytes json.Marshal writes for the usenet.Binary (appendBinary;
+// TestAppendBinary checks it), written without reflection: the load makes
+// ten a cycle on the cores it measures.
 func ingestItemsAt(n, first int) (items []batch.Item, minSize, maxSize, total int64) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	items = make([]batch.Item, n)
@@ -33,28 +37,99 @@ func ingestItemsAt(n, first int) (items []batch.Item, minSize, maxSize, total in
 	// binaries of different firsts share no article.
 	article := int64(1_000_000) + int64(first)*40
 	for j := range items {
-		i := first + j
-		parts := 2 + rng.IntN(32)
-		b := usenet.Binary{
-			Subject: fmt.Sprintf(`Quiet.River.%d.1080p.WEB-DL.x264-SYN [%02d/27] - "Quiet.River.%d.part%02d.rar" yEnc`, i, i%27+1, i, i%27+1),
-			Name:    fmt.Sprintf("Quiet.River.%d.part%02d.rar", i, i%27+1),
-			Poster:  "poster <poster@example.invalid>", Group: ingestGroup,
-			Date: "Mon, 01 Jan 2024 12:00:00 +0000", Total: parts, Complete: true,
-		}
-		for p := 1; p <= parts; p++ {
-			article++
-			b.Parts = append(b.Parts, usenet.Part{N: p, Article: article,
-				MessageID: fmt.Sprintf("<%d@%s.synthetic>", article, ingestGroup), Bytes: 739_000 + int64(rng.IntN(2000))})
-		}
-		v, err := json.Marshal(b)
-		if err != nil {
-			panic(err)
-		}
+		b := ingestBinary(first+j, rng, &article)
+		v := appendBinary(nil, &b)
 		items[j] = batch.Item{Key: b.Key(), Value: v}
 		size := int64(len(v))
 		minSize, maxSize, total = min(minSize, size), max(maxSize, size), total+size
 	}
 	return items, minSize, maxSize, total
+}
+
+// ingestBinary is binary i of the ingest items, of 2 to 33 parts from
+// *article on.
+func ingestBinary(i int, rng *rand.Rand, article *int64) usenet.Binary {
+	parts := 2 + rng.IntN(32)
+	n := strconv.Itoa(i)
+	part := fmt.Sprintf("%02d", i%27+1)
+	b := usenet.Binary{
+		Subject: "Quiet.River." + n + ".1080p.WEB-DL.x264-SYN [" + part + `/27] - "Quiet.River.` + n + ".part" + part + `.rar" yEnc`,
+		Name:    "Quiet.River." + n + ".part" + part + ".rar",
+		Poster:  "poster <poster@example.invalid>", Group: ingestGroup,
+		Date: "Mon, 01 Jan 2024 12:00:00 +0000", Total: parts, Complete: true,
+		Parts: make([]usenet.Part, 0, parts),
+	}
+	for p := 1; p <= parts; p++ {
+		*article++
+		b.Parts = append(b.Parts, usenet.Part{N: p, Article: *article,
+			MessageID: "<" + strconv.FormatInt(*article, 10) + "@" + ingestGroup + ".synthetic>", Bytes: 739_000 + int64(rng.IntN(2000))})
+	}
+	return b
+}
+
+// appendBinary appends b as json.Marshal encodes it.
+func appendBinary(dst []byte, b *usenet.Binary) []byte {
+	dst = append(dst, `{"subject":`...)
+	dst = appendJSONString(dst, b.Subject)
+	dst = append(dst, `,"name":`...)
+	dst = appendJSONString(dst, b.Name)
+	dst = append(dst, `,"poster":`...)
+	dst = appendJSONString(dst, b.Poster)
+	dst = append(dst, `,"group":`...)
+	dst = appendJSONString(dst, b.Group)
+	dst = append(dst, `,"date":`...)
+	dst = appendJSONString(dst, b.Date)
+	dst = append(dst, `,"total":`...)
+	dst = strconv.AppendInt(dst, int64(b.Total), 10)
+	dst = append(dst, `,"complete":`...)
+	dst = strconv.AppendBool(dst, b.Complete)
+	dst = append(dst, `,"parts":`...)
+	if b.Parts == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i, p := range b.Parts {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"n":`...)
+			dst = strconv.AppendInt(dst, int64(p.N), 10)
+			dst = append(dst, `,"article":`...)
+			dst = strconv.AppendInt(dst, p.Article, 10)
+			dst = append(dst, `,"messageId":`...)
+			dst = appendJSONString(dst, p.MessageID)
+			dst = append(dst, `,"bytes":`...)
+			dst = strconv.AppendInt(dst, p.Bytes, 10)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// appendJSONString appends s as json.Marshal encodes a string: printable
+// ASCII as it is but for the escapes of ", \\, <, > and &; a string with
+// anything else is left to json.Marshal.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] >= 0x80 {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(dst, q...)
+		}
+	}
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '<', '>', '&':
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
 }
 
 // benchIngest posts batches batches of the items through the batch
