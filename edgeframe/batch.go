@@ -121,13 +121,7 @@ func DecodeBatchSize(r io.Reader, size, limit int64) (Batch, error) {
 // fast gives up (or the read failed or the body is over the limit), with
 // slow over the same bytes and the read error after them.
 func decodeBody[T any](r io.Reader, size, limit int64, fast func([]byte) (T, bool), slow func(io.Reader, int64) (T, error)) (T, error) {
-	if limit <= 0 {
-		limit = DefaultMaxBatch
-	}
-	n := limit
-	if limit < math.MaxInt64 {
-		n = limit + 1
-	}
+	limit, n := readLimits(limit)
 	raw, rerr := readBody(r, size, n)
 	if rerr == nil && int64(len(raw)) <= limit {
 		if v, ok := fast(raw); ok {
@@ -139,6 +133,18 @@ func decodeBody[T any](r io.Reader, size, limit int64, fast func([]byte) (T, boo
 		r = io.MultiReader(r, errReader{rerr})
 	}
 	return slow(r, limit)
+}
+
+// readLimits returns limit, DefaultMaxBatch when it is 0 or below, and
+// the bytes to read to tell a body over it: one more.
+func readLimits(limit int64) (int64, int64) {
+	if limit <= 0 {
+		limit = DefaultMaxBatch
+	}
+	if limit == math.MaxInt64 {
+		return limit, limit
+	}
+	return limit, limit + 1
 }
 
 // decodeSlow is DecodeBatch token by token, with json.Decoder: the one

@@ -93,13 +93,7 @@ func MarshalBatchBinary(b Batch) ([]byte, error) {
 // DecodeBatch's: ErrBadBatch with a sentence naming the field,
 // ErrTooLarge, or a read error, wrapped.
 func DecodeBatchBinary(r io.Reader, size, limit int64) (Batch, error) {
-	if limit <= 0 {
-		limit = DefaultMaxBatch
-	}
-	n := limit
-	if limit < math.MaxInt64 {
-		n = limit + 1
-	}
+	limit, n := readLimits(limit)
 	body, err := readBody(r, size, n)
 	switch {
 	case int64(len(body)) > limit:
