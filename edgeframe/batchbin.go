@@ -43,7 +43,7 @@ func MarshalBatchBinary(b Batch) ([]byte, error) {
 	if err := validateHead(b); err != nil {
 		return nil, err
 	}
-	if len(b.Missing) > math.MaxUint32 || len(b.Items) > math.MaxUint32 {
+	if uint64(len(b.Missing)) > math.MaxUint32 || uint64(len(b.Items)) > math.MaxUint32 {
 		return nil, badf("too many items or missing articles for the binary layout")
 	}
 	size := binHead + 4 + 8*len(b.Missing) + 4
@@ -53,7 +53,7 @@ func MarshalBatchBinary(b Batch) ([]byte, error) {
 			return nil, badf("items[%d] has an empty key", i)
 		case !utf8.ValidString(it.Key):
 			return nil, badf("items[%d] has a key that is not UTF-8", i)
-		case len(it.Key) > math.MaxUint32 || len(it.Value) > math.MaxUint32:
+		case uint64(len(it.Key)) > math.MaxUint32 || uint64(len(it.Value)) > math.MaxUint32:
 			return nil, badf("items[%d] is too large for the binary layout", i)
 		}
 		size += 8 + len(it.Key) + max(len(it.Value), len("null"))
@@ -125,12 +125,12 @@ func decodeBinary(body []byte, sp split) (Batch, error) {
 		if len(p) < 4 {
 			return 0, badf("the body ends before the count of %s", what)
 		}
-		n := int(be.Uint32(p))
+		n := be.Uint32(p) // compared as uint64: a 32-bit int cannot hold every count
 		p = p[4:]
-		if n > len(p)/each {
+		if uint64(n) > uint64(len(p)/each) {
 			return 0, badf("%d %s do not fit in the %d bytes left", n, what, len(p))
 		}
-		return n, nil
+		return int(n), nil
 	}
 	field := func(what string, i int) ([]byte, error) {
 		if len(p) < 4 {
