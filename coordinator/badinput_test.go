@@ -216,6 +216,7 @@ func TestBadInput(t *testing.T) {
 			require.NoError(t, err)
 			return body
 		}
+		overBin := binOf(batch.Batch{From: 26, To: 50, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`"` + strings.Repeat("x", 64<<10) + `"`)}}})
 		binOK := func() []byte {
 			return binOf(batch.Batch{From: 26, To: 50, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`1`)}}})
 		}
@@ -309,7 +310,12 @@ func TestBadInput(t *testing.T) {
 			binCase("a value that is not JSON", binOf(batch.Batch{From: 26, To: 50, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`{`)}}}), 400, api.CodeInvalid),
 			binCase("from after to", func() []byte { b := binOK(); binary.BigEndian.PutUint64(b, 51); return b }(), 400, api.CodeInvalid),
 			binCase("a gap", binOf(batch.Batch{From: 30, To: 50}), 409, api.CodeConflict),
-			binCase("over MaxBody", binOf(batch.Batch{From: 26, To: 50, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`"` + strings.Repeat("x", 64<<10) + `"`)}}}), 413, api.CodeTooLarge),
+			binCase("over MaxBody", overBin, 413, api.CodeTooLarge),
+			func() badCase {
+				c := binCase("over MaxBody, no length", overBin, 413, api.CodeTooLarge)
+				c.chunked = true
+				return c
+			}(),
 
 			// Malformed JSON and wrong types.
 			batchCase("not JSON", `hello`, 400, api.CodeInvalid),

@@ -600,15 +600,24 @@ func ctypes(c *coord) func() []string {
 	}
 }
 
+// batchClient is a client holding the lease of a range of c (a coordinator
+// that predates the binary layout when jsonOnly is set), and the recorder
+// of its batches' Content-Types.
+func batchClient(t *testing.T, jsonOnly bool) (*coord, *edge.Client, lease.Lease, func() []string) {
+	t.Helper()
+	c := newCoord(100)
+	c.jsonOnly = jsonOnly
+	c.addRange("alt.test", 1, 300)
+	got := ctypes(c)
+	cl, _ := startCoord(t, c, edge.Config{})
+	return c, cl, leased(t, cl), got
+}
+
 // A batch goes in the binary layout, its values as they are: the
 // coordinator checks them.
 func TestClientBinaryBatch(t *testing.T) {
 	t.Parallel()
-	c := newCoord(100)
-	c.addRange("alt.test", 1, 300)
-	got := ctypes(c)
-	cl, _ := startCoord(t, c, edge.Config{})
-	l := leased(t, cl)
+	c, cl, l, got := batchClient(t, false)
 	b := batch.Batch{From: 1, To: 100, Headers: 3, Missing: []int64{7}, Items: []batch.Item{
 		{Key: "a", Value: json.RawMessage(` {"x": "<"} `)}, {Key: "b"},
 	}}
@@ -628,12 +637,7 @@ func TestClientBinaryBatch(t *testing.T) {
 // stored, and sends every later batch as JSON.
 func TestClientBinaryBatchFallsBackToJSON(t *testing.T) {
 	t.Parallel()
-	c := newCoord(100)
-	c.jsonOnly = true
-	c.addRange("alt.test", 1, 300)
-	got := ctypes(c)
-	cl, _ := startCoord(t, c, edge.Config{})
-	l := leased(t, cl)
+	c, cl, l, got := batchClient(t, true)
 	ctx := context.Background()
 	for _, from := range []int64{1, 101} {
 		res, err := cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: from, To: from + 99, Headers: 1})
@@ -651,11 +655,7 @@ func TestClientBinaryBatchFallsBackToJSON(t *testing.T) {
 // layout for the next batch.
 func TestClientBinaryBatchBadValue(t *testing.T) {
 	t.Parallel()
-	c := newCoord(100)
-	c.addRange("alt.test", 1, 300)
-	got := ctypes(c)
-	cl, _ := startCoord(t, c, edge.Config{})
-	l := leased(t, cl)
+	c, cl, l, got := batchClient(t, false)
 	ctx := context.Background()
 	_, err := cl.PostBatch(ctx, l.Range.ID, l.Token, batch.Batch{From: 1, To: 100, Items: []batch.Item{{Key: "k", Value: json.RawMessage(`{"a":`)}}})
 	require.ErrorIs(t, err, edgeindex.ErrInvalid)

@@ -83,23 +83,32 @@ func TestWorkerOneBatchInFlight(t *testing.T) {
 	require.Equal(t, want, spans(c.batches()))
 }
 
-// A batch in flight answered as a duplicate with a later next (an earlier
-// attempt stored more) moves next before the chunk after it is posted: the
-// handler, which had worked that chunk from the old next, is handed it
-// again from the new one, and the part below it is never posted.
-func TestWorkerDuplicateInFlightMovesNext(t *testing.T) {
-	t.Parallel()
+// duplicateInFlight works a range of 1..300 in chunks of 100 whose first
+// batch, while in flight, is answered as a duplicate with next moved to
+// next (an earlier attempt stored more).
+func duplicateInFlight(t *testing.T, next int64) (*coord, int64, *counter, *run) {
+	t.Helper()
 	c := newCoord(100)
 	id := c.addRange("alt.a", 1, 300)
 	c.before = func(r *http.Request) (int, string) {
 		if batchFrom(r) == 1 {
-			c.setNext(id, 150)
+			c.setNext(id, next)
 		}
 		return 0, ""
 	}
 	h := &counter{}
 	r := startWorker(t, c, h, edge.WorkerConfig{})
 	require.NoError(t, r.untilIdle(t))
+	return c, id, h, r
+}
+
+// A batch in flight answered as a duplicate with a later next (an earlier
+// attempt stored more) moves next before the chunk after it is posted: the
+// handler, which had worked that chunk from the old next, is handed it
+// again from the new one, and the part below it is never posted.
+func TestWorkerDuplicateInFlightMovesNext(t *testing.T) {
+	t.Parallel()
+	c, id, h, r := duplicateInFlight(t, 150)
 
 	require.Equal(t, []lease.Span{{From: 1, To: 100}, {From: 101, To: 200}, {From: 150, To: 200}, {From: 201, To: 300}}, h.seen())
 	require.Equal(t, []lease.Span{{From: 150, To: 200}, {From: 201, To: 300}}, spans(c.batches()))
@@ -111,17 +120,7 @@ func TestWorkerDuplicateInFlightMovesNext(t *testing.T) {
 // meanwhile drops that chunk: nothing of it is posted.
 func TestWorkerDuplicateInFlightSkipsChunk(t *testing.T) {
 	t.Parallel()
-	c := newCoord(100)
-	id := c.addRange("alt.a", 1, 300)
-	c.before = func(r *http.Request) (int, string) {
-		if batchFrom(r) == 1 {
-			c.setNext(id, 250)
-		}
-		return 0, ""
-	}
-	h := &counter{}
-	r := startWorker(t, c, h, edge.WorkerConfig{})
-	require.NoError(t, r.untilIdle(t))
+	c, id, h, _ := duplicateInFlight(t, 250)
 
 	require.Equal(t, []lease.Span{{From: 1, To: 100}, {From: 101, To: 200}, {From: 250, To: 300}}, h.seen())
 	require.Equal(t, []lease.Span{{From: 250, To: 300}}, spans(c.batches()))

@@ -207,24 +207,28 @@ func BenchmarkBaselineMarshalBinaries10000(b *testing.B) {
 
 // BenchmarkDecodeBinaries1000 decodes the same body as the coordinator
 // does, its length known.
-func BenchmarkDecodeBinaries1000(b *testing.B) { benchDecodeBinaries(b, 1000) }
+func BenchmarkDecodeBinaries1000(b *testing.B) {
+	benchDecodeBinaries(b, 1000, edgeframe.MarshalBatch, edgeframe.DecodeBatchSize)
+}
 
 // BenchmarkDecodeBinaries10000 decodes the ingest bench's 10,000-item
 // body (22 MB) as the coordinator does: on up to GOMAXPROCS goroutines.
-func BenchmarkDecodeBinaries10000(b *testing.B) { benchDecodeBinaries(b, 10000) }
+func BenchmarkDecodeBinaries10000(b *testing.B) {
+	benchDecodeBinaries(b, 10000, edgeframe.MarshalBatch, edgeframe.DecodeBatchSize)
+}
 
-// benchDecodeBinaries decodes the body of binaryBatch(n) with
-// DecodeBatchSize, from a reader that is not a bytes.Reader, as a
-// request's body is not.
-func benchDecodeBinaries(b *testing.B, n int) {
-	body, err := edgeframe.MarshalBatch(binaryBatch(n))
+// benchDecodeBinaries decodes the body encode makes of binaryBatch(n)
+// with decode, from a reader that is not a bytes.Reader, as a request's
+// body is not.
+func benchDecodeBinaries(b *testing.B, n int, encode func(edgeframe.Batch) ([]byte, error), decode func(io.Reader, int64, int64) (edgeframe.Batch, error)) {
+	body, err := encode(binaryBatch(n))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := edgeframe.DecodeBatchSize(io.MultiReader(bytes.NewReader(body)), int64(len(body)), 0); err != nil {
+		if _, err := decode(io.MultiReader(bytes.NewReader(body)), int64(len(body)), 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -295,15 +299,5 @@ func BenchmarkMarshalBinaries10000Binary(b *testing.B) {
 // BenchmarkDecodeBinaries10000Binary decodes that body as the coordinator
 // does, every value checked.
 func BenchmarkDecodeBinaries10000Binary(b *testing.B) {
-	body, err := edgeframe.MarshalBatchBinary(binaryBatch(10000))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := edgeframe.DecodeBatchBinary(io.MultiReader(bytes.NewReader(body)), int64(len(body)), 0); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchDecodeBinaries(b, 10000, edgeframe.MarshalBatchBinary, edgeframe.DecodeBatchBinary)
 }
