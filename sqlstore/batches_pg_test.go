@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +161,32 @@ func TestOptimisticPutRetryInRound(t *testing.T) {
 	require.Equal(t, lease.StateDone, r.State)
 	require.NotNil(t, round[0].req.then.lease, "the next range, to the first")
 	require.Nil(t, round[1].req.then.lease, "one lease per range: none to its retry")
+}
+
+// A feed item's value over PostgreSQL's 2 kB threshold is compressed with
+// lz4 where the server has it (migration 16), and reads back as sent.
+func TestItemValuesLZ4(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := pgRanges(t, 10)
+	l := grantN(t, s, "a", 1)[0]
+	value := []byte(`{"parts":[` + strings.Repeat(`{"n":1,"messageId":"<part@example.invalid>","bytes":739000},`, 200) + `{}]}`)
+	_, err := s.Put(ctx, l.Range.ID, lease.Fence{Node: "a", Token: l.Token},
+		batch.Batch{From: l.Range.Start, To: l.Range.End, Headers: 10, Items: []batch.Item{{Key: "k", Value: value}}, Final: true})
+	require.NoError(t, err)
+
+	var lz4 bool
+	require.NoError(t, s.db.GetContext(ctx, &lz4,
+		"SELECT EXISTS (SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals))"))
+	want := "pglz"
+	if lz4 {
+		want = "lz4"
+	}
+	var got struct {
+		Method string `db:"method"`
+		Value  string `db:"value"`
+	}
+	require.NoError(t, s.db.GetContext(ctx, &got, "SELECT pg_column_compression(value) AS method, value FROM items"))
+	require.Equal(t, want, got.Method)
+	require.Equal(t, string(value), got.Value)
 }
