@@ -26,6 +26,10 @@ const (
 	// DefaultPageSize is how many items of the feed one transaction
 	// consumes.
 	DefaultPageSize = 1000
+	// DefaultShare is the most of its time a builder that is behind the
+	// feed spends applying pages: half. It then waits as long as each page
+	// took, so the workers' calls, which share the database, keep the rest.
+	DefaultShare = 0.5
 )
 
 // Config configures a Builder. Store is required; the zero value of every
@@ -51,6 +55,11 @@ type Config struct {
 	// PageSize is how many items one transaction consumes, at most
 	// 10000. Default DefaultPageSize.
 	PageSize int
+	// Share bounds the builder's use of the database while it is behind
+	// the feed: after a page that took d to apply, it waits
+	// d×(1/Share−1) before the next, so it spends at most Share of its
+	// time applying pages. 1 means no wait. Default DefaultShare.
+	Share float64
 	// Clock tells the time of files whose Date header does not parse, and
 	// waits the Interval. Nil means clock.Real.
 	Clock  clock.Clock
@@ -68,9 +77,9 @@ func (c *Config) validate() error {
 		}
 		c.Feed = f
 	}
-	if c.Interval < 0 || c.Window < 0 || c.PageSize < 0 || c.PageSize > 10000 {
-		return edgeindex.Invalidf("release builder: Interval %s and Window %s must not be negative, PageSize %d must be 0 to 10000",
-			c.Interval, c.Window, c.PageSize)
+	if c.Interval < 0 || c.Window < 0 || c.PageSize < 0 || c.PageSize > 10000 || !(c.Share >= 0 && c.Share <= 1) {
+		return edgeindex.Invalidf("release builder: Interval %s and Window %s must not be negative, PageSize %d must be 0 to 10000, Share %g 0 to 1",
+			c.Interval, c.Window, c.PageSize, c.Share)
 	}
 	if c.Consumer == "" {
 		c.Consumer = DefaultConsumer
@@ -86,6 +95,9 @@ func (c *Config) validate() error {
 	}
 	if c.PageSize == 0 {
 		c.PageSize = DefaultPageSize
+	}
+	if c.Share == 0 {
+		c.Share = DefaultShare
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real
@@ -152,8 +164,9 @@ func (b *Builder) Run(ctx context.Context) error {
 // Pass consumes pages until the feed has nothing new, and returns how many
 // items it consumed. It reads and decodes the next page while the store
 // applies the current one (two goroutines at most), so reading, decoding
-// and writing overlap. A page another builder consumed first is skipped
-// (the cursor is read again), not an error.
+// and writing overlap. After each page it waits as Config.Share says. A
+// page another builder consumed first is skipped (the cursor is read
+// again), not an error.
 func (b *Builder) Pass(ctx context.Context) (int64, error) {
 	var total int64
 	cur, err := b.cfg.Store.ReleaseCursor(ctx, b.cfg.Consumer)
@@ -167,8 +180,12 @@ func (b *Builder) Pass(ctx context.Context) (int64, error) {
 			return total, p.err
 		}
 		next = b.prefetch(ctx, p.u.Next) // read on while this page is written
+		start := b.cfg.Clock.Now()
 		n, moved, err := b.apply(ctx, p)
 		total += int64(n)
+		if err == nil {
+			err = b.yield(ctx, b.cfg.Clock.Now().Sub(start))
+		}
 		if err != nil {
 			next.wait()
 			return total, err
@@ -181,6 +198,16 @@ func (b *Builder) Pass(ctx context.Context) (int64, error) {
 			next = b.prefetch(ctx, cur.After)
 		}
 	}
+}
+
+// yield waits after a page that took took to apply, so that the builder
+// spends at most Share of its time applying pages (Config.Share).
+func (b *Builder) yield(ctx context.Context, took time.Duration) error {
+	wait := time.Duration(float64(took) * (1/b.cfg.Share - 1))
+	if wait <= 0 {
+		return nil
+	}
+	return clock.Sleep(ctx, b.cfg.Clock, wait)
 }
 
 // Step consumes one page of the feed and returns how many items it held:

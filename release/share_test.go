@@ -1,0 +1,102 @@
+package release
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/edgeindex/edgeindex"
+	"github.com/edgeindex/edgeindex/batch"
+	"github.com/edgeindex/edgeindex/clock"
+)
+
+// pagedFeed is a feed of pages items, one a page, each no binary (the
+// builder skips them, and still applies the page with its cursor).
+type pagedFeed struct{ pages int }
+
+func (f pagedFeed) Results(_ context.Context, q batch.Query) (batch.Page, error) {
+	n, _ := strconv.Atoi(q.After)
+	if n >= f.pages {
+		return batch.Page{Next: q.After}, nil
+	}
+	return batch.Page{Results: []batch.Stored{{ID: int64(n + 1), Key: "k", Value: []byte(`1`)}}, Next: strconv.Itoa(n + 1)}, nil
+}
+
+// slowStore keeps the cursor, and takes took of clk's time to apply each
+// page.
+type slowStore struct {
+	Store
+	clk  *clock.Manual
+	took time.Duration
+
+	mu  sync.Mutex
+	cur Cursor
+}
+
+func (s *slowStore) ReleaseCursor(context.Context, string) (Cursor, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur, nil
+}
+
+func (s *slowStore) PutReleases(_ context.Context, u Update) (Applied, error) {
+	s.mu.Lock()
+	s.cur.After = u.Next
+	s.cur.Items += int64(u.Items)
+	s.mu.Unlock()
+	s.clk.Advance(s.took)
+	return Applied{}, nil
+}
+
+// A builder with Share 0.25 waits three times as long as each page took
+// before it applies the next, and no page is applied while it waits.
+func TestBuilderShare(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	st := &slowStore{clk: clk, took: 10 * time.Millisecond}
+	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{pages: 3}, Share: 0.25, Clock: clk})
+	require.NoError(t, err)
+
+	type passed struct {
+		n   int64
+		err error
+	}
+	done := make(chan passed, 1)
+	go func() {
+		n, err := b.Pass(t.Context())
+		done <- passed{n, err}
+	}()
+	for page := int64(1); page <= 3; page++ {
+		require.Eventually(t, func() bool { return clk.Waiters() == 1 }, 10*time.Second, time.Millisecond, "the wait after page %d", page)
+		require.Equal(t, page, b.Stats().Pages, "no page applied while the builder waits")
+		clk.Advance(29 * time.Millisecond)
+		require.Equal(t, 1, clk.Waiters(), "3 × 10 ms, not less")
+		clk.Advance(time.Millisecond)
+	}
+	require.Equal(t, passed{n: 3}, <-done)
+}
+
+// Share 1 never waits; one outside (0, 1] is refused, and 0 is the default.
+func TestBuilderShareBounds(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	st := &slowStore{clk: clk, took: time.Second}
+	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{pages: 3}, Share: 1, Clock: clk})
+	require.NoError(t, err)
+	n, err := b.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n, "no wait to advance past")
+
+	for _, bad := range []float64{-0.5, 1.5, math.NaN()} {
+		_, err := NewBuilder(Config{Store: st, Share: bad})
+		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%g", bad)
+	}
+	b, err = NewBuilder(Config{Store: st, Feed: pagedFeed{}})
+	require.NoError(t, err)
+	require.Equal(t, DefaultShare, b.cfg.Share)
+}
