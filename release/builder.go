@@ -60,8 +60,9 @@ type Config struct {
 	// d×(1/Share−1) before the next, so it spends at most Share of its
 	// time applying pages. 1 means no wait. Default DefaultShare.
 	Share float64
-	// Clock tells the time of files whose Date header does not parse, and
-	// waits the Interval. Nil means clock.Real.
+	// Clock tells the time of files whose Date header does not parse,
+	// times pages and waits the Interval and Share's waits. Nil means
+	// clock.Real.
 	Clock  clock.Clock
 	Logger *slog.Logger
 }
