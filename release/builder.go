@@ -30,6 +30,9 @@ const (
 	// feed spends applying pages: half. It then waits as long as each page
 	// took, so the workers' calls, which share the database, keep the rest.
 	DefaultShare = 0.5
+	// MinShare is the smallest Share: a wait is at most 99 times its page,
+	// and a tiny Share cannot overflow the wait's Duration.
+	MinShare = 0.01
 )
 
 // Config configures a Builder. Store is required; the zero value of every
@@ -58,7 +61,8 @@ type Config struct {
 	// Share bounds the builder's use of the database while it is behind
 	// the feed: after a page that took d to apply, it waits
 	// d×(1/Share−1) before the next, so it spends at most Share of its
-	// time applying pages. 1 means no wait. Default DefaultShare.
+	// time applying pages. 1 means no wait; at least MinShare. Default
+	// DefaultShare.
 	Share float64
 	// Clock tells the time of files whose Date header does not parse,
 	// times pages and waits the Interval and Share's waits. Nil means
@@ -78,9 +82,9 @@ func (c *Config) validate() error {
 		}
 		c.Feed = f
 	}
-	if c.Interval < 0 || c.Window < 0 || c.PageSize < 0 || c.PageSize > 10000 || !(c.Share >= 0 && c.Share <= 1) {
-		return edgeindex.Invalidf("release builder: Interval %s and Window %s must not be negative, PageSize %d must be 0 to 10000, Share %g 0 to 1",
-			c.Interval, c.Window, c.PageSize, c.Share)
+	if c.Interval < 0 || c.Window < 0 || c.PageSize < 0 || c.PageSize > 10000 || !(c.Share == 0 || c.Share >= MinShare && c.Share <= 1) {
+		return edgeindex.Invalidf("release builder: Interval %s and Window %s must not be negative, PageSize %d must be 0 to 10000, Share %g 0 or %g to 1",
+			c.Interval, c.Window, c.PageSize, c.Share, MinShare)
 	}
 	if c.Consumer == "" {
 		c.Consumer = DefaultConsumer

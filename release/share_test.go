@@ -81,7 +81,8 @@ func TestBuilderShare(t *testing.T) {
 	require.Equal(t, passed{n: 3}, <-done)
 }
 
-// Share 1 never waits; one outside (0, 1] is refused, and 0 is the default.
+// Share 1 never waits; one outside [MinShare, 1] is refused, and 0 is the
+// default.
 func TestBuilderShareBounds(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -92,7 +93,7 @@ func TestBuilderShareBounds(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n, "no wait to advance past")
 
-	for _, bad := range []float64{-0.5, 1.5, math.NaN()} {
+	for _, bad := range []float64{-0.5, 1.5, math.NaN(), 0.001, 1e-300} {
 		_, err := NewBuilder(Config{Store: st, Share: bad})
 		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%g", bad)
 	}

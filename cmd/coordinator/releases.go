@@ -23,7 +23,7 @@ func (m *Main) releaseFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&m.Releases, "releases", true, "build releases from the results feed (--releases=false: off)")
 	fs.DurationVar(&m.Release.Window, "release-window", release.DefaultWindow, "how far apart in posting date a release's files may be")
 	fs.DurationVar(&m.Release.Interval, "release-interval", release.DefaultInterval, "how often the release builder reads the feed once it has caught up")
-	fs.Float64Var(&m.Release.Share, "release-share", release.DefaultShare, "the most of its time the release builder spends writing while behind the feed (at most 1; 1: no waits)")
+	fs.Float64Var(&m.Release.Share, "release-share", release.DefaultShare, "the most of its time the release builder spends writing while behind the feed (0.01 to 1; 1: no waits)")
 	fs.BoolVar(&m.PostProc, "postproc", true, "post-process releases: read their NFO, PAR2 index and archive headers from an NNTP source (--postproc=false: off)")
 	fs.IntVar(&m.BodyConns, "body-conns", 1, "the connections of each NNTP source that post-processing may read article bodies on at once")
 }
@@ -138,7 +138,7 @@ func (m *Main) releasesBuildFlags(fs *flag.FlagSet) func(context.Context, []stri
 	once := fs.Bool("once", false, "read the feed to its end, then exit")
 	fs.DurationVar(&m.Release.Window, "release-window", release.DefaultWindow, "how far apart in posting date a release's files may be")
 	fs.DurationVar(&m.Release.Interval, "release-interval", release.DefaultInterval, "how often to read the feed once caught up")
-	fs.Float64Var(&m.Release.Share, "release-share", release.DefaultShare, "the most of its time the builder spends writing while behind the feed (at most 1; 1: no waits)")
+	fs.Float64Var(&m.Release.Share, "release-share", release.DefaultShare, "the most of its time the builder spends writing while behind the feed (0.01 to 1; 1: no waits)")
 	return func(ctx context.Context, pos []string) error {
 		if err := noArgs("releases build", pos); err != nil {
 			return err
