@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -80,8 +81,16 @@ func (c *Client) handedOver(l *api.Lease) *api.Lease {
 // batch goes as JSON. Nothing is stored by a refused body.
 func (c *Client) postBatch(ctx context.Context, rangeID, token int64, b api.Batch, q url.Values) (api.BatchReply, error) {
 	if !c.jsonBatches.Load() {
-		if body, err := edgeframe.MarshalBatchBinary(b); err == nil {
-			res, err := c.sendBatch(ctx, rangeID, token, body, api.BatchType, q)
+		if _, err := edgeframe.NewBatchBinaryReader(b); err == nil {
+			cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
+			cl.newBody, cl.ctype = func() (io.Reader, int64, error) {
+				r, err := edgeframe.NewBatchBinaryReader(b)
+				if err != nil {
+					return nil, 0, err
+				}
+				return r, r.Size(), nil
+			}, api.BatchType
+			res, err := c.sendBatch(ctx, cl, q)
 			if !errors.Is(err, edgeindex.ErrInvalid) {
 				return res, err
 			}
@@ -101,13 +110,14 @@ func (c *Client) postJSON(ctx context.Context, rangeID, token int64, b api.Batch
 	if err != nil {
 		return api.BatchReply{}, fmt.Errorf("edge: batch for range %d: %w: %w", rangeID, edgeindex.ErrInvalid, err)
 	}
-	return c.sendBatch(ctx, rangeID, token, body, "application/json", q)
+	cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
+	cl.body, cl.ctype = body, "application/json"
+	return c.sendBatch(ctx, cl, q)
 }
 
-// sendBatch posts a batch body of media type ctype.
-func (c *Client) sendBatch(ctx context.Context, rangeID, token int64, body []byte, ctype string, q url.Values) (api.BatchReply, error) {
-	cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
-	cl.body, cl.ctype, cl.retry, cl.query = body, ctype, true, q
+// sendBatch posts cl, a batch call with its body, with the query q.
+func (c *Client) sendBatch(ctx context.Context, cl *call, q url.Values) (api.BatchReply, error) {
+	cl.retry, cl.query = true, q
 	var res api.BatchReply
 	if _, err := c.json(ctx, cl, &res); err != nil {
 		return api.BatchReply{}, err

@@ -664,3 +664,43 @@ func TestClientBinaryBatchBadValue(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{api.BatchType, api.BatchType}, got())
 }
+
+// A transport may go on reading a request's body after the call has its
+// answer (http.RoundTripper allows it; net/http's does while a write is
+// under way): once the call returns, the caller may change its batch, so
+// such reads fail at once and read nothing of it (under -race, one that
+// did would be a race).
+func TestClientBatchAnsweredEarly(t *testing.T) {
+	t.Parallel()
+	returned := make(chan struct{})
+	read := make(chan error, 1)
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		go func() { // reads the body after the answer, as a transport may
+			<-returned
+			_, err := io.Copy(io.Discard, r.Body)
+			read <- err
+		}()
+		answer := `{"error": "stale", "code": "stale_fence"}`
+		return &http.Response{StatusCode: http.StatusConflict, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(answer)), ContentLength: int64(len(answer)), Request: r}, nil
+	})
+	cl, err := edge.NewClient(edge.Config{BaseURL: "http://coordinator", HTTP: &http.Client{Transport: rt}, Token: "t", Attempts: 1})
+	require.NoError(t, err)
+
+	b := batch.Batch{From: 1, To: 100, Headers: 100}
+	for i := range 100 {
+		b.Items = append(b.Items, batch.Item{Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(`"` + strings.Repeat("v", 1<<10) + `"`)})
+	}
+	_, err = cl.PostBatch(context.Background(), 1, 1, b)
+	require.ErrorIs(t, err, edgeindex.ErrConflict)
+	for i := range b.Items {
+		b.Items[i].Value = nil
+	}
+	close(returned)
+	require.Error(t, <-read, "the body reads nothing once the call returned")
+}
+
+// roundTripFunc is an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

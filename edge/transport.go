@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
@@ -36,6 +37,9 @@ type call struct {
 	token    int64
 	hasToken bool
 	body     []byte
+	// newBody, when body is nil, makes the body of each attempt anew, and
+	// says its length: a body encoded as it is sent, not held whole.
+	newBody  func() (io.Reader, int64, error)
 	ctype    string
 	accept   string
 	retry    bool
@@ -152,13 +156,43 @@ func (c *Client) roundTrip(ctx, actx context.Context, base *url.URL, cl *call) (
 		u.RawQuery = cl.query.Encode()
 	}
 	var body io.Reader
-	if cl.body != nil {
+	var lend *lent
+	size := int64(-1)
+	switch {
+	case cl.body != nil:
 		body = bytes.NewReader(cl.body)
+	case cl.newBody != nil:
+		var err error
+		lend = new(lent)
+		if body, size, err = lend.open(cl.newBody); err != nil {
+			return nil, fmt.Errorf("edge: %s: %w", cl.name(), err)
+		}
 	}
 	req, err := http.NewRequestWithContext(actx, cl.method, u.String(), body)
 	if err != nil {
 		return nil, fmt.Errorf("edge: %s: %w", cl.name(), err)
 	}
+	if lend != nil {
+		req.ContentLength = size
+		req.GetBody = func() (io.ReadCloser, error) {
+			r, _, err := lend.open(cl.newBody)
+			return io.NopCloser(r), err
+		}
+	}
+	resp, err := c.do(ctx, req, cl)
+	if lend != nil {
+		if err != nil {
+			lend.end()
+		} else {
+			resp.Body = endOnClose{resp.Body, lend}
+		}
+	}
+	return resp, err
+}
+
+// do sends req, the request of cl, and returns a 2xx response, its body
+// still to read, or the error its status maps to.
+func (c *Client) do(ctx context.Context, req *http.Request, cl *call) (*http.Response, error) {
 	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
 	if cl.hasToken {
 		req.Header.Set(api.HeaderLeaseToken, strconv.FormatInt(cl.token, 10))
@@ -178,6 +212,64 @@ func (c *Client) roundTrip(ctx, actx context.Context, base *url.URL, cl *call) (
 		return nil, statusErr(cl, resp)
 	}
 	return resp, nil
+}
+
+// lent is what one attempt lends the transport of a body newBody makes:
+// readers of the caller's data, which stop reading it when the attempt
+// ends (end). The transport may go on reading a request's body after it
+// has the answer (a server may answer before it has read the body, as a
+// coordinator answers a stale fence), and the caller may change its data
+// once the call returns: the transport's reads then fail, and it gives up
+// the connection, not sending what nobody reads.
+type lent struct {
+	mu    sync.Mutex
+	ended bool
+}
+
+// errEnded is what a body lent to an attempt that ended reads.
+var errEnded = errors.New("edge: the call of this body ended")
+
+// open makes a body with newBody, lent until l ends.
+func (l *lent) open(newBody func() (io.Reader, int64, error)) (io.Reader, int64, error) {
+	r, size, err := newBody()
+	if err != nil {
+		return nil, 0, err
+	}
+	return lentReader{l: l, r: r}, size, nil
+}
+
+// end stops every reader of l, waiting for a read under way.
+func (l *lent) end() {
+	l.mu.Lock()
+	l.ended = true
+	l.mu.Unlock()
+}
+
+// lentReader reads r until its lent ends.
+type lentReader struct {
+	l *lent
+	r io.Reader
+}
+
+func (r lentReader) Read(p []byte) (int, error) {
+	r.l.mu.Lock()
+	defer r.l.mu.Unlock()
+	if r.l.ended {
+		return 0, errEnded
+	}
+	return r.r.Read(p)
+}
+
+// endOnClose is a response's body that ends a lent when it is closed.
+type endOnClose struct {
+	io.ReadCloser
+	l *lent
+}
+
+func (b endOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.l.end()
+	return err
 }
 
 // transportErr wraps a failure in transit: as the caller's cancellation when

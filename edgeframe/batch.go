@@ -122,7 +122,7 @@ func DecodeBatchSize(r io.Reader, size, limit int64) (Batch, error) {
 // slow over the same bytes and the read error after them.
 func decodeBody[T any](r io.Reader, size, limit int64, fast func([]byte) (T, bool), slow func(io.Reader, int64) (T, error)) (T, error) {
 	limit, n := readLimits(limit)
-	raw, rerr := readBody(r, size, n)
+	raw, rerr := readBody(r, size, n, nil)
 	if rerr == nil && int64(len(raw)) <= limit {
 		if v, ok := fast(raw); ok {
 			return v, nil

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/require"
 
@@ -143,11 +146,20 @@ func TestBatchBinaryRefuses(t *testing.T) {
 		{"two values", `has a value that is not valid JSON`, binBody(1, 2, 0, 0, none, u32(1), item("k", "1 2"))},
 		{"value not UTF-8", `has a value that is not valid JSON`, binBody(1, 2, 0, 0, none, u32(1), item("k", "\"\xff\""))},
 		{"trailing bytes", "3 bytes follow the last item", binBody(1, 2, 0, 0, none, u32(1), item("k", "1"), []byte("abc"))},
+		// The framing is checked before the values, even those that came
+		// in, and were checked, before the bytes that break the framing.
+		{"bad value, then trailing bytes", "3 bytes follow the last item", binBody(1, 2, 0, 0, none, u32(1), item("k", "{"), []byte("abc"))},
+		{"bad value, then a key too long", "items[1]: its key of 99 bytes does not fit", binBody(1, 2, 0, 0, none, u32(2), item("a", "{"), u32(99), []byte("kkkkkkkkkk"))},
+		{"bad value, then an empty key", "items[1] has an empty key", binBody(1, 2, 0, 0, none, u32(2), item("a", "{"), item("", "1"), []byte{0})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := edgeframe.DecodeBatchBinary(bytes.NewReader(tc.body), int64(len(tc.body)), 0)
-			require.ErrorIs(t, err, edgeframe.ErrBadBatch)
-			require.ErrorContains(t, err, tc.want)
+			// Whole, a byte a read, and in reads of 7 bytes, as a
+			// request's body comes in: the same error.
+			for _, r := range []io.Reader{bytes.NewReader(tc.body), iotest.OneByteReader(bytes.NewReader(tc.body)), &pieces{p: tc.body, n: 7}} {
+				_, err := edgeframe.DecodeBatchBinary(r, int64(len(tc.body)), 0)
+				require.ErrorIs(t, err, edgeframe.ErrBadBatch)
+				require.ErrorContains(t, err, tc.want)
+			}
 		})
 	}
 
@@ -163,6 +175,84 @@ func TestBatchBinaryRefuses(t *testing.T) {
 }
 
 const math32 = 1<<32 - 1
+
+// pieces reads p n bytes a read.
+type pieces struct {
+	p []byte
+	n int
+}
+
+func (r *pieces) Read(p []byte) (int, error) {
+	if len(r.p) == 0 {
+		return 0, io.EOF
+	}
+	m := copy(p[:min(len(p), r.n)], r.p)
+	r.p = r.p[m:]
+	return m, nil
+}
+
+// A body that comes in many reads, whose values are checked as they come,
+// decodes as it does in one read, and a bad value is named by its index
+// in the batch, whichever read brought it.
+func TestDecodeBatchBinaryInPieces(t *testing.T) {
+	b := edgeframe.Batch{From: 1, To: 100, Headers: 100, Missing: []int64{5}}
+	for i := range 50 {
+		b.Items = append(b.Items, edgeframe.Item{Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(fmt.Sprintf(`{"i": %d, "s": "<"}`, i))})
+	}
+	body, err := edgeframe.MarshalBatchBinary(b)
+	require.NoError(t, err)
+	whole, err := edgeframe.DecodeBatchBinary(bytes.NewReader(body), int64(len(body)), 0)
+	require.NoError(t, err)
+	for _, n := range []int{1, 2, 13, 100, len(body) - 1} {
+		got, err := edgeframe.DecodeBatchBinary(&pieces{p: body, n: n}, -1, 0)
+		require.NoError(t, err, "reads of %d", n)
+		require.Equal(t, whole, got, "reads of %d", n)
+	}
+
+	b.Items[30].Value = json.RawMessage(`{"i": 30`)
+	b.Items[40].Value = json.RawMessage(`]`)
+	body, err = edgeframe.MarshalBatchBinary(b)
+	require.NoError(t, err)
+	for _, n := range []int{1, 13, 100, len(body)} {
+		_, err := edgeframe.DecodeBatchBinary(&pieces{p: body, n: n}, int64(len(body)), 0)
+		require.ErrorIs(t, err, edgeframe.ErrBadBatch)
+		require.ErrorContains(t, err, `items[30] (key "k30")`, "reads of %d", n)
+	}
+}
+
+// A body of many items has their values checked in runs on goroutines of
+// their own as it arrives: the batch is the one a single read gives, and
+// of bad values in several runs, the first is named, whichever run ends
+// first.
+func TestDecodeBatchBinaryRuns(t *testing.T) {
+	t.Parallel()
+	b := edgeframe.Batch{From: 1, To: 100, Headers: 100}
+	for i := range 30000 {
+		b.Items = append(b.Items, edgeframe.Item{Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(fmt.Sprintf(`[%d]`, i))})
+	}
+	body, err := edgeframe.MarshalBatchBinary(b)
+	require.NoError(t, err)
+	whole, err := edgeframe.DecodeBatchBinary(bytes.NewReader(body), int64(len(body)), 0)
+	require.NoError(t, err)
+	got, err := edgeframe.DecodeBatchBinary(&pieces{p: body, n: 4096}, int64(len(body)), 0)
+	require.NoError(t, err)
+	require.Equal(t, whole, got)
+
+	for _, bad := range [][]int{{9000, 25000}, {25000}, {29999}, {0, 29999}} {
+		for _, i := range bad {
+			b.Items[i].Value = json.RawMessage(`[`)
+		}
+		body, err := edgeframe.MarshalBatchBinary(b)
+		require.NoError(t, err)
+		for _, n := range []int{4096, 100000, len(body)} {
+			_, err = edgeframe.DecodeBatchBinary(&pieces{p: body, n: n}, int64(len(body)), 0)
+			require.ErrorContains(t, err, fmt.Sprintf(`items[%d] (key "k%d")`, bad[0], bad[0]), "bad %v, reads of %d", bad, n)
+		}
+		for _, i := range bad {
+			b.Items[i].Value = json.RawMessage(`[1]`)
+		}
+	}
+}
 
 // failAfter reads r, then fails with err.
 type failAfter struct {
@@ -207,6 +297,15 @@ func FuzzDecodeBatchBinary(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		b, err := edgeframe.DecodeBatchBinary(bytes.NewReader(body), int64(len(body)), 1<<20)
+		// Read a byte at a time, its values checked as they come, the
+		// body decodes the same.
+		bytewise, berr := edgeframe.DecodeBatchBinary(iotest.OneByteReader(bytes.NewReader(body)), -1, 1<<20)
+		if err != nil {
+			require.EqualError(t, berr, err.Error())
+		} else {
+			require.NoError(t, berr)
+			require.Equal(t, b, bytewise)
+		}
 		if err != nil {
 			if !errors.Is(err, edgeframe.ErrBadBatch) && !errors.Is(err, edgeframe.ErrTooLarge) {
 				t.Fatalf("an error of neither kind: %v", err)
@@ -252,4 +351,31 @@ func FuzzBatchBinarySameAsJSON(f *testing.F) {
 		}
 		same(t, want, asJSON(t, got))
 	})
+}
+
+// BatchBinaryReader reads MarshalBatchBinary's bytes, whatever the sizes
+// of the reads and of the items (one larger than the reader's buffer, a
+// nil value, none at all), and its Size is their length.
+func TestBatchBinaryReader(t *testing.T) {
+	for _, b := range []edgeframe.Batch{
+		{From: 1, To: 2},
+		{From: 1, To: 9, Headers: 3, Missing: []int64{2, 4}, Final: true, Items: []edgeframe.Item{
+			{Key: "a", Value: json.RawMessage(`{"x": 1}`)},
+			{Key: "nil"},
+			{Key: "short", Value: json.RawMessage(`1`)},
+			{Key: "empty", Value: json.RawMessage{}},
+			{Key: "big", Value: json.RawMessage(`"` + strings.Repeat("y", 200<<10) + `"`)},
+			{Key: "é", Value: json.RawMessage(`[1, 2]`)},
+		}},
+		binaryBatch(3000),
+	} {
+		want, err := edgeframe.MarshalBatchBinary(b)
+		require.NoError(t, err)
+		r, err := edgeframe.NewBatchBinaryReader(b)
+		require.NoError(t, err)
+		require.Equal(t, int64(len(want)), r.Size())
+		require.NoError(t, iotest.TestReader(r, want))
+	}
+	_, err := edgeframe.NewBatchBinaryReader(edgeframe.Batch{From: 1, To: 2, Items: []edgeframe.Item{{Key: "\xff"}}})
+	require.ErrorIs(t, err, edgeframe.ErrBadBatch)
 }

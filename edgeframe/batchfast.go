@@ -28,7 +28,9 @@ const maxFastDepth = 1000
 
 // readBody reads at most n bytes of r, into one buffer when the body is
 // size bytes long (size < 0: not known). err is a read error other than EOF.
-func readBody(r io.Reader, size, n int64) ([]byte, error) {
+// After each read, seen (unless nil) is given the bytes read so far: a
+// decoder can do its work on them while the rest is still on its way.
+func readBody(r io.Reader, size, n int64, seen func([]byte)) ([]byte, error) {
 	if br, ok := r.(interface{ Len() int }); ok && size < 0 {
 		size = int64(br.Len())
 	}
@@ -45,6 +47,9 @@ func readBody(r io.Reader, size, n int64) ([]byte, error) {
 		}
 		m, err := lr.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+m]
+		if m > 0 && seen != nil {
+			seen(buf)
+		}
 		if err == io.EOF {
 			return buf, nil
 		}

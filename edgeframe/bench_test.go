@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/edgeindex/edgeindex/edgeframe"
@@ -300,4 +302,79 @@ func BenchmarkMarshalBinaries10000Binary(b *testing.B) {
 // does, every value checked.
 func BenchmarkDecodeBinaries10000Binary(b *testing.B) {
 	benchDecodeBinaries(b, 10000, edgeframe.MarshalBatchBinary, edgeframe.DecodeBatchBinary)
+}
+
+// BenchmarkPostBinaries10000 sends the ingest bench's batch (22 MB) in an
+// HTTP request over loopback, as edge.Client and the coordinator do: the
+// client encodes it as it sends it (BatchBinaryReader), the server checks
+// its values as it arrives (DecodeBatchBinary from the request's body).
+// The baselines, in the same run: "whole" encodes it whole before sending
+// and reads it whole before decoding, the way both did before; "bytes"
+// sends the bytes of the encoding and the server reads them to nothing,
+// the transfer alone, which no decoder can beat.
+func BenchmarkPostBinaries10000(b *testing.B) {
+	bt := binaryBatch(10000)
+	body, err := edgeframe.MarshalBatchBinary(bt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	post := func(b *testing.B, handle func(r *http.Request) error, send func() io.Reader) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := handle(r); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+			}
+		}))
+		defer srv.Close()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			req, err := http.NewRequest(http.MethodPost, srv.URL, send())
+			if err != nil {
+				b.Fatal(err)
+			}
+			req.ContentLength = int64(len(body))
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Fatal(resp.Status)
+			}
+		}
+	}
+	b.Run("stream", func(b *testing.B) {
+		post(b, func(r *http.Request) error {
+			_, err := edgeframe.DecodeBatchBinary(r.Body, r.ContentLength, 0)
+			return err
+		}, func() io.Reader {
+			r, err := edgeframe.NewBatchBinaryReader(bt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r
+		})
+	})
+	b.Run("whole", func(b *testing.B) {
+		post(b, func(r *http.Request) error {
+			whole := make([]byte, r.ContentLength)
+			if _, err := io.ReadFull(r.Body, whole); err != nil {
+				return err
+			}
+			_, err := edgeframe.DecodeBatchBinary(bytes.NewReader(whole), r.ContentLength, 0)
+			return err
+		}, func() io.Reader {
+			whole, err := edgeframe.MarshalBatchBinary(bt)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return bytes.NewReader(whole)
+		})
+	})
+	b.Run("bytes", func(b *testing.B) {
+		post(b, func(r *http.Request) error {
+			_, err := io.Copy(io.Discard, r.Body)
+			return err
+		}, func() io.Reader { return bytes.NewReader(body) })
+	})
 }

@@ -45,5 +45,7 @@
 // sender copies the values instead of checking and encoding them. The
 // decoder checks what DecodeBatch checks and bounds every count and length
 // by the bytes left; each value is kept as sent, the same JSON as
-// MarshalBatch would have sent.
+// MarshalBatch would have sent. BatchBinaryReader encodes that layout as it
+// is read, so a sender streams a batch without holding it encoded, and
+// DecodeBatchBinary checks the values as the body arrives.
 package edgeframe

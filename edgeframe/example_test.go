@@ -82,3 +82,22 @@ func ExampleDecodeBatch() {
 	// 1000 1999 998 binary-hash {"parts": 3}
 	// true bad batch: from (1000) is after to (999)
 }
+
+// Stream a batch in the binary layout, as edge.Client sends it, and decode
+// it as the coordinator does, its values checked as they arrive.
+func ExampleNewBatchBinaryReader() {
+	b := edgeframe.Batch{From: 1, To: 100, Headers: 98, Missing: []int64{7, 9}, Items: []edgeframe.Item{
+		{Key: "binary-1", Value: []byte(`{"name": "a.rar", "parts": 3}`)},
+	}}
+	r, err := edgeframe.NewBatchBinaryReader(b)
+	if err != nil {
+		panic(err)
+	}
+	size := r.Size() // a request's Content-Length
+	got, err := edgeframe.DecodeBatchBinary(r, size, 0)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(size, got.Missing, got.Items[0].Key, string(got.Items[0].Value))
+	// Output: 94 [7 9] binary-1 {"name": "a.rar", "parts": 3}
+}
