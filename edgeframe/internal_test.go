@@ -173,3 +173,71 @@ func TestDecodeBinaryInParts(t *testing.T) {
 		require.ErrorContains(t, err, `items[7] (key "k7")`, "%+v", sp)
 	}
 }
+
+// FuzzValidValue: validValue takes exactly the values encoding/json
+// takes, in UTF-8.
+func FuzzValidValue(f *testing.F) {
+	for _, s := range []string{
+		`{"subject":"a \"b\" \u003cc\u003e","parts":[{"n":1,"article":1000001,"bytes":739123}],"complete":true}`,
+		` [1, -0.5e+3, "x\\y", null, false, {}, [], {"a": {"b": []}}] `,
+		`"12345678\u00e9é€"`, `-`, `01`, `1.`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `"\x"`, "\"a\tb\"", `truex`, `1 2`,
+		`{"a":[}`, `[{]`, `"\u12"`, strings.Repeat("[", 1001) + strings.Repeat("]", 1001),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		want := utf8.Valid(v) && json.Valid(v)
+		if got := validValue(v); got != want {
+			t.Fatalf("validValue(%q) = %v, encoding/json says %v", v, got, want)
+		}
+	})
+}
+
+// BenchmarkValidValue checks the values of the ingest bench's batch (21
+// MB of collator items) as the coordinator does a binary body's. The
+// baselines, in the same run: encoding/json's json.Valid, the obvious
+// way, and utf8.Valid, one pass over the bytes that validValue makes too.
+func BenchmarkValidValue(b *testing.B) {
+	values := ingestValues(10000)
+	n := 0
+	for _, v := range values {
+		n += len(v)
+	}
+	for _, bc := range []struct {
+		name  string
+		valid func([]byte) bool
+	}{{"validValue", validValue}, {"json.Valid", json.Valid}, {"utf8.Valid", utf8.Valid}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				for _, v := range values {
+					if !bc.valid(v) {
+						b.Fatal("not valid")
+					}
+				}
+			}
+		})
+	}
+}
+
+// ingestValues are n values shaped as the collator's items (the ingest
+// bench's): a binary of 2 to 33 parts, some 2.1 KB of JSON on average.
+func ingestValues(n int) [][]byte {
+	values := make([][]byte, n)
+	article := 1_000_000
+	for i := range values {
+		v := fmt.Appendf(nil, `{"subject":"Quiet.River.%d.1080p.WEB-DL.x264-SYN [%02d/27] - \"Quiet.River.%d.part%02d.rar\" yEnc",`, i, i%27+1, i, i%27+1)
+		v = fmt.Appendf(v, `"name":"Quiet.River.%d.part%02d.rar","poster":"poster \u003cposter@example.invalid\u003e","group":"alt.binaries.bench",`, i, i%27+1)
+		parts := 2 + i*7%32
+		v = fmt.Appendf(v, `"date":"Mon, 01 Jan 2024 12:00:00 +0000","total":%d,"complete":true,"parts":[`, parts)
+		for p := 1; p <= parts; p++ {
+			article++
+			if p > 1 {
+				v = append(v, ',')
+			}
+			v = fmt.Appendf(v, `{"n":%d,"article":%d,"messageId":"\u003c%d@alt.binaries.bench.synthetic\u003e","bytes":%d}`, p, article, article, 739_000+article%2000)
+		}
+		values[i] = append(v, "]}"...)
+	}
+	return values
+}
