@@ -39,11 +39,11 @@ type call struct {
 	body     []byte
 	// newBody, when body is nil, makes the body of each attempt anew, and
 	// says its length: a body encoded as it is sent, not held whole.
-	newBody  func() (io.Reader, int64, error)
-	ctype    string
-	accept   string
-	retry    bool
-	limit    int64 // the most read of a 2xx answer
+	newBody func() (io.Reader, int64, error)
+	ctype   string
+	accept  string
+	retry   bool
+	limit   int64 // the most read of a 2xx answer
 	// optional says an empty 2xx body is fine: the contract names no body.
 	optional bool
 }
