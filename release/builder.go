@@ -169,7 +169,8 @@ func (b *Builder) Run(ctx context.Context) error {
 // Pass consumes pages until the feed has nothing new, and returns how many
 // items it consumed. It reads and decodes the next page while the store
 // applies the current one (two goroutines at most), so reading, decoding
-// and writing overlap. After each page it waits as Config.Share says. A
+// and writing overlap. Before each page but the first it waits as
+// Config.Share says, so a pass that has caught up ends at once. A
 // page another builder consumed first is skipped (the cursor is read
 // again), not an error.
 func (b *Builder) Pass(ctx context.Context) (int64, error) {
@@ -179,18 +180,22 @@ func (b *Builder) Pass(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("release builder: %w", err)
 	}
 	next := b.prefetch(ctx, cur.After)
+	var took time.Duration // what the last page took to apply
 	for {
 		p := next.wait()
 		if p.err != nil || p.items == 0 {
 			return total, p.err
 		}
+		// The last page's share is waited for only once there is another
+		// page to apply: a pass that has caught up ends at once.
+		if err := b.yield(ctx, took); err != nil {
+			return total, err
+		}
 		next = b.prefetch(ctx, p.u.Next) // read on while this page is written
 		start := b.cfg.Clock.Now()
 		n, moved, err := b.apply(ctx, p)
+		took = b.cfg.Clock.Now().Sub(start)
 		total += int64(n)
-		if err == nil {
-			err = b.yield(ctx, b.cfg.Clock.Now().Sub(start))
-		}
 		if err != nil {
 			next.wait()
 			return total, err
