@@ -169,8 +169,9 @@ func (s *Store) resizeBudget(ctx context.Context, tx *sqlx.Tx, provider string, 
 const wantsKept = time.Hour
 
 // A Budget asks for the wants of up to 3 × connlease.MaxPoll: this fails
-// to compile if wantsKept is shorter.
-var _ [wantsKept - 3*connlease.MaxPoll]struct{}
+// to compile if wantsKept is shorter (counted in seconds, so that the
+// length fits a 32-bit int).
+var _ [(wantsKept - 3*connlease.MaxPoll) / time.Second]struct{}
 
 // want records, in the take's transaction, that holder found every slot
 // of provider taken, and forgets the wants older than wantsKept.
