@@ -60,9 +60,9 @@ type Config struct {
 	PageSize int
 	// Share bounds the builder's use of the database while it is behind
 	// the feed: after a page that took d to apply, it waits
-	// d×(1/Share−1) before the next, so it spends at most Share of its
-	// time applying pages. 1 means no wait; at least MinShare. Default
-	// DefaultShare.
+	// d×(1/Share−1), at most the Interval, before the next, so it spends
+	// at most Share of its time applying pages. 1 means no wait; at least
+	// MinShare. Default DefaultShare.
 	Share float64
 	// Clock tells the time of files whose Date header does not parse,
 	// times pages and waits the Interval and Share's waits. Nil means
@@ -211,9 +211,11 @@ func (b *Builder) Pass(ctx context.Context) (int64, error) {
 }
 
 // yield waits after a page that took took to apply, so that the builder
-// spends at most Share of its time applying pages (Config.Share).
+// spends at most Share of its time applying pages (Config.Share), but no
+// longer than the Interval it waits once caught up: a page that stalled
+// on a lock for a minute did not use the database for a minute.
 func (b *Builder) yield(ctx context.Context, took time.Duration) error {
-	wait := time.Duration(float64(took) * (1/b.cfg.Share - 1))
+	wait := min(time.Duration(float64(took)*(1/b.cfg.Share-1)), b.cfg.Interval)
 	if wait <= 0 {
 		return nil
 	}

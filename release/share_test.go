@@ -88,6 +88,32 @@ func TestBuilderShare(t *testing.T) {
 	require.Equal(t, int64(3), b.Stats().Pages)
 }
 
+// A share's wait is at most the Interval: a page that took long (stalled
+// on a lock, say) is not followed by a wait as long.
+func TestBuilderShareCapped(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	st := &slowStore{clk: clk, took: time.Minute}
+	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{pages: 2}, Share: 0.25, Interval: time.Second, Clock: clk})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Pass(t.Context())
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return clk.Waiters() == 1 }, 10*time.Second, time.Millisecond, "the wait after page 1")
+	clk.Advance(time.Second - time.Millisecond)
+	require.Equal(t, 1, clk.Waiters(), "a second, not less")
+	clk.Advance(time.Millisecond)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the pass still waits, not after a second (%d waiting)", clk.Waiters())
+	}
+	require.Equal(t, int64(2), b.Stats().Pages)
+}
+
 // Share 1 never waits; one outside [MinShare, 1] is refused, and 0 is the
 // default.
 func TestBuilderShareBounds(t *testing.T) {
