@@ -177,7 +177,7 @@ func (c *Cache[T]) Get(ctx context.Context) (Answer[T], error) {
 		}
 		age := c.age(e)
 		if age < c.cfg.Keep {
-			return c.answer(e, age, true, false), nil
+			return c.answer(e, age, true, false, c.flight.Load() != nil), nil
 		}
 		if c.cfg.MaxStale > 0 && age >= c.cfg.MaxStale {
 			if f := c.start(ctx, e); f != nil {
@@ -188,7 +188,9 @@ func (c *Cache[T]) Get(ctx context.Context) (Answer[T], error) {
 		if c.flight.Load() == nil && c.start(ctx, e) == nil {
 			continue // a newer read was published meanwhile
 		}
-		return c.answer(e, age, true, true), nil
+		// A read was in flight or started here: it may have ended since
+		// (a fast read), but this answer was given while it ran.
+		return c.answer(e, age, true, true, true), nil
 	}
 }
 
@@ -201,9 +203,10 @@ func (c *Cache[T]) age(e *entry[T]) time.Duration {
 	return c.cfg.Clock.Now().Sub(e.polledAt)
 }
 
-// answer serves e at the given age. ServedAt is computed from the read's
-// time and its age, so that a hit reads the clock once.
-func (c *Cache[T]) answer(e *entry[T], age time.Duration, fromCache, stale bool) Answer[T] {
+// answer serves e at the given age, refreshing saying whether a read is in
+// flight. ServedAt is computed from the read's time and its age, so that a
+// hit reads the clock once.
+func (c *Cache[T]) answer(e *entry[T], age time.Duration, fromCache, stale, refreshing bool) Answer[T] {
 	seconds := age.Seconds()
 	if seconds < 0 {
 		seconds = 0
@@ -218,7 +221,7 @@ func (c *Cache[T]) answer(e *entry[T], age time.Duration, fromCache, stale bool)
 			KeptForSeconds:  c.keepSeconds,
 			FromCache:       fromCache,
 			Stale:           stale,
-			Refreshing:      c.flight.Load() != nil,
+			Refreshing:      refreshing,
 		},
 	}
 }
@@ -282,11 +285,11 @@ func (c *Cache[T]) wait(ctx context.Context, f *flight[T], tooOld bool) (Answer[
 	}
 	if f.err == nil {
 		age := c.age(f.e)
-		return c.answer(f.e, age, false, age >= c.cfg.Keep), nil
+		return c.answer(f.e, age, false, age >= c.cfg.Keep, c.flight.Load() != nil), nil
 	}
 	var ans Answer[T]
 	if f.e != nil { // rejected: hand the value over, marked as not kept
-		ans = c.answer(f.e, c.age(f.e), false, false)
+		ans = c.answer(f.e, c.age(f.e), false, false, c.flight.Load() != nil)
 	}
 	if tooOld {
 		return ans, fmt.Errorf("%w: %w", ErrTooStale, f.err)
