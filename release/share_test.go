@@ -53,6 +53,34 @@ func (s *slowStore) PutReleases(_ context.Context, u Update) (Applied, error) {
 	return Applied{}, nil
 }
 
+// passed is what a Pass returned.
+type passed struct {
+	n   int64
+	err error
+}
+
+// startPass runs b.Pass on a goroutine of its own, and returns a func
+// that waits (a bounded while) for what it returned; the test fails, not
+// hangs, when the pass still waits on clk.
+func startPass(t *testing.T, b *Builder, clk *clock.Manual) func() passed {
+	t.Helper()
+	done := make(chan passed, 1)
+	go func() {
+		n, err := b.Pass(t.Context())
+		done <- passed{n, err}
+	}()
+	return func() passed {
+		t.Helper()
+		select {
+		case got := <-done:
+			return got
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the pass still waits (%d waiting on the clock)", clk.Waiters())
+			return passed{}
+		}
+	}
+}
+
 // A builder with Share 0.25 waits three times as long as each page took
 // before it applies the next, and no page is applied while it waits. After
 // the last page there is nothing to wait for: the pass ends at once.
@@ -62,16 +90,7 @@ func TestBuilderShare(t *testing.T) {
 	st := &slowStore{clk: clk, took: 10 * time.Millisecond}
 	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{pages: 3}, Share: 0.25, Clock: clk})
 	require.NoError(t, err)
-
-	type passed struct {
-		n   int64
-		err error
-	}
-	done := make(chan passed, 1)
-	go func() {
-		n, err := b.Pass(t.Context())
-		done <- passed{n, err}
-	}()
+	pass := startPass(t, b, clk)
 	for page := int64(1); page <= 2; page++ {
 		require.Eventually(t, func() bool { return clk.Waiters() == 1 }, 10*time.Second, time.Millisecond, "the wait after page %d", page)
 		require.Equal(t, page, b.Stats().Pages, "no page applied while the builder waits")
@@ -79,12 +98,7 @@ func TestBuilderShare(t *testing.T) {
 		require.Equal(t, 1, clk.Waiters(), "3 × 10 ms, not less")
 		clk.Advance(time.Millisecond)
 	}
-	select {
-	case got := <-done:
-		require.Equal(t, passed{n: 3}, got)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the pass still waits after its last page (%d waiting)", clk.Waiters())
-	}
+	require.Equal(t, passed{n: 3}, pass(), "no wait after the last page")
 	require.Equal(t, int64(3), b.Stats().Pages)
 }
 
@@ -96,21 +110,12 @@ func TestBuilderShareCapped(t *testing.T) {
 	st := &slowStore{clk: clk, took: time.Minute}
 	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{pages: 2}, Share: 0.25, Interval: time.Second, Clock: clk})
 	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Pass(t.Context())
-		done <- err
-	}()
+	pass := startPass(t, b, clk)
 	require.Eventually(t, func() bool { return clk.Waiters() == 1 }, 10*time.Second, time.Millisecond, "the wait after page 1")
 	clk.Advance(time.Second - time.Millisecond)
 	require.Equal(t, 1, clk.Waiters(), "a second, not less")
 	clk.Advance(time.Millisecond)
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("the pass still waits, not after a second (%d waiting)", clk.Waiters())
-	}
+	require.Equal(t, passed{n: 2}, pass(), "done after a second")
 	require.Equal(t, int64(2), b.Stats().Pages)
 }
 
@@ -122,9 +127,7 @@ func TestBuilderShareBounds(t *testing.T) {
 	st := &slowStore{clk: clk, took: time.Second}
 	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{pages: 3}, Share: 1, Clock: clk})
 	require.NoError(t, err)
-	n, err := b.Pass(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, int64(3), n, "no wait to advance past")
+	require.Equal(t, passed{n: 3}, startPass(t, b, clk)(), "no wait to advance past")
 
 	for _, bad := range []float64{-0.5, 1.5, math.NaN(), 0.001, 1e-300} {
 		_, err := NewBuilder(Config{Store: st, Share: bad})
