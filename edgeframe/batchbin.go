@@ -175,7 +175,7 @@ func DecodeBatchBinary(r io.Reader, size, limit int64) (Batch, error) {
 	case err != nil:
 		return Batch{}, fmt.Errorf("edgeframe: read batch: %w", err)
 	}
-	return decodeBinary(body, e.sp, e)
+	return decodeBinary(body, e)
 }
 
 // early checks a binary body's values while the body is still arriving
@@ -292,8 +292,8 @@ func (e *early) checked() int { return e.framed - len(e.pending) }
 
 // decodeBinary splits body into a batch and checks it: the head first,
 // then the items' framing and keys, then their values, on the goroutines
-// sp says, but for those e (if not nil) checked as body arrived.
-func decodeBinary(body []byte, sp split, e *early) (Batch, error) {
+// e's split says, but for those e checked as body arrived.
+func decodeBinary(body []byte, e *early) (Batch, error) {
 	if len(body) < binHead+8 {
 		return Batch{}, badf("a binary batch is at least %d bytes, not %d", binHead+8, len(body))
 	}
@@ -372,19 +372,19 @@ func decodeBinary(body []byte, sp split, e *early) (Batch, error) {
 	if len(p) > 0 {
 		return Batch{}, badf("%d bytes follow the last item", len(p))
 	}
-	if i := e.firstBad(b.Items, sp); i >= 0 {
+	if i := e.firstBad(b.Items); i >= 0 {
 		return Batch{}, badf("items[%d] (key %q) has a value that is not valid JSON", i, shortKey(b.Items[i].Key))
 	}
 	return b, nil
 }
 
 // firstBad returns the first of items whose value is not valid JSON, or
-// -1, checking on the goroutines sp says those values e did not check. The
-// items are the ones e framed in the same bytes, so its count is at most
-// theirs.
-func (e *early) firstBad(items []Item, sp split) int {
+// -1, checking on the goroutines e's split says those values e did not
+// check. The items are the ones e framed in the same bytes, so its count
+// is at most theirs.
+func (e *early) firstBad(items []Item) int {
 	from := 0
-	if e != nil && e.checked() <= len(items) {
+	if e.checked() <= len(items) {
 		if e.bad >= 0 {
 			return e.bad
 		}
@@ -394,7 +394,7 @@ func (e *early) firstBad(items []Item, sp split) int {
 	for _, it := range items[from:] {
 		values += len(it.Value)
 	}
-	if i := checkValues(items[from:], sp.of(values)); i >= 0 {
+	if i := checkValues(items[from:], e.sp.of(values)); i >= 0 {
 		return from + i
 	}
 	return -1

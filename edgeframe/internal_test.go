@@ -156,9 +156,9 @@ func TestDecodeBinaryInParts(t *testing.T) {
 	}
 	body, err := MarshalBatchBinary(b)
 	require.NoError(t, err)
-	serial, err := decodeBinary(slices.Clone(body), split{}, nil)
+	serial, err := decodeBinary(slices.Clone(body), newEarly(split{}))
 	require.NoError(t, err)
-	parts, err := decodeBinary(slices.Clone(body), split{parts: 3, above: 1}, nil)
+	parts, err := decodeBinary(slices.Clone(body), newEarly(split{parts: 3, above: 1}))
 	require.NoError(t, err)
 	require.Equal(t, serial, parts)
 	require.Equal(t, `{"i": 9, "s": "<"}`, string(parts.Items[9].Value))
@@ -168,7 +168,7 @@ func TestDecodeBinaryInParts(t *testing.T) {
 	body, err = MarshalBatchBinary(b)
 	require.NoError(t, err)
 	for _, sp := range []split{{}, {parts: 3, above: 1}, {parts: 10, above: 1}} {
-		_, err = decodeBinary(body, sp, nil)
+		_, err = decodeBinary(body, newEarly(sp))
 		require.ErrorIs(t, err, ErrBadBatch)
 		require.ErrorContains(t, err, `items[7] (key "k7")`, "%+v", sp)
 	}
