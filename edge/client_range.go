@@ -81,12 +81,18 @@ func (c *Client) handedOver(l *api.Lease) *api.Lease {
 // batch goes as JSON. Nothing is stored by a refused body.
 func (c *Client) postBatch(ctx context.Context, rangeID, token int64, b api.Batch, q url.Values) (api.BatchReply, error) {
 	if !c.jsonBatches.Load() {
-		if _, err := edgeframe.NewBatchBinaryReader(b); err == nil {
+		if first, err := edgeframe.NewBatchBinaryReader(b); err == nil {
 			cl := c.rangeCall(http.MethodPost, rangeID, "batch", token)
 			cl.newBody, cl.ctype = func() (io.Reader, int64, error) {
-				r, err := edgeframe.NewBatchBinaryReader(b)
-				if err != nil {
-					return nil, 0, err
+				// The first attempt sends the reader that checked b; each
+				// later one a reader of its own.
+				r := first
+				first = nil
+				if r == nil {
+					var err error
+					if r, err = edgeframe.NewBatchBinaryReader(b); err != nil {
+						return nil, 0, err
+					}
 				}
 				return r, r.Size(), nil
 			}, api.BatchType

@@ -649,6 +649,34 @@ func TestClientBinaryBatchFallsBackToJSON(t *testing.T) {
 	require.Equal(t, []lease.Span{{From: 1, To: 100}, {From: 101, To: 200}}, spans(c.batches()))
 }
 
+// A binary batch whose first attempt fails (a 503, its body unread) is
+// sent again whole, from a reader of its own.
+func TestClientBinaryBatchRetried(t *testing.T) {
+	t.Parallel()
+	c := newCoord(100)
+	c.addRange("alt.test", 1, 300)
+	var fails atomic.Int32
+	c.before = func(r *http.Request) (int, string) {
+		if strings.HasSuffix(r.URL.Path, "/batch") && fails.Add(1) == 1 {
+			return 503, "the database is restarting"
+		}
+		return 0, ""
+	}
+	cl, _ := startCoord(t, c, edge.Config{})
+	l := leased(t, cl)
+	b := batch.Batch{From: 1, To: 100, Headers: 100}
+	for i := range 2000 {
+		b.Items = append(b.Items, batch.Item{Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(fmt.Sprintf(`{"i": %d}`, i))})
+	}
+	res, err := cl.PostBatch(context.Background(), l.Range.ID, l.Token, b)
+	require.NoError(t, err)
+	require.Equal(t, int64(101), res.Next)
+	require.Equal(t, []string{"POST batch 503", "POST batch 200"}, rangeCalls(c.callLog(), l.Range.ID))
+	stored := c.batches()
+	require.Len(t, stored, 1)
+	require.Equal(t, b.Items, stored[0].Items)
+}
+
 // A bad value is not checked before a binary body is sent: the
 // coordinator refuses it (400, nothing stored), and the JSON fallback
 // refuses it here, sending nothing more. The client keeps the binary
