@@ -157,10 +157,16 @@ type batchColumns struct {
 	nodes                            []string
 }
 
-// itemColumns are the items' rows.
+// itemColumns are the items' rows. Their values go as one byte string,
+// each row naming its value's place in it: as an array of strings, a
+// round's values cost five times their size in allocations and copies,
+// as pgx appends them to a buffer that grows a quarter at a time
+// (decision 48).
 type itemColumns struct {
 	groups, ranges, from, to []int64
-	keys, values             []string
+	keys                     []string
+	values                   []byte  // every row's value, one after another
+	at, lens                 []int64 // each row's value: its 1-based offset in values, its length
 }
 
 // grantWants are the grants asked for: wanted's rows.
@@ -198,18 +204,32 @@ func fenceUpdates(touched []*rangeRow, rows []rangeRow) fencedUpdates {
 // storedColumns returns the rows of the batches stored and of their items.
 func storedColumns(stored []storedBatch) (batchColumns, itemColumns) {
 	var b batchColumns
-	var it itemColumns
+	it := itemColumns{values: make([]byte, 0, valueBytes(stored))}
 	for _, p := range stored {
 		if recorded(p.b) {
 			b.ranges, b.nodes, b.from, b.to = append(b.ranges, p.r.ID), append(b.nodes, p.node), append(b.from, p.b.From), append(b.to, p.b.To)
 			b.headers, b.items = append(b.headers, p.b.Headers), append(b.items, int64(len(p.b.Items)))
 		}
 		for _, item := range p.b.Items {
+			v := valueText(item.Value)
 			it.groups, it.ranges, it.from, it.to = append(it.groups, p.r.GroupID), append(it.ranges, p.r.ID), append(it.from, p.b.From), append(it.to, p.b.To)
-			it.keys, it.values = append(it.keys, item.Key), append(it.values, jsonValue(item.Value))
+			it.keys, it.at, it.lens = append(it.keys, item.Key), append(it.at, int64(len(it.values))+1), append(it.lens, int64(len(v)))
+			it.values = append(it.values, v...)
 		}
 	}
 	return b, it
+}
+
+// valueBytes is the size of the values of stored, as itemColumns holds
+// them.
+func valueBytes(stored []storedBatch) int {
+	n := 0
+	for _, p := range stored {
+		for _, item := range p.b.Items {
+			n += len(valueText(item.Value))
+		}
+	}
+	return n
 }
 
 // wantedGrants returns the grants asked for by the Puts of round that
@@ -234,18 +254,20 @@ func wantedGrants(round []*call[putReq, batch.Result], touchedRows []*rangeRow) 
 }
 
 // args returns the arguments of optimisticPutQuery, in its order: v's
-// lists, b's time and lists, i's lists, d's, wanted's, then granted's
-// (grantRanges: {now}, the ranges excluded, the limit, {now}).
+// lists, b's time and lists, d's, wanted's, granted's (grantRanges: {now},
+// the ranges excluded, the limit, {now}), then i's lists and its values.
+// The values come last, as pgx appends each argument to one buffer: one
+// after them would copy them again as the buffer grows.
 func (ow optimisticWrite) args() []any {
 	u, b, it, g := ow.ranges, ow.batches, ow.items, ow.grants
 	return []any{
 		u.ids, u.next, u.headers, u.state,
 		u.oldNext, u.oldToken, u.oldState,
 		ow.at, b.ranges, b.nodes, b.from, b.to, b.headers, b.items,
-		it.groups, it.ranges, it.from, it.to, it.keys, it.values,
 		ow.finished,
 		g.nodes, g.ttls, g.ranges,
 		ow.now, u.ids, len(ow.want), ow.now,
+		it.groups, it.ranges, it.from, it.to, it.keys, it.at, it.lens, it.values,
 	}
 }
 
@@ -301,7 +323,7 @@ var (
 )
 
 // optimisticPutQuery is putOptimistic's write: u updates each range still
-// as it was read; the batches, items and claim deletions follow only the
+// as it was read; the batches, claim deletions and items follow only the
 // ranges it matched, and so do the grants made to the Puts that asked
 // (wanted, numbered anew: grantRanges), none of the round's ranges. It
 // returns the granted ranges with the ordinal of the Put in want (n), then
@@ -324,19 +346,21 @@ var optimisticPutQuery = `
 		FROM unnest(CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]))
 			AS x(range_id, node, from_n, to_n, headers, items)
 		WHERE x.range_id IN (SELECT id FROM u)),
-	i AS (
-		INSERT INTO items (xid, group_id, range_id, from_n, to_n, key, value)
-		SELECT {xid}, x.group_id, x.range_id, x.from_n, x.to_n, x.key, x.value
-		FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]), CAST(? AS TEXT[]))
-			AS x(group_id, range_id, from_n, to_n, key, value)
-		WHERE x.range_id IN (SELECT id FROM u)),
 	d AS (
 		DELETE FROM chunk_claims WHERE range_id = ANY(CAST(? AS BIGINT[])) AND range_id IN (SELECT id FROM u)),
 	wanted AS (
 		SELECT w.node, w.ttl_us, w.ord, row_number() OVER (ORDER BY w.ord) AS n
 		FROM unnest(CAST(? AS TEXT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) WITH ORDINALITY AS w(node, ttl_us, range_id, ord)
 		WHERE w.range_id IN (SELECT id FROM u)),
-	` + grantRanges(" AND id <> ALL(CAST(? AS BIGINT[]))") + `
+	` + grantRanges(" AND id <> ALL(CAST(? AS BIGINT[]))") + `,
+	i AS (
+		INSERT INTO items (xid, group_id, range_id, from_n, to_n, key, value)
+		SELECT {xid}, x.group_id, x.range_id, x.from_n, x.to_n, x.key,
+			convert_from(substring(vals.b FROM CAST(x.value_at AS INTEGER) FOR CAST(x.value_len AS INTEGER)), 'UTF8')
+		FROM unnest(CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS BIGINT[]), CAST(? AS TEXT[]),
+			CAST(? AS BIGINT[]), CAST(? AS BIGINT[])) AS x(group_id, range_id, from_n, to_n, key, value_at, value_len),
+			(SELECT CAST(? AS BYTEA)) AS vals(b)
+		WHERE x.range_id IN (SELECT id FROM u))
 	SELECT * FROM granted
 	UNION ALL SELECT id, 0, '', 0, 0, 0, FALSE, '', 0, 0, '', 0, NULL, 0, NULL, FALSE, 0 FROM u`
 

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,6 +105,54 @@ func testResultsFeed(t *testing.T, e *env) {
 	require.ErrorIs(t, err, edgeindex.ErrInvalid)
 	_, err = e.Results(e.ctx, batch.Query{Group: "nope"})
 	require.ErrorIs(t, err, edgeindex.ErrNotFound)
+}
+
+// testItemValues: every value comes back from the feed byte for byte,
+// whichever way the store writes it: a call of two small batches (on
+// PostgreSQL one statement, the values packed side by side) and a batch
+// of more items than take a COPY. An absent value is JSON null.
+func testItemValues(t *testing.T, e *env) {
+	e.group(t, "g", false)
+	e.ranges(t, "g", 1, 300, lease.LaneHistory) // three ranges of 100
+	odd := []json.RawMessage{
+		json.RawMessage(`{"s":"ü€𝄞 \u0000 \"quoted\""}`), nil, json.RawMessage(`[1,2.5e3,true,null]`),
+		json.RawMessage(`"` + strings.Repeat("é", 40_000) + `"`), json.RawMessage(`{}`), json.RawMessage(`0`),
+	}
+	want := map[string]string{}
+	value := func(key string, v json.RawMessage) batch.Item {
+		want[key] = string(v)
+		if v == nil {
+			want[key] = "null"
+		}
+		return batch.Item{Key: key, Value: v}
+	}
+	var small [2][]batch.Item
+	for i, v := range odd {
+		small[i%2] = append(small[i%2], value(fmt.Sprintf("small-%d", i), v))
+	}
+	a, b := e.grant(t, "a"), e.grant(t, "a")
+	answers, err := e.PutMany(e.ctx, []batch.Entry{
+		{RangeID: a.Range.ID, Fence: fence(a), Batch: batch.Batch{From: a.Range.Start, To: a.Range.Start, Items: small[0]}},
+		{RangeID: b.Range.ID, Fence: fence(b), Batch: batch.Batch{From: b.Range.Start, To: b.Range.Start, Items: small[1]}},
+	}, 0)
+	require.NoError(t, err)
+	for _, an := range answers {
+		require.NoError(t, an.Err)
+	}
+	var many []batch.Item
+	for i := range 600 {
+		many = append(many, value(fmt.Sprintf("many-%d", i), json.RawMessage(fmt.Sprintf(`{"n":%d,"s":"ß%s"}`, i, strings.Repeat("x", i)))))
+	}
+	many = append(many, value("many-odd", odd[0]), value("many-absent", nil))
+	c := e.grant(t, "a")
+	_, err = e.Put(e.ctx, c.Range.ID, fence(c), batch.Batch{From: c.Range.Start, To: c.Range.Start, Items: many})
+	require.NoError(t, err)
+
+	got := map[string]string{}
+	for _, it := range e.feed(t, "g", 1000, len(want)) {
+		got[it.Key] = string(it.Value)
+	}
+	require.Equal(t, want, got)
 }
 
 func (e *env) feed(t *testing.T, group string, limit, want int) []batch.Stored {

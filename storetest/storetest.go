@@ -104,6 +104,7 @@ func Run(t *testing.T, open Open) {
 		{"GrantMany", testGrantMany},
 		{"FinishMany", testFinishMany},
 		{"ResultsFeed", testResultsFeed},
+		{"ItemValues", testItemValues},
 		{"LaneGrant", testLaneGrant},
 		{"LaneNextInOrder", testLaneNext},
 		{"LaneChangesHands", testLaneChangesHands},
