@@ -223,13 +223,7 @@ func BenchmarkBatchIngest(b *testing.B) {
 // coordinator decodes it (edgeframe.DecodeBatch) and stored. "rawcopy",
 // the baseline, is a bare COPY of the same rows.
 func BenchmarkBodyIngest(b *testing.B) {
-	items := collatorItems(b, 10_000)
-	for _, be := range backends {
-		if be.Name == "postgres" {
-			b.Run(be.Name+"/decoded", func(b *testing.B) { benchPut(b, be.URL(b), items, true) })
-			b.Run(be.Name+"/rawcopy", func(b *testing.B) { benchRawCopy(b, be.URL(b), items) })
-		}
-	}
+	benchAgainstCopy(b, "decoded", collatorItems(b, 10_000), true)
 }
 
 // BenchmarkRoundIngest stores one batch of 100 items of a collator
@@ -238,10 +232,15 @@ func BenchmarkBodyIngest(b *testing.B) {
 // optimistic put). "rawcopy", the baseline, is a bare COPY of the same
 // rows in a transaction of its own.
 func BenchmarkRoundIngest(b *testing.B) {
-	items := collatorItems(b, 100)
+	benchAgainstCopy(b, "store", collatorItems(b, 100), false)
+}
+
+// benchAgainstCopy runs benchPut of items (from a body with body) as
+// postgres/name, and benchRawCopy of them as postgres/rawcopy.
+func benchAgainstCopy(b *testing.B, name string, items []batch.Item, body bool) {
 	for _, be := range backends {
 		if be.Name == "postgres" {
-			b.Run(be.Name+"/store", func(b *testing.B) { benchPut(b, be.URL(b), items, false) })
+			b.Run(be.Name+"/"+name, func(b *testing.B) { benchPut(b, be.URL(b), items, body) })
 			b.Run(be.Name+"/rawcopy", func(b *testing.B) { benchRawCopy(b, be.URL(b), items) })
 		}
 	}
