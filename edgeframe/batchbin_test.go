@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -254,15 +255,63 @@ func TestDecodeBatchBinaryRuns(t *testing.T) {
 	}
 }
 
-// failAfter reads r, then fails with err.
+// A body cut while its values are being checked in runs fails with the
+// read's error, whether values before the cut were bad or not.
+func TestDecodeBatchBinaryCutWhileChecking(t *testing.T) {
+	t.Parallel()
+	b := edgeframe.Batch{From: 1, To: 100, Headers: 100}
+	for i := range 30000 {
+		b.Items = append(b.Items, edgeframe.Item{Key: fmt.Sprintf("k%d", i), Value: json.RawMessage(fmt.Sprintf(`{"v":"%0100d"}`, i))})
+	}
+	cut := errors.New("cut")
+	for _, bad := range []int{-1, 10} {
+		if bad >= 0 {
+			b.Items[bad].Value = json.RawMessage(`{`)
+		}
+		body, err := edgeframe.MarshalBatchBinary(b)
+		require.NoError(t, err)
+		for _, at := range []int{1 << 20, 2 << 20, len(body) - 1} {
+			for _, n := range []int{64 << 10, at} {
+				r := &failAfter{r: bytes.NewReader(body[:at]), err: cut, n: n}
+				_, err := edgeframe.DecodeBatchBinary(r, int64(len(body)), 0)
+				require.ErrorIs(t, err, cut, "bad %d, cut at %d, reads of %d", bad, at, n)
+			}
+		}
+	}
+}
+
+// A body cut while a run of its values is checked on a goroutine of its
+// own returns once the run is done, not before: the run reads the body.
+// Not parallel, as it counts goroutines.
+func TestDecodeBatchBinaryCutWaits(t *testing.T) {
+	b := edgeframe.Batch{From: 1, To: 1, Items: []edgeframe.Item{
+		{Key: "big", Value: json.RawMessage(`"` + strings.Repeat("x", 8<<20) + `"`)}, // one run, some 10 ms to check
+		{Key: "next", Value: json.RawMessage(`1`)},
+	}}
+	body, err := edgeframe.MarshalBatchBinary(b)
+	require.NoError(t, err)
+	at := len(body) - (4 + len("next") + 4 + len("1")) + 1 // into the second item, the first whole
+	before := runtime.NumGoroutine()
+	cut := errors.New("cut")
+	_, err = edgeframe.DecodeBatchBinary(&failAfter{r: bytes.NewReader(body[:at]), err: cut}, int64(len(body)), 0)
+	require.ErrorIs(t, err, cut)
+	require.LessOrEqual(t, runtime.NumGoroutine(), before, "a run still checking")
+}
+
+// failAfter reads r, at most n bytes a read when n > 0, then fails with
+// err.
 type failAfter struct {
 	r   *bytes.Reader
 	err error
+	n   int
 }
 
 func (f *failAfter) Read(p []byte) (int, error) {
 	if f.r.Len() == 0 {
 		return 0, f.err
+	}
+	if f.n > 0 {
+		p = p[:min(len(p), f.n)]
 	}
 	return f.r.Read(p)
 }
