@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -189,4 +190,29 @@ func TestItemValuesLZ4(t *testing.T) {
 	require.NoError(t, s.db.GetContext(ctx, &got, "SELECT pg_column_compression(value) AS method, value FROM items"))
 	require.Equal(t, want, got.Method)
 	require.Equal(t, string(value), got.Value)
+}
+
+// A value PostgreSQL cannot hold as text (bytes that are not UTF-8, a NUL)
+// fails the Put whole on the optimistic way: nothing of it is written, and
+// the same batch with good values is then stored. The coordinator refuses
+// such values before the store; this is a program calling Put itself.
+func TestOptimisticPutRefusesBadText(t *testing.T) {
+	s := pgRanges(t, 10)
+	l := grantN(t, s, "a", 1)[0]
+	f := lease.Fence{Node: "a", Token: l.Token}
+	good := batch.Item{Key: "good", Value: json.RawMessage(`"ok"`)}
+	for _, bad := range []string{"\"\xff\"", "\"a\x00b\""} {
+		b := batch.Batch{From: 1, To: 5, Headers: 5, Items: []batch.Item{good, {Key: "bad", Value: json.RawMessage(bad)}}}
+		_, err := s.Put(t.Context(), l.Range.ID, f, b)
+		require.Error(t, err, "%q", bad)
+		r, err := s.Range(t.Context(), l.Range.ID)
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r.Next, "%q: the range moved", bad)
+	}
+	res, err := s.Put(t.Context(), l.Range.ID, f, batch.Batch{From: 1, To: 5, Headers: 5, Items: []batch.Item{good}})
+	require.NoError(t, err)
+	require.Equal(t, int64(6), res.Next)
+	var n int
+	require.NoError(t, s.DB().GetContext(t.Context(), &n, "SELECT count(*) FROM items"))
+	require.Equal(t, 1, n, "only the good batch's item")
 }
