@@ -85,13 +85,7 @@ func TestClientRetries5xxWithBackoff(t *testing.T) {
 	t.Parallel()
 	c := newCoord(100)
 	c.addRange("alt.test", 1, 300)
-	var fails atomic.Int32
-	c.before = func(r *http.Request) (int, string) {
-		if strings.HasSuffix(r.URL.Path, "/heartbeat") && fails.Add(1) <= 2 {
-			return 503, "the database is restarting"
-		}
-		return 0, ""
-	}
+	c.failFirst("/heartbeat", 2, 503, "the database is restarting")
 	cl, s := startCoord(t, c, edge.Config{Backoff: 100 * time.Millisecond, Rand: func() float64 { return 0.5 }})
 	l := leased(t, cl)
 
@@ -277,13 +271,7 @@ func TestClientNetworkErrorRetried(t *testing.T) {
 	t.Parallel()
 	c := newCoord(100)
 	c.addRange("alt.test", 1, 300)
-	var drops atomic.Int32
-	c.before = func(r *http.Request) (int, string) {
-		if strings.HasSuffix(r.URL.Path, "/heartbeat") && drops.Add(1) == 1 {
-			return -1, "" // drop the connection
-		}
-		return 0, ""
-	}
+	c.failFirst("/heartbeat", 1, -1, "") // drop the connection
 	cl, s := startCoord(t, c, edge.Config{})
 	l := leased(t, cl)
 	_, err := cl.Heartbeat(context.Background(), l.Range.ID, l.Token)
@@ -655,13 +643,7 @@ func TestClientBinaryBatchRetried(t *testing.T) {
 	t.Parallel()
 	c := newCoord(100)
 	c.addRange("alt.test", 1, 300)
-	var fails atomic.Int32
-	c.before = func(r *http.Request) (int, string) {
-		if strings.HasSuffix(r.URL.Path, "/batch") && fails.Add(1) == 1 {
-			return 503, "the database is restarting"
-		}
-		return 0, ""
-	}
+	c.failFirst("/batch", 1, 503, "the database is restarting")
 	cl, _ := startCoord(t, c, edge.Config{})
 	l := leased(t, cl)
 	b := batch.Batch{From: 1, To: 100, Headers: 100}

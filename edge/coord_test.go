@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/edgeindex/edgeindex/api"
@@ -138,6 +139,18 @@ func newCoord(chunk int64) *coord {
 		panic(err)
 	}
 	return &coord{src: src, token: "node-secret", chunk: chunk, data: map[int64][]byte{}}
+}
+
+// failFirst makes c answer the first n requests whose path ends in
+// suffix with status and msg (as before does; -1 drops the connection).
+func (c *coord) failFirst(suffix string, n int32, status int, msg string) {
+	var seen atomic.Int32
+	c.before = func(r *http.Request) (int, string) {
+		if strings.HasSuffix(r.URL.Path, suffix) && seen.Add(1) <= n {
+			return status, msg
+		}
+		return 0, ""
+	}
 }
 
 // start serves c on a new httptest server and returns it.
