@@ -59,6 +59,23 @@ type passed struct {
 	err error
 }
 
+// slowBuilder returns a builder of cfg on a manual clock, with a
+// slowStore whose every write takes took of that clock.
+func slowBuilder(t *testing.T, took time.Duration, cfg Config) (*Builder, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	cfg.Store, cfg.Clock = &slowStore{clk: clk, took: took}, clk
+	b, err := NewBuilder(cfg)
+	require.NoError(t, err)
+	return b, clk
+}
+
+// awaitWait waits until the builder waits on clk, or fails with msg.
+func awaitWait(t *testing.T, clk *clock.Manual, msg string, args ...any) {
+	t.Helper()
+	require.Eventually(t, func() bool { return clk.Waiters() == 1 }, 10*time.Second, time.Millisecond, append([]any{msg}, args...)...)
+}
+
 // startPass runs b.Pass on a goroutine of its own, and returns a func
 // that waits (a bounded while) for what it returned; the test fails, not
 // hangs, when the pass still waits on clk.
@@ -86,13 +103,10 @@ func startPass(t *testing.T, b *Builder, clk *clock.Manual) func() passed {
 // the last page there is nothing to wait for: the pass ends at once.
 func TestBuilderShare(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	st := &slowStore{clk: clk, took: 10 * time.Millisecond}
-	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{pages: 3}, Share: 0.25, Clock: clk})
-	require.NoError(t, err)
+	b, clk := slowBuilder(t, 10*time.Millisecond, Config{Feed: pagedFeed{pages: 3}, Share: 0.25})
 	pass := startPass(t, b, clk)
 	for page := int64(1); page <= 2; page++ {
-		require.Eventually(t, func() bool { return clk.Waiters() == 1 }, 10*time.Second, time.Millisecond, "the wait after page %d", page)
+		awaitWait(t, clk, "the wait after page %d", page)
 		require.Equal(t, page, b.Stats().Pages, "no page applied while the builder waits")
 		clk.Advance(29 * time.Millisecond)
 		require.Equal(t, 1, clk.Waiters(), "3 × 10 ms, not less")
@@ -106,12 +120,9 @@ func TestBuilderShare(t *testing.T) {
 // on a lock, say) is not followed by a wait as long.
 func TestBuilderShareCapped(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	st := &slowStore{clk: clk, took: time.Minute}
-	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{pages: 2}, Share: 0.25, Interval: time.Second, Clock: clk})
-	require.NoError(t, err)
+	b, clk := slowBuilder(t, time.Minute, Config{Feed: pagedFeed{pages: 2}, Share: 0.25, Interval: time.Second})
 	pass := startPass(t, b, clk)
-	require.Eventually(t, func() bool { return clk.Waiters() == 1 }, 10*time.Second, time.Millisecond, "the wait after page 1")
+	awaitWait(t, clk, "the wait after page 1")
 	clk.Advance(time.Second - time.Millisecond)
 	require.Equal(t, 1, clk.Waiters(), "a second, not less")
 	clk.Advance(time.Millisecond)
@@ -123,17 +134,15 @@ func TestBuilderShareCapped(t *testing.T) {
 // default.
 func TestBuilderShareBounds(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	st := &slowStore{clk: clk, took: time.Second}
-	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{pages: 3}, Share: 1, Clock: clk})
-	require.NoError(t, err)
+	b, clk := slowBuilder(t, time.Second, Config{Feed: pagedFeed{pages: 3}, Share: 1})
 	require.Equal(t, passed{n: 3}, startPass(t, b, clk)(), "no wait to advance past")
+	st := b.cfg.Store
 
 	for _, bad := range []float64{-0.5, 1.5, math.NaN(), 0.001, 1e-300} {
 		_, err := NewBuilder(Config{Store: st, Share: bad})
 		require.ErrorIs(t, err, edgeindex.ErrInvalid, "%g", bad)
 	}
-	b, err = NewBuilder(Config{Store: st, Feed: pagedFeed{}})
+	b, err := NewBuilder(Config{Store: st, Feed: pagedFeed{}})
 	require.NoError(t, err)
 	require.Equal(t, DefaultShare, b.cfg.Share)
 }
